@@ -1,0 +1,44 @@
+"""The `jobtree` (and `kubectl-runs`) command line: one click group, one module per verb.
+
+Exit codes: 0 success / no changes, 1 changes (with --exit-code), 2 usage, 3 invalid fleet, 4 other.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+import click
+
+# verb -> module exposing `command` (a click.Command). Modules are imported lazily so one verb's
+# dependencies never slow or break another.
+VERBS = {
+    "validate": "reconciler.validate",
+    "codeowners": "reconciler.codeowners",
+    "simulate": "reconciler.simulate",
+    "reconcile": "reconciler.reconcile",
+    "plan": "reconciler.plan",
+    "webhook": "reconciler.webhook",
+}
+
+
+class _Lazy(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(v for v, mod in VERBS.items() if importlib.util.find_spec(mod) is not None)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        mod = VERBS.get(name)
+        if mod is None or importlib.util.find_spec(mod) is None:
+            return None
+        command: click.Command = importlib.import_module(mod).command
+        return command
+
+
+@click.group(cls=_Lazy, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="jobtree")
+def main() -> None:
+    """Run a GPU fleet from Git: budgets, runs, leases and reservations."""
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,50 @@
+"""Diagnostics: one problem, one line `path:line:col: CODE message`, naming what to change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Diagnostic:
+    path: str
+    line: int
+    col: int
+    code: str
+    message: str
+    obj: str = ""  # "Kind ns/name" of the object concerned, when known
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "col": self.col,
+            "code": self.code,
+            "message": self.message,
+            "object": self.obj,
+        }
+
+
+# The codes, stable for tools and for the corpus under tests/corpus/invalid.
+YAML_SYNTAX = "JT001"
+NOT_AN_OBJECT = "JT002"
+UNKNOWN_KIND = "JT003"
+SCHEMA = "JT010"
+DUPLICATE_KEY = "JT011"
+DUPLICATE_OBJECT = "JT012"
+TENANT = "JT020"
+OWNER_MISMATCH = "JT021"
+PARENT_CYCLE = "JT030"
+UNKNOWN_OWNER = "JT031"
+ENVELOPE_NAME = "JT032"
+WINDOW = "JT033"
+LENDING = "JT034"
+AGGREGATE = "JT035"
+MALLEABLE = "JT040"
+ALIGNMENT = "JT041"
+AFTER = "JT042"
+LOCATION = "JT050"
+INVENTORY = "JT060"

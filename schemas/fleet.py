@@ -1,0 +1,92 @@
+"""FleetConfig (`jobtree.yaml`) and the inventory shape shared by `inventory/nodes.yaml` and scenarios."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from schemas.common import ClusterMetadata, DnsLabel, Duration, Model, NonNegInt, Owner, PosInt
+
+
+class Tenant(Model):
+    namespace: DnsLabel
+    owner: Owner
+    team: str | None = Field(default=None, pattern=r"^@?[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?$")
+
+
+class Cluster(Model):
+    name: str = Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    context: str | None = None
+    namespacePrefix: str = ""
+
+
+class Accounting(Model):
+    spareRate: float = Field(default=0.5, ge=0, le=1, strict=False)
+    admissionLookahead: Duration = 3600
+
+
+class Reservations(Model):
+    noticePeriod: Duration = 900
+    minRuntime: Duration = 0
+    retention: Duration = 86400
+
+
+class Failure(Model):
+    notReadyGraceSeconds: NonNegInt | None = None
+
+
+class GitAuthor(Model):
+    name: str = "jobtree"
+    email: str = "jobtree@localhost"
+
+
+class GitSettings(Model):
+    branch: str = "main"
+    author: GitAuthor = Field(default_factory=GitAuthor)
+
+
+class FleetSpec(Model):
+    tenants: list[Tenant] = Field(default_factory=list)
+    clusters: list[Cluster] = Field(default_factory=list)
+    accounting: Accounting = Field(default_factory=Accounting)
+    reservations: Reservations = Field(default_factory=Reservations)
+    failure: Failure = Field(default_factory=Failure)
+    git: GitSettings = Field(default_factory=GitSettings)
+
+
+class FleetConfig(Model):
+    apiVersion: Literal["rq.davidlangworthy.io/v1"]
+    kind: Literal["FleetConfig"]
+    metadata: ClusterMetadata
+    spec: FleetSpec = Field(default_factory=FleetSpec)
+
+
+class DomainBlock(Model):
+    """A run of identical nodes named `<name>-n<NN>`, NN from 00."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+    region: str = Field(min_length=1)
+    cluster: str = Field(min_length=1)
+    flavor: str = Field(min_length=1)
+    nodes: PosInt
+    gpusPerNode: PosInt
+    rack: str | None = None
+
+
+class NodeEntry(Model):
+    name: str = Field(min_length=1, max_length=253)
+    gpus: NonNegInt
+    labels: dict[str, str] = Field(default_factory=dict)
+    cordoned: bool = False
+    state: Literal["Ready", "NotReady", "Failed", "Deleted"] = "Ready"
+
+
+class Inventory(Model):
+    domains: list[DomainBlock] = Field(default_factory=list)
+    nodes: list[NodeEntry] = Field(default_factory=list)
+
+
+FLEET_DEFAULTS = FleetSpec()
+OwnerRef = Owner
+KindName = Literal["Budget", "Run", "Lease", "Reservation", "FleetConfig", "Scenario"]

@@ -1,0 +1,185 @@
+"""Fleet files to typed objects: every problem becomes a Diagnostic at the offending line.
+
+Per-document checks only (syntax, kind, field shapes); the cross-object rules are
+`schemas.rules`. An invalid document never hides its valid neighbours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from schemas import diagnostics as codes
+from schemas.budget import Budget
+from schemas.diagnostics import Diagnostic
+from schemas.fleet import FleetConfig, Inventory
+from schemas.lease import Lease
+from schemas.reservation import Reservation
+from schemas.run import Run
+from schemas.scenario import Scenario
+from schemas.yamldoc import Document, YamlError, parse
+
+KINDS: dict[str, type[BaseModel]] = {
+    "Budget": Budget,
+    "Run": Run,
+    "Lease": Lease,
+    "Reservation": Reservation,
+    "FleetConfig": FleetConfig,
+    "Scenario": Scenario,
+}
+FLEET_FILE = "jobtree.yaml"
+INVENTORY_FILE = "inventory/nodes.yaml"
+
+
+@dataclass(slots=True)
+class Loaded:
+    """A document that parsed into a model, with where it came from."""
+
+    model: Any
+    doc: Document
+
+    @property
+    def key(self) -> str:
+        meta = self.model.metadata
+        ns = getattr(meta, "namespace", None)
+        return f"{self.model.kind} {ns}/{meta.name}" if ns else f"{self.model.kind} {meta.name}"
+
+
+@dataclass(slots=True)
+class FleetFiles:
+    """Everything read from a fleet repository, before cross-object rules."""
+
+    config: Loaded | None = None
+    budgets: list[Loaded] = field(default_factory=list)
+    runs: list[Loaded] = field(default_factory=list)
+    inventory: Inventory | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)  # object keys (or paths) excluded from planning
+
+
+def _describe(err: dict[str, Any]) -> str:
+    loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
+    kind, msg = err["type"], err["msg"]
+    if kind == "missing":
+        return f"{loc} is required; add it"
+    if kind == "extra_forbidden":
+        return f"unknown field {loc}; remove it or fix its spelling"
+    if kind == "literal_error":
+        return f"{loc}: {msg.replace('Input should be', 'must be')}"
+    msg = msg.replace("Value error, ", "")
+    return f"{loc}: {msg}" if loc else msg
+
+
+def _clean_loc(loc: tuple[Any, ...]) -> tuple[str | int, ...]:
+    out: list[str | int] = []
+    for part in loc:
+        if isinstance(part, str) and ("[" in part or part.startswith("function-")):
+            continue  # union branch names such as "int" or "function-before[...]"
+        out.append(part)
+    return tuple(out)
+
+
+def validate_document(doc: Document, model: type[BaseModel]) -> tuple[Any | None, list[Diagnostic]]:
+    """One document against one kind; a diagnostic per pydantic error, at that field's line."""
+    try:
+        return model.model_validate(doc.data), []
+    except ValidationError as exc:
+        out: list[Diagnostic] = []
+        obj = _object_name(doc.data)
+        seen: set[tuple[int, int, str]] = set()
+        for err in exc.errors(include_url=False):
+            loc = _clean_loc(err["loc"])
+            line, col = doc.where(loc)
+            message = _describe({**err, "loc": loc})
+            if (line, col, message) in seen:
+                continue
+            seen.add((line, col, message))
+            out.append(Diagnostic(doc.path, line, col, codes.SCHEMA, message, obj))
+        return None, out
+
+
+def _object_name(data: Any) -> str:
+    if not isinstance(data, dict):
+        return ""
+    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    name, ns = meta.get("name"), meta.get("namespace")
+    kind = data.get("kind", "?")
+    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
+def load_documents(path: str, text: str | bytes) -> tuple[list[Document], list[Diagnostic]]:
+    try:
+        return parse(text, path), []
+    except YamlError as err:
+        return [], [Diagnostic(path, err.line, err.col, codes.YAML_SYNTAX, err.message + "; fix the YAML")]
+
+
+def load_object(doc: Document, allowed: Iterable[str]) -> tuple[Loaded | None, list[Diagnostic]]:
+    """A document as one of the allowed kinds, or the diagnostics explaining why not."""
+    data = doc.data
+    if not isinstance(data, dict):
+        return None, [Diagnostic(doc.path, doc.line, doc.col, codes.NOT_AN_OBJECT, "expected a mapping with apiVersion, kind, metadata and spec")]
+    kind = data.get("kind")
+    allowed = tuple(allowed)
+    if kind not in allowed:
+        line, col = doc.where(("kind",))
+        hint = " or ".join(allowed)
+        return None, [Diagnostic(doc.path, line, col, codes.UNKNOWN_KIND, f"kind {kind!r} does not belong here; expected {hint}", _object_name(data))]
+    model, diags = validate_document(doc, KINDS[kind])
+    return (Loaded(model, doc) if model is not None else None), diags
+
+
+def _kinds_for(path: str) -> tuple[str, ...] | None:
+    if path == FLEET_FILE:
+        return ("FleetConfig",)
+    if path.startswith("budgets/") and path.endswith((".yaml", ".yml")):
+        return ("Budget",)
+    if path.startswith("runs/") and path.endswith((".yaml", ".yml")):
+        return ("Run",)
+    return None
+
+
+def load_fleet(files: Mapping[str, bytes]) -> FleetFiles:
+    """The spec files of a fleet repository (path -> bytes), per-document validation only."""
+    fleet = FleetFiles()
+    for path in sorted(files):
+        if path == INVENTORY_FILE:
+            _load_inventory(fleet, path, files[path])
+            continue
+        kinds = _kinds_for(path)
+        if kinds is None:
+            continue
+        docs, diags = load_documents(path, files[path])
+        fleet.diagnostics += diags
+        if diags:
+            fleet.rejected.append(path)
+        for doc in docs:
+            loaded, diags = load_object(doc, kinds)
+            fleet.diagnostics += diags
+            if loaded is None:
+                fleet.rejected.append(_object_name(doc.data) or f"{path}#{doc.index}")
+                continue
+            if loaded.model.kind == "FleetConfig":
+                if fleet.config is not None:
+                    fleet.diagnostics.append(Diagnostic(path, doc.line, doc.col, codes.DUPLICATE_OBJECT, "only one FleetConfig per fleet; merge them"))
+                    continue
+                fleet.config = loaded
+            elif loaded.model.kind == "Budget":
+                fleet.budgets.append(loaded)
+            else:
+                fleet.runs.append(loaded)
+    return fleet
+
+
+def _load_inventory(fleet: FleetFiles, path: str, text: bytes) -> None:
+    docs, diags = load_documents(path, text)
+    fleet.diagnostics += diags
+    if not docs:
+        return
+    model, diags = validate_document(docs[0], Inventory)
+    for d in diags:
+        fleet.diagnostics.append(Diagnostic(d.path, d.line, d.col, codes.INVENTORY, d.message, "inventory"))
+    fleet.inventory = model

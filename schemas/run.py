@@ -1,0 +1,82 @@
+"""The Run kind: a gang job split into placement groups, with elasticity, spares and funding rules."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from schemas.common import DnsLabel, Duration, Metadata, Model, NonNegInt, Owner, PosInt
+
+
+class Resources(Model):
+    gpuType: str = Field(min_length=1)
+    totalGPUs: PosInt
+
+
+class Locality(Model):
+    groupGPUs: PosInt | None = None
+    allowCrossGroupSpread: bool = True
+
+
+class Malleable(Model):
+    minTotalGPUs: PosInt
+    maxTotalGPUs: PosInt
+    stepGPUs: PosInt
+    desiredTotalGPUs: PosInt | None = None
+
+
+class Runtime(Model):
+    checkpoint: Duration | None = None
+
+
+class Funding(Model):
+    allowBorrow: bool = False
+    maxBorrowGPUs: NonNegInt | None = None
+    sponsors: list[Owner] = Field(default_factory=list)
+
+
+class EnvVar(Model):
+    name: str = Field(pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+    value: str = ""
+
+
+class Template(Model):
+    image: str = Field(default="registry.k8s.io/pause:3.9", min_length=1)
+    command: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list)
+    env: list[EnvVar] = Field(default_factory=list)
+
+
+class RunSpec(Model):
+    owner: Owner
+    resources: Resources
+    locality: Locality = Field(default_factory=Locality)
+    malleable: Malleable | None = None
+    sparesPerGroup: NonNegInt = 0
+    runtime: Runtime = Field(default_factory=Runtime)
+    funding: Funding = Field(default_factory=Funding)
+    opportunistic: bool = False
+    template: Template = Field(default_factory=Template)
+    after: list[DnsLabel] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spares_alias(cls, data: Any) -> Any:
+        """The seeds write `spares`; it is an alias of `sparesPerGroup`."""
+        if isinstance(data, dict) and "spares" in data:
+            if "sparesPerGroup" in data:
+                raise ValueError("set sparesPerGroup or its alias spares, not both")
+            data = {("sparesPerGroup" if k == "spares" else k): v for k, v in data.items()}
+        return data
+
+
+class RunMetadata(Metadata):
+    namespace: DnsLabel
+
+
+class Run(Model):
+    apiVersion: Literal["rq.davidlangworthy.io/v1"]
+    kind: Literal["Run"]
+    metadata: RunMetadata
+    spec: RunSpec
