@@ -1,0 +1,202 @@
+"""Git remote side (step 6 of a pass): fetch, compare-and-swap push, sync, retry; it never plans or commits.
+
+With `reconciler.gitstore` the only code that writes Git. A push the remote refuses is a `PushResult`
+(STALE: re-plan and retry; REFUSED: do not), never an exception; an unreachable remote raises
+`gitstore.GitUnavailable` (temporary), a missing remote or branch `gitstore.PermanentGitError`.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pygit2
+
+from reconciler.gitstore import GitUnavailable, PermanentGitError, move_branch
+
+
+class PushStatus(enum.Enum):
+    PUSHED = "pushed"
+    UP_TO_DATE = "up-to-date"
+    STALE = "stale"  # the remote moved since the plan was made: fetch, re-read, re-plan, retry
+    REFUSED = "refused"  # the remote declined for another reason (a hook, protection): do not retry
+
+
+@dataclass(frozen=True, slots=True)
+class PushResult:
+    status: PushStatus
+    remote: str
+    branch: str
+    local_oid: str | None
+    remote_oid: str | None  # the remote head after the attempt, as far as we know
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (PushStatus.PUSHED, PushStatus.UP_TO_DATE)
+
+    @property
+    def retryable(self) -> bool:
+        return self.status is PushStatus.STALE
+
+
+class _Callbacks(pygit2.RemoteCallbacks):
+    def __init__(self, token: str | None) -> None:
+        super().__init__()
+        self.token = token
+        self.refused: dict[str, str] = {}
+
+    def credentials(self, url, username_from_url, allowed_types):  # type: ignore[no-untyped-def]  # pygit2's signature
+        if self.token is None:
+            return None
+        return pygit2.UserPass(username_from_url or "x-access-token", self.token)
+
+    def push_update_reference(self, refname: str, message: str | None) -> None:
+        if message is not None:
+            self.refused[refname] = message
+
+
+def _remote(repo: pygit2.Repository, name: str) -> pygit2.remotes.Remote:
+    try:
+        return repo.remotes[name]
+    except KeyError as err:
+        raise PermanentGitError(f"no remote named {name!r} in {repo.path} (see `git remote -v`)") from err
+
+
+def _unavailable(remote: pygit2.remotes.Remote, doing: str, err: Exception) -> GitUnavailable:
+    return GitUnavailable(
+        f"cannot {doing} remote {remote.name!r} at {remote.url}: {err}. Check the URL (`git remote -v`), "
+        "network access and credentials; nothing was lost, the next pass retries"
+    )
+
+
+def fetch(repo: pygit2.Repository, remote: str, branch: str, *, token: str | None = None) -> str | None:
+    """Fetch `branch` into `refs/remotes/<remote>/<branch>`; the remote head's sha, None if absent."""
+    rem = _remote(repo, remote)
+    tracking = f"refs/remotes/{remote}/{branch}"
+    try:
+        heads = {h.name: str(h.oid) for h in rem.list_heads(callbacks=_Callbacks(token))}
+        head = heads.get(f"refs/heads/{branch}")
+        if head is not None:
+            rem.fetch([f"+refs/heads/{branch}:{tracking}"], callbacks=_Callbacks(token))
+    except (pygit2.GitError, OSError) as err:
+        raise _unavailable(rem, "fetch from", err) from err
+    if head is None and repo.references.get(tracking) is not None:
+        repo.references.delete(tracking)
+    return head
+
+
+def push(
+    repo: pygit2.Repository,
+    remote: str = "origin",
+    branch: str = "main",
+    expected_remote_oid: str | None = None,
+    *,
+    token: str | None = None,
+) -> PushResult:
+    """Push the local branch only if the remote head is still `expected_remote_oid` (None: absent).
+
+    Fast-forward only; the server re-checks the old value atomically, so two racing writers cannot both
+    win. A remote that moved gives STALE, a server that declines gives REFUSED; unreachable raises.
+    """
+    local_ref = repo.references.get(f"refs/heads/{branch}")
+    if local_ref is None:
+        raise PermanentGitError(f"no local branch {branch!r} to push in {repo.path}")
+    local = str(local_ref.target)
+    head = fetch(repo, remote, branch, token=token)
+
+    def result(status: PushStatus, remote_oid: str | None, message: str = "") -> PushResult:
+        return PushResult(status, remote, branch, local, remote_oid, message)
+
+    if head == local:
+        return result(PushStatus.UP_TO_DATE, head)
+    if head != expected_remote_oid:
+        return result(PushStatus.STALE, head, f"remote moved from {expected_remote_oid} to {head}")
+    rem = _remote(repo, remote)
+    callbacks = _Callbacks(token)
+    try:
+        rem.push([f"refs/heads/{branch}:refs/heads/{branch}"], callbacks=callbacks)
+    except pygit2.GitError as err:
+        text = str(err)
+        if "non-fastforward" in text or "not present locally" in text:
+            return result(PushStatus.STALE, fetch(repo, remote, branch, token=token), text)
+        raise _unavailable(rem, "push to", err) from err
+    refusal = callbacks.refused.get(f"refs/heads/{branch}")
+    if refusal is None:
+        repo.references.create(f"refs/remotes/{remote}/{branch}", local_ref.target, force=True)
+        return result(PushStatus.PUSHED, local)
+    after = fetch(repo, remote, branch, token=token)
+    status = PushStatus.STALE if after != expected_remote_oid else PushStatus.REFUSED
+    return result(status, after, f"{rem.url} refused {branch}: {refusal}")
+
+
+class SyncOutcome(enum.Enum):
+    UP_TO_DATE = "up-to-date"
+    FAST_FORWARDED = "fast-forwarded"
+    AHEAD = "ahead"  # local commits not yet pushed; left alone
+    DIVERGED = "diverged"  # local commits the remote does not have, and the remote moved on
+    RESET = "reset"  # diverged, and the unpushed local commits were discarded (they get re-planned)
+    NO_REMOTE_BRANCH = "no-remote-branch"
+
+
+def sync_with_remote(
+    repo: pygit2.Repository,
+    remote: str = "origin",
+    branch: str = "main",
+    *,
+    discard_unpushed: bool = False,
+    token: str | None = None,
+) -> SyncOutcome:
+    """Fetch, then fast-forward the local branch to the remote head.
+
+    With `discard_unpushed`, a diverged local branch (a push that lost a race) is reset to the remote
+    head: those commits are the reconciler's own and the next plan recomputes them.
+    """
+    head = fetch(repo, remote, branch, token=token)
+    if head is None:
+        return SyncOutcome.NO_REMOTE_BRANCH
+    remote_oid = pygit2.Oid(hex=head)
+    ref = repo.references.get(f"refs/heads/{branch}")
+    if ref is None:
+        move_branch(repo, branch, remote_oid)
+        return SyncOutcome.FAST_FORWARDED
+    local = ref.target
+    assert isinstance(local, pygit2.Oid)
+    if local == remote_oid:
+        return SyncOutcome.UP_TO_DATE
+    if repo.descendant_of(remote_oid, local):
+        move_branch(repo, branch, remote_oid)
+        return SyncOutcome.FAST_FORWARDED
+    if repo.descendant_of(local, remote_oid):
+        return SyncOutcome.AHEAD
+    if discard_unpushed:
+        move_branch(repo, branch, remote_oid)
+        return SyncOutcome.RESET
+    return SyncOutcome.DIVERGED
+
+
+def run_with_retry(
+    attempt: Callable[[], PushResult],
+    attempts: int = 5,
+    backoff: float = 0.2,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: random.Random | None = None,
+    max_delay: float = 10.0,
+) -> PushResult:
+    """Call `attempt` until it is not STALE, at most `attempts` times, sleeping with jittered backoff.
+
+    `attempt` must fetch, re-read, re-plan, commit and push; exceptions propagate untouched.
+    """
+    if attempts < 1:
+        raise ValueError("attempts must be at least 1")
+    rng = rng if rng is not None else random.Random()
+    result = attempt()
+    for i in range(1, attempts):
+        if not result.retryable:
+            return result
+        sleep(min(max_delay, backoff * (2 ** (i - 1)) * (0.5 + rng.random())))
+        result = attempt()
+    return result

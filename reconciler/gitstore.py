@@ -1,0 +1,398 @@
+"""Git source and sink (steps 1 and 6 of a pass): read a commit, write one state commit; never plans or renders.
+
+With `reconciler.gitremote` (fetch, compare-and-swap push, sync, retry) the only code that writes
+Git; `reconciler.writerlock` guards one writer per clone. pygit2 only, no `git` subprocess. For
+convenience `gitstore.push`, `sync_with_remote`, `run_with_retry`, `writer_lock`, ... are re-exported.
+
+The reconciler works on a branch ref of a clone it owns. When that branch is also checked out in a
+non-bare clone, every ref move goes through a SAFE checkout first (like `git merge --ff-only`): local
+edits are never overwritten, and a conflict refuses the move with `DirtyCheckout` instead.
+
+Errors are split the kopf way: `TemporaryGitError` (retry after a delay: remote unreachable, lock
+busy) and `PermanentGitError` (retrying cannot help: bad revision, not a repository, dirty checkout).
+A push the remote refuses is not an error but a `gitremote.PushResult`, so the caller can re-plan.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pygit2
+from pygit2.enums import CheckoutNotify, CheckoutStrategy, ObjectType, ReferenceType, SortMode
+
+OWNED_PREFIXES: tuple[str, ...] = ("state/", "rendered/")
+TRAILER = "Spec-Commit"
+_TRAILER_RE = re.compile(rf"^{TRAILER}: ([0-9a-f]{{40}}|[0-9a-f]{{64}})$")
+_SUBJECT_MAX = 72
+
+
+class GitStoreError(Exception):
+    """Base of every error this module raises; `temporary` says whether a later retry can help."""
+
+    temporary = False
+
+
+class TemporaryGitError(GitStoreError):
+    temporary = True
+
+
+class PermanentGitError(GitStoreError):
+    temporary = False
+
+
+class GitUnavailable(TemporaryGitError):
+    """The remote could not be reached (network, URL, credentials); the next pass retries."""
+
+
+class LockBusy(TemporaryGitError):
+    """Another writer holds this clone's lock."""
+
+
+class NotARepository(PermanentGitError):
+    pass
+
+
+class RevisionNotFound(PermanentGitError):
+    pass
+
+
+class BranchMoved(PermanentGitError):
+    """The local branch is not where the caller's plan started; sync before committing."""
+
+
+class DirtyCheckout(PermanentGitError):
+    """The branch is checked out and local edits would be overwritten by moving it."""
+
+
+# --------------------------------------------------------------------------------------------- read
+
+
+def open_repo(path: str | os.PathLike[str]) -> pygit2.Repository:
+    """Open the repository at `path` (a work tree, its `.git`, or a bare repository)."""
+    try:
+        return pygit2.Repository(os.fspath(path))
+    except (pygit2.GitError, KeyError) as err:
+        raise NotARepository(f"{os.fspath(path)} is not a Git repository ({err})") from err
+
+
+def resolve(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
+    """The commit `rev` names (sha, branch, tag, `origin/main`, `HEAD~2`, ...)."""
+    try:
+        obj = repo.revparse_single(rev)
+        commit = obj.peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as err:
+        raise RevisionNotFound(f"revision {rev!r} not found in {repo.path}: {err}") from err
+    assert isinstance(commit, pygit2.Commit)
+    return commit
+
+
+def _subtree(repo: pygit2.Repository, tree: pygit2.Tree, parts: Iterable[str]) -> pygit2.Tree | None:
+    for part in parts:
+        if part not in tree:
+            return None
+        entry = tree[part]
+        if entry.type != ObjectType.TREE:
+            return None
+        sub = repo[entry.id]
+        assert isinstance(sub, pygit2.Tree)
+        tree = sub
+    return tree
+
+
+def _walk(repo: pygit2.Repository, tree: pygit2.Tree, base: str) -> Iterator[tuple[str, pygit2.Oid]]:
+    for entry in tree:
+        path = f"{base}{entry.name}"
+        if entry.type == ObjectType.TREE:
+            sub = repo[entry.id]
+            assert isinstance(sub, pygit2.Tree)
+            yield from _walk(repo, sub, path + "/")
+        elif entry.type == ObjectType.BLOB:
+            yield path, entry.id
+
+
+def list_blobs(repo: pygit2.Repository, rev: str, prefixes: Iterable[str] | None = None) -> dict[str, str]:
+    """`{path: blob id}` at `rev`, walking only the subtrees under `prefixes` (plain string prefixes)."""
+    root = resolve(repo, rev).tree
+    out: dict[str, str] = {}
+    for prefix in sorted(set(prefixes)) if prefixes is not None else [""]:
+        directory = prefix.rsplit("/", 1)[0] + "/" if "/" in prefix else ""
+        start = _subtree(repo, root, [p for p in directory.split("/") if p])
+        if start is None:
+            continue
+        for path, oid in _walk(repo, start, directory):
+            if path.startswith(prefix):
+                out[path] = str(oid)
+    return dict(sorted(out.items()))
+
+
+def read_blob(repo: pygit2.Repository, oid_hex: str) -> bytes:
+    blob = repo[oid_hex]
+    assert isinstance(blob, pygit2.Blob)
+    return blob.data
+
+
+def read_blobs(
+    repo: pygit2.Repository, rev: str, prefixes: Iterable[str] | None = None
+) -> dict[str, tuple[str, bytes]]:
+    """`{path: (blob id, content)}` at `rev`; callers cache parsed files by blob id."""
+    return {path: (oid, read_blob(repo, oid)) for path, oid in list_blobs(repo, rev, prefixes).items()}
+
+
+def read_files(repo: pygit2.Repository, rev: str, prefixes: Iterable[str] | None = None) -> dict[str, bytes]:
+    """`{path: content}` at `rev`, no checkout."""
+    return {path: data for path, (_, data) in read_blobs(repo, rev, prefixes).items()}
+
+
+# ------------------------------------------------------------------------------------------- commit
+
+
+def format_message(summary_lines: list[str], spec_commit: str) -> str:
+    """Subject line, blank line, one bullet per decision, blank line, `Spec-Commit: <sha>` trailer."""
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", spec_commit):
+        raise ValueError(f"spec commit must be a full hex sha, got {spec_commit!r}")
+    lines = [line.strip() for line in summary_lines if line.strip()]
+    if not lines:
+        subject = "jobtree: refresh state"
+    else:
+        subject = "jobtree: " + "; ".join(lines)
+        if len(subject) > _SUBJECT_MAX or len(lines) > 1:
+            more = f" (+{len(lines) - 1} more)" if len(lines) > 1 else ""
+            first = lines[0]
+            room = _SUBJECT_MAX - len("jobtree: ") - len(more)
+            subject = "jobtree: " + (first if len(first) <= room else first[: room - 1] + "…") + more
+    body = "\n".join(f"- {line}" for line in lines) or "- no decision changed; state refreshed"
+    return f"{subject}\n\n{body}\n\n{TRAILER}: {spec_commit}\n"
+
+
+def spec_commit_of(message: str) -> str | None:
+    """The `Spec-Commit` trailer of a commit message (last paragraph), if any."""
+    last = message.strip().split("\n\n")[-1]
+    for line in last.splitlines():
+        m = _TRAILER_RE.match(line.strip())
+        if m:
+            return m.group(1)
+    return None
+
+
+@dataclass(slots=True)
+class _Node:
+    owned: bool = False
+    children: dict[str, _Node | bytes] | None = None
+
+    def kids(self) -> dict[str, _Node | bytes]:
+        if self.children is None:
+            self.children = {}
+        return self.children
+
+
+def _trie(owned_prefixes: Iterable[str], files: Mapping[str, bytes]) -> _Node:
+    root = _Node()
+    for prefix in owned_prefixes:
+        if not prefix.endswith("/") or prefix.startswith("/") or "//" in prefix:
+            raise ValueError(f"owned prefix must be a directory like 'state/', got {prefix!r}")
+        node = root
+        for part in prefix.strip("/").split("/"):
+            nxt = node.kids().setdefault(part, _Node())
+            assert isinstance(nxt, _Node)
+            node = nxt
+        node.owned = True
+    for path, data in files.items():
+        if not any(path.startswith(p) for p in owned_prefixes):
+            raise ValueError(f"{path} is outside the owned prefixes {list(owned_prefixes)}")
+        parts = path.split("/")
+        if any(p in ("", ".", "..", ".git") for p in parts):
+            raise ValueError(f"invalid path {path!r}")
+        node = root
+        for part in parts[:-1]:
+            nxt = node.kids().setdefault(part, _Node(owned=node.owned))
+            if not isinstance(nxt, _Node):
+                raise ValueError(f"{path} needs {part} to be a directory, but it is a file")
+            node = nxt
+        if isinstance(node.kids().get(parts[-1]), _Node):
+            raise ValueError(f"{path} is a directory in the same commit")
+        node.kids()[parts[-1]] = bytes(data)
+    return root
+
+
+def _build(repo: pygit2.Repository, base: pygit2.Tree | None, node: _Node) -> pygit2.Oid | None:
+    """Write the tree for `node`; `base` seeds unowned directories and spares rewriting unchanged blobs."""
+    builder = repo.TreeBuilder() if node.owned or base is None else repo.TreeBuilder(base)
+    for name, child in sorted(node.kids().items()):
+        if isinstance(child, bytes):
+            oid = pygit2.hash(child)
+            known = base[name] if base is not None and name in base else None
+            if known is None or known.id != oid:
+                oid = repo.create_blob(child)
+            builder.insert(name, oid, pygit2.GIT_FILEMODE_BLOB)
+            continue
+        sub = _build(repo, _subtree(repo, base, [name]) if base is not None else None, child)
+        if sub is None:
+            if builder.get(name) is not None:
+                builder.remove(name)
+        else:
+            builder.insert(name, sub, pygit2.GIT_FILEMODE_TREE)
+    return builder.write() if len(builder) else None
+
+
+def commit_files(
+    repo: pygit2.Repository,
+    branch: str,
+    parent_rev: str | None,
+    files: Mapping[str, bytes],
+    *,
+    message: str,
+    author_name: str,
+    author_email: str,
+    now: int,
+    owned_prefixes: tuple[str, ...] = OWNED_PREFIXES,
+) -> pygit2.Oid | None:
+    """Commit parent's tree with everything under `owned_prefixes` replaced by exactly `files`.
+
+    Returns None (and commits nothing) when the tree would not change. Commit time is `now` (UTC), so
+    the same inputs give the same commit id. Moves `refs/heads/<branch>`, which must point at the
+    parent (or not exist when `parent_rev` is None); otherwise `BranchMoved`.
+    """
+    parent = resolve(repo, parent_rev) if parent_rev is not None else None
+    base_tree = parent.tree if parent is not None else None
+    tree_oid = _build(repo, base_tree, _trie(owned_prefixes, files))
+    if tree_oid is None:
+        tree_oid = repo.TreeBuilder().write()
+    if base_tree is not None and tree_oid == base_tree.id:
+        return None
+    ref_name = f"refs/heads/{branch}"
+    current = repo.references.get(ref_name)
+    want = parent.id if parent is not None else None
+    if (current.target if current is not None else None) != want:
+        raise BranchMoved(
+            f"{ref_name} is at {current.target if current else 'nothing'}, not at the planned parent "
+            f"{want or 'nothing'}; run sync_with_remote and plan again"
+        )
+    sig = pygit2.Signature(author_name, author_email, int(now), 0)
+    oid = repo.create_commit(None, sig, sig, message, tree_oid, [parent.id] if parent is not None else [])
+    move_branch(repo, branch, oid)
+    return oid
+
+
+class _Conflicts(pygit2.CheckoutCallbacks):
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: list[str] = []
+
+    def checkout_notify_flags(self) -> CheckoutNotify:
+        return CheckoutNotify.CONFLICT
+
+    def checkout_notify(self, why, path, baseline, target, workdir) -> None:  # type: ignore[no-untyped-def]  # pygit2's signature
+        self.paths.append(path)
+
+
+def _checked_out(repo: pygit2.Repository, branch: str) -> bool:
+    if repo.is_bare:
+        return False
+    head = repo.references.get("HEAD")
+    return (
+        head is not None and head.type == ReferenceType.SYMBOLIC and (head.target == f"refs/heads/{branch}")
+    )
+
+
+def move_branch(repo: pygit2.Repository, branch: str, oid: pygit2.Oid) -> None:
+    """Point the branch at `oid`; a checked-out branch gets a SAFE checkout first (never clobbers)."""
+    if _checked_out(repo, branch):
+        notes = _Conflicts()
+        commit = repo[oid]
+        try:
+            repo.checkout_tree(commit, strategy=CheckoutStrategy.SAFE, callbacks=notes)
+        except pygit2.GitError as err:
+            raise DirtyCheckout(
+                f"{branch} is checked out in {repo.workdir} and local edits to "
+                f"{', '.join(sorted(notes.paths)) or 'some files'} would be overwritten ({err}); "
+                "commit, stash or discard them, or let jobtree use a clone of its own"
+            ) from err
+    repo.references.create(f"refs/heads/{branch}", oid, force=True)
+
+
+# ------------------------------------------------------------------------------------- hand edits
+
+
+def _changed(
+    repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree | None, base: str
+) -> set[str]:
+    """Paths that differ between two trees, descending only into subtrees whose ids differ."""
+    if old is not None and new is not None and old.id == new.id:
+        return set()
+    entries_old = {e.name: e for e in old} if old is not None else {}
+    entries_new = {e.name: e for e in new} if new is not None else {}
+    out: set[str] = set()
+    for name in entries_old.keys() | entries_new.keys():
+        a, b = entries_old.get(name), entries_new.get(name)
+        if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
+            continue
+        sub_a = repo[a.id] if a is not None and a.type == ObjectType.TREE else None
+        sub_b = repo[b.id] if b is not None and b.type == ObjectType.TREE else None
+        if sub_a is not None or sub_b is not None:
+            assert sub_a is None or isinstance(sub_a, pygit2.Tree)
+            assert sub_b is None or isinstance(sub_b, pygit2.Tree)
+            out |= _changed(repo, sub_a, sub_b, f"{base}{name}/")
+        if (a is not None and a.type != ObjectType.TREE) or (b is not None and b.type != ObjectType.TREE):
+            out.add(f"{base}{name}")
+    return out
+
+
+def _owned_changes(repo: pygit2.Repository, commit: pygit2.Commit, prefixes: tuple[str, ...]) -> set[str]:
+    per_parent = []
+    parents: list[pygit2.Commit | None] = list(commit.parents) or [None]
+    for parent in parents:
+        paths: set[str] = set()
+        for prefix in prefixes:
+            parts = [p for p in prefix.split("/") if p]
+            old = _subtree(repo, parent.tree, parts) if parent is not None else None
+            new = _subtree(repo, commit.tree, parts)
+            paths |= _changed(repo, old, new, "/".join(parts) + "/")
+        per_parent.append(paths)
+    # a merge only counts for what differs from every parent (a resolution, not what it brought in)
+    return set.intersection(*per_parent)
+
+
+def hand_edited(
+    repo: pygit2.Repository,
+    base: str,
+    head: str,
+    owned_prefixes: tuple[str, ...] = OWNED_PREFIXES,
+    reconciler_email: str = "",
+) -> list[tuple[str, str]]:
+    """`(commit sha, path)` for commits in base..head touching owned paths that are not the reconciler's.
+
+    The reconciler's own commits have author email `reconciler_email` and a `Spec-Commit` trailer.
+    Oldest commit first, paths sorted.
+    """
+    walker = repo.walk(resolve(repo, head).id, SortMode.TOPOLOGICAL | SortMode.REVERSE)
+    walker.hide(resolve(repo, base).id)
+    found: list[tuple[str, str]] = []
+    for commit in walker:
+        own = commit.author.email == reconciler_email and spec_commit_of(commit.message) is not None
+        if own:
+            continue
+        found.extend((str(commit.id), path) for path in sorted(_owned_changes(repo, commit, owned_prefixes)))
+    return found
+
+
+_REEXPORTS = {
+    "PushResult": "reconciler.gitremote",
+    "PushStatus": "reconciler.gitremote",
+    "SyncOutcome": "reconciler.gitremote",
+    "fetch": "reconciler.gitremote",
+    "push": "reconciler.gitremote",
+    "sync_with_remote": "reconciler.gitremote",
+    "run_with_retry": "reconciler.gitremote",
+    "writer_lock": "reconciler.writerlock",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REEXPORTS:
+        return getattr(importlib.import_module(_REEXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,93 @@
+"""One writer per clone (around steps 1-6 of a pass): an O_EXCL lock file in the Git dir; it never touches Git objects.
+
+`<gitdir>/jobtree.lock` holds `pid=<pid> host=<host> since=<unix time>`. A second writer gets
+`LockBusy` (temporary) naming the holder; a lock whose pid is dead on this host is taken over.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pygit2
+
+from reconciler.gitstore import LockBusy, NotARepository
+
+LOCK_NAME = "jobtree.lock"
+
+
+def _gitdir(repo_path: str | os.PathLike[str]) -> Path:
+    found = pygit2.discover_repository(os.fspath(repo_path))
+    if found is None:
+        raise NotARepository(f"{os.fspath(repo_path)} is not a Git repository")
+    return Path(found)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def writer_lock(repo_path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold `<gitdir>/jobtree.lock` (one writer per clone); a lock left by a dead pid is taken over."""
+    path = _gitdir(repo_path) / LOCK_NAME
+    mine = f"pid={os.getpid()} host={socket.gethostname()} since={int(time.time())}\n"
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            _take_over_if_stale(path)
+            continue
+        with os.fdopen(fd, "w") as fh:
+            fh.write(mine)
+        break
+    else:
+        raise LockBusy(f"{path} is held by {_holder(path)}; another jobtree writer is working on this clone")
+    try:
+        yield path
+    finally:
+        try:
+            if path.read_text() == mine:
+                path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _holder(path: Path) -> str:
+    try:
+        return path.read_text().strip() or "an unknown process"
+    except FileNotFoundError:
+        return "a process that just released it"
+
+
+def _take_over_if_stale(path: Path) -> None:
+    try:
+        seen = path.read_text()
+    except FileNotFoundError:
+        return
+    fields = dict(f.split("=", 1) for f in seen.split() if "=" in f)
+    pid = int(fields["pid"]) if fields.get("pid", "").isdigit() else None
+    same_host = fields.get("host") == socket.gethostname()
+    if pid is None or not same_host or _alive(pid):
+        raise LockBusy(f"{path} is held by {seen.strip()}; another jobtree writer is working on this clone")
+    grave = path.with_name(f"{LOCK_NAME}.stale.{os.getpid()}")
+    try:
+        os.rename(path, grave)
+    except FileNotFoundError:
+        return
+    if grave.read_text() != seen:  # someone took it over between our read and rename: give it back
+        try:
+            os.link(grave, path)
+        except FileExistsError:
+            pass
+    grave.unlink()

@@ -1,0 +1,444 @@
+"""Git source and sink against real repositories: bare remotes, clones, and `git daemon` for server checks."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from reconciler import gitremote, gitstore, writerlock
+from reconciler.gitremote import PushStatus, SyncOutcome
+
+NOW = 1_767_600_000  # 2026-01-05T08:00:00Z
+SPEC_SHA = "a" * 40
+BOT = ("jobtree", "jobtree@fleet.example")
+HUMAN = pygit2.Signature("Ada", "ada@example.com", NOW, 0)
+SEED_FILES = {
+    "jobtree.yaml": b"kind: FleetConfig\n",
+    "runs/team-a/r1.yaml": b"kind: Run\n",
+    "runs/team-a2/r9.yaml": b"kind: Run\n",
+    "state/leases/team-a/r1.yaml": b"old lease\n",
+    "state/status/runs/team-a/r1.yaml": b"phase: Pending\n",
+    "rendered/gpu-a/team-a/r1-g0.yaml": b"kind: Pod\n",
+}
+
+
+def write_tree(repo: pygit2.Repository, files: dict[str, bytes]) -> pygit2.Oid:
+    index = pygit2.Index()
+    for path, data in files.items():
+        index.add(pygit2.IndexEntry(path, repo.create_blob(data), pygit2.GIT_FILEMODE_BLOB))
+    return index.write_tree(repo)
+
+
+def human_commit(repo: pygit2.Repository, files: dict[str, bytes], message: str = "edit by hand\n") -> str:
+    """A commit on main that sets `files` (on top of the current tree) the way a person would."""
+    parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
+    current = gitstore.read_files(repo, "refs/heads/main")
+    tree = write_tree(repo, {**current, **files})
+    return str(repo.create_commit("refs/heads/main", HUMAN, HUMAN, message, tree, [parent.id]))
+
+
+def make_remote(root: Path, name: str = "fleet.git") -> Path:
+    path = root / name
+    bare = pygit2.init_repository(str(path), bare=True, initial_head="main")
+    bare.create_commit("refs/heads/main", HUMAN, HUMAN, "seed\n", write_tree(bare, SEED_FILES), [])
+    return path
+
+
+def clone(url: str, dest: Path, bare: bool = True) -> pygit2.Repository:
+    return pygit2.clone_repository(url, str(dest), bare=bare, checkout_branch="main")
+
+
+def bot_commit(
+    repo: pygit2.Repository, files: dict[str, bytes], *, parent: str | None = None, now: int = NOW
+):
+    parent = parent or str(repo.references["refs/heads/main"].target)
+    return gitstore.commit_files(
+        repo,
+        "main",
+        parent,
+        files,
+        message=gitstore.format_message(["started team-a/r1 (8 GPUs)"], SPEC_SHA),
+        author_name=BOT[0],
+        author_email=BOT[1],
+        now=now,
+    )
+
+
+NEW_STATE = {
+    "state/leases/team-a/r1.yaml": b"new lease\n",
+    "state/ledger/2026-01-05.jsonl": b'{"event":"Start"}\n',
+    "rendered/gpu-a/team-a/r1-g1.yaml": b"kind: Pod\n",
+}
+
+
+@pytest.fixture
+def local(tmp_path: Path) -> pygit2.Repository:
+    return clone(str(make_remote(tmp_path)), tmp_path / "clone.git")
+
+
+# ---------------------------------------------------------------------------------------- daemon
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """`git daemon` with receive-pack on 127.0.0.1, so pushes run the remote's checks and hooks."""
+    base = tmp_path_factory.mktemp("daemon")
+    for _ in range(3):
+        port = _free_port()
+        proc = subprocess.Popen(
+            ["git", "daemon", "--reuseaddr", "--listen=127.0.0.1", f"--port={port}", f"--base-path={base}"]
+            + ["--export-all", "--enable=receive-pack", str(base)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.02)
+        else:
+            proc.kill()
+            proc.wait(timeout=5)
+            continue
+        try:
+            yield base, f"git://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        return
+    pytest.fail("git daemon did not start on 127.0.0.1")
+
+
+@pytest.fixture
+def served(daemon: tuple[Path, str], request: pytest.FixtureRequest) -> str:
+    """A fresh bare remote served over git://, named after the test."""
+    base, url = daemon
+    name = f"{request.node.name.replace('[', '-').replace(']', '')}.git"
+    make_remote(base, name)
+    return f"{url}/{name}"
+
+
+def remote_head(repo: pygit2.Repository) -> str:
+    return str(repo.references["refs/remotes/origin/main"].target)
+
+
+# ------------------------------------------------------------------------------------------- read
+
+
+def test_reads_files_at_an_older_revision_without_a_checkout(local: pygit2.Repository) -> None:
+    seed = str(local.references["refs/heads/main"].target)
+    human_commit(local, {"runs/team-a/r1.yaml": b"kind: Run # edited\n"})
+    assert gitstore.read_files(local, seed) == SEED_FILES
+    assert gitstore.read_files(local, "main")["runs/team-a/r1.yaml"] == b"kind: Run # edited\n"
+
+
+def test_prefixes_select_whole_directories_or_plain_string_prefixes(local: pygit2.Repository) -> None:
+    want_runs = {"runs/team-a/r1.yaml", "runs/team-a2/r9.yaml"}
+    assert set(gitstore.read_files(local, "main", ["runs/"])) == want_runs
+    assert set(gitstore.read_files(local, "main", ["runs/team-a/"])) == {"runs/team-a/r1.yaml"}
+    assert set(gitstore.read_files(local, "main", ["runs/team-a"])) == want_runs
+    assert set(gitstore.read_files(local, "main", ["jobtree.yaml", "nothing/"])) == {"jobtree.yaml"}
+
+
+def test_blob_ids_come_with_contents_so_callers_can_cache_parses(local: pygit2.Repository) -> None:
+    blobs = gitstore.read_blobs(local, "main", ["state/"])
+    for oid, data in blobs.values():
+        assert oid == str(pygit2.hash(data))
+    assert gitstore.list_blobs(local, "main", ["state/"]) == {p: oid for p, (oid, _) in blobs.items()}
+
+
+def test_unknown_revisions_and_non_repositories_are_permanent_errors(local, tmp_path: Path) -> None:
+    with pytest.raises(gitstore.RevisionNotFound, match="no-such-branch"):
+        gitstore.resolve(local, "no-such-branch")
+    with pytest.raises(gitstore.NotARepository):
+        gitstore.open_repo(tmp_path / "nowhere")
+    assert not gitstore.RevisionNotFound("x").temporary and gitstore.GitUnavailable("x").temporary
+
+
+# ----------------------------------------------------------------------------------------- commit
+
+
+def test_commit_replaces_owned_prefixes_and_keeps_every_other_file(local: pygit2.Repository) -> None:
+    oid = bot_commit(local, NEW_STATE)
+    assert oid is not None and local.references["refs/heads/main"].target == oid
+    want = {k: v for k, v in SEED_FILES.items() if not k.startswith(("state/", "rendered/"))} | NEW_STATE
+    assert gitstore.read_files(local, "main") == want
+
+
+def test_reconciling_the_same_files_twice_makes_no_second_commit(local: pygit2.Repository) -> None:
+    first = bot_commit(local, NEW_STATE)
+    assert first is not None
+    assert bot_commit(local, dict(NEW_STATE), now=NOW + 600) is None
+    assert local.references["refs/heads/main"].target == first
+
+
+def test_same_inputs_and_now_give_the_same_commit_id_in_two_clones(tmp_path: Path) -> None:
+    url = str(make_remote(tmp_path))
+    one, two = clone(url, tmp_path / "one.git"), clone(url, tmp_path / "two.git")
+    assert bot_commit(one, NEW_STATE) == bot_commit(two, dict(reversed(list(NEW_STATE.items()))))
+    assert bot_commit(one, NEW_STATE | {"state/x.yaml": b"1\n"}, now=NOW + 1) != bot_commit(
+        two, NEW_STATE | {"state/x.yaml": b"1\n"}, now=NOW + 2
+    )
+
+
+def test_empty_owned_prefixes_leave_no_empty_directories(local: pygit2.Repository) -> None:
+    assert bot_commit(local, {}) is not None
+    tree = gitstore.resolve(local, "main").tree
+    assert "state" not in tree and "rendered" not in tree and "runs" in tree
+
+
+def test_files_outside_owned_prefixes_are_refused(local: pygit2.Repository) -> None:
+    with pytest.raises(ValueError, match="outside the owned prefixes"):
+        bot_commit(local, {"runs/team-a/r1.yaml": b"sneaky\n"})
+    with pytest.raises(ValueError, match="invalid path"):
+        bot_commit(local, {"state/../runs/x.yaml": b"sneaky\n"})
+
+
+def test_commit_refuses_when_the_branch_is_not_at_the_planned_parent(local: pygit2.Repository) -> None:
+    seed = str(local.references["refs/heads/main"].target)
+    human_commit(local, {"runs/team-a/r2.yaml": b"kind: Run\n"})
+    with pytest.raises(gitstore.BranchMoved, match="sync_with_remote"):
+        bot_commit(local, NEW_STATE, parent=seed)
+
+
+def test_a_checked_out_branch_follows_the_commit_and_local_edits_are_never_clobbered(tmp_path: Path) -> None:
+    work = clone(str(make_remote(tmp_path)), tmp_path / "work", bare=False)
+    assert bot_commit(work, NEW_STATE) is not None
+    assert (tmp_path / "work/state/leases/team-a/r1.yaml").read_bytes() == b"new lease\n"
+    assert not (tmp_path / "work/rendered/gpu-a/team-a/r1-g0.yaml").exists()
+    assert work.status() == {}
+    (tmp_path / "work/state/leases/team-a/r1.yaml").write_bytes(b"edited by hand\n")
+    before = work.references["refs/heads/main"].target
+    with pytest.raises(gitstore.DirtyCheckout, match="state/leases/team-a/r1.yaml"):
+        bot_commit(work, NEW_STATE | {"state/leases/team-a/r1.yaml": b"newer lease\n"}, now=NOW + 60)
+    assert work.references["refs/heads/main"].target == before
+    assert (tmp_path / "work/state/leases/team-a/r1.yaml").read_bytes() == b"edited by hand\n"
+
+
+def test_message_has_a_summary_a_body_and_the_spec_commit_trailer() -> None:
+    message = gitstore.format_message(["started team-a/r1 (8 GPUs)", "reserved team-b/r2"], SPEC_SHA)
+    subject, body, trailer = message.rstrip("\n").split("\n\n")
+    assert subject == "jobtree: started team-a/r1 (8 GPUs) (+1 more)"
+    assert body == "- started team-a/r1 (8 GPUs)\n- reserved team-b/r2"
+    assert trailer == f"Spec-Commit: {SPEC_SHA}"
+    assert gitstore.spec_commit_of(message) == SPEC_SHA
+    assert gitstore.spec_commit_of("fix state by hand\n\nSpec-Commit: nope\n") is None
+    assert len(gitstore.format_message(["x" * 200], SPEC_SHA).splitlines()[0]) <= 72
+    with pytest.raises(ValueError):
+        gitstore.format_message([], "abc")
+
+
+# ------------------------------------------------------------------------------------------- push
+
+
+def test_a_racing_second_push_is_rejected_as_stale_then_wins_after_fetch_and_replan(
+    served: str, tmp_path: Path
+) -> None:
+    one, two = clone(served, tmp_path / "one.git"), clone(served, tmp_path / "two.git")
+    base = remote_head(one)
+    bot_commit(one, NEW_STATE)
+    bot_commit(two, NEW_STATE | {"state/leases/team-a/r1.yaml": b"two's lease\n"})
+    assert gitremote.push(one, "origin", "main", base).status is PushStatus.PUSHED
+    lost = gitremote.push(two, "origin", "main", base)
+    assert lost.status is PushStatus.STALE and lost.retryable and lost.remote_oid == remote_head(one)
+    sleeps: list[float] = []
+
+    def attempt() -> gitremote.PushResult:
+        gitremote.sync_with_remote(two, "origin", "main", discard_unpushed=True)
+        head = remote_head(two)
+        bot_commit(two, NEW_STATE | {"state/extra.yaml": b"re-planned\n"}, parent=head, now=NOW + 5)
+        return gitremote.push(two, "origin", "main", head)
+
+    won = gitremote.run_with_retry(attempt, sleep=sleeps.append, rng=random.Random(7))
+    assert won.status is PushStatus.PUSHED and sleeps == []
+    history = list(two.walk(two.references["refs/remotes/origin/main"].target))
+    assert [len(c.parents) for c in history] == [1, 1, 0]
+    assert gitstore.read_files(two, "origin/main")["state/extra.yaml"] == b"re-planned\n"
+
+
+def test_a_push_is_not_attempted_when_the_remote_is_not_where_the_plan_started(
+    served: str, tmp_path: Path
+) -> None:
+    one = clone(served, tmp_path / "one.git")
+    bot_commit(one, NEW_STATE)
+    result = gitremote.push(one, "origin", "main", "b" * 40)
+    assert result.status is PushStatus.STALE and "remote moved" in result.message
+    assert gitremote.push(one, "origin", "main", remote_head(one)).status is PushStatus.PUSHED
+    assert gitremote.push(one, "origin", "main", remote_head(one)).status is PushStatus.UP_TO_DATE
+
+
+def test_a_server_hook_refusal_is_a_clear_result_not_an_exception(
+    served: str, daemon: tuple[Path, str], tmp_path: Path
+) -> None:
+    hook = daemon[0] / served.rsplit("/", 1)[1] / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\nwhile read old new ref; do\n"
+        '  if git diff --name-only "$old" "$new" | grep -q "^state/forbidden"; then\n'
+        '    echo "state/forbidden is protected" >&2; exit 1\n  fi\ndone\n'
+    )
+    hook.chmod(0o755)
+    one = clone(served, tmp_path / "one.git")
+    base = remote_head(one)
+    bot_commit(one, NEW_STATE | {"state/forbidden.yaml": b"x\n"})
+    refused = gitremote.push(one, "origin", "main", base)
+    assert refused.status is PushStatus.REFUSED and not refused.ok and not refused.retryable
+    assert "hook declined" in refused.message and refused.remote_oid == base
+
+
+def test_an_unreachable_remote_raises_git_unavailable_naming_the_url(local: pygit2.Repository) -> None:
+    url = f"git://127.0.0.1:{_free_port()}/fleet.git"
+    local.remotes.set_url("origin", url)
+    bot_commit(local, NEW_STATE)
+    with pytest.raises(gitstore.GitUnavailable, match=f"'origin' at {url}.*Check the URL") as err:
+        gitremote.push(local, "origin", "main", None)
+    assert err.value.temporary
+    with pytest.raises(gitstore.PermanentGitError, match="no remote named 'upstream'"):
+        gitremote.sync_with_remote(local, "upstream", "main")
+
+
+def test_sync_fast_forwards_and_keeps_unpushed_work_unless_told(served: str, tmp_path: Path) -> None:
+    one, two = clone(served, tmp_path / "one.git"), clone(served, tmp_path / "two.git")
+    bot_commit(one, NEW_STATE)
+    gitremote.push(one, "origin", "main", remote_head(one))
+    assert gitremote.sync_with_remote(two) is SyncOutcome.FAST_FORWARDED
+    assert gitremote.sync_with_remote(two) is SyncOutcome.UP_TO_DATE
+    bot_commit(two, {"state/two.yaml": b"2\n"})
+    assert gitremote.sync_with_remote(two) is SyncOutcome.AHEAD
+    bot_commit(one, {"state/one.yaml": b"1\n"})
+    gitremote.push(one, "origin", "main", remote_head(two))
+    assert gitremote.sync_with_remote(two) is SyncOutcome.DIVERGED
+    assert gitremote.sync_with_remote(two, discard_unpushed=True) is SyncOutcome.RESET
+    assert two.references["refs/heads/main"].target == one.references["refs/heads/main"].target
+
+
+def test_retry_backs_off_with_jitter_and_gives_up_after_the_bound() -> None:
+    stale = gitremote.PushResult(PushStatus.STALE, "origin", "main", "1" * 40, "2" * 40, "moved")
+    calls: list[int] = []
+    sleeps: list[float] = []
+
+    def attempt() -> gitremote.PushResult:
+        calls.append(1)
+        return stale
+
+    result = gitremote.run_with_retry(
+        attempt, attempts=4, backoff=0.2, sleep=sleeps.append, rng=random.Random(1)
+    )
+    assert result is stale and len(calls) == 4 and len(sleeps) == 3
+    for i, delay in enumerate(sleeps):
+        assert 0.1 * 2**i <= delay <= 0.3 * 2**i
+    again: list[float] = []
+    gitremote.run_with_retry(attempt, attempts=4, backoff=0.2, sleep=again.append, rng=random.Random(1))
+    assert again == sleeps
+
+
+# ------------------------------------------------------------------------------------------- lock
+
+
+def test_a_second_writer_on_the_same_clone_gets_lock_busy_naming_the_holder(local) -> None:
+    with writerlock.writer_lock(local.path) as path:
+        assert path.name == "jobtree.lock"
+        with pytest.raises(gitstore.LockBusy, match=f"pid={os.getpid()}"):
+            with writerlock.writer_lock(local.path):
+                pass
+    assert not path.exists()
+    with writerlock.writer_lock(local.path):
+        pass
+
+
+def test_a_lock_left_by_a_dead_process_is_taken_over(local: pygit2.Repository) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait(timeout=5)
+    lock = Path(local.path) / "jobtree.lock"
+    lock.write_text(f"pid={dead.pid} host={socket.gethostname()} since={NOW}\n")
+    with writerlock.writer_lock(local.path):
+        assert f"pid={os.getpid()} " in lock.read_text()
+    assert not lock.exists()
+
+
+# ------------------------------------------------------------------------------------ hand edits
+
+
+def test_hand_edits_to_state_are_found_and_the_reconcilers_own_commits_ignored(local) -> None:
+    base = str(local.references["refs/heads/main"].target)
+    bot_commit(local, NEW_STATE)
+    human_commit(local, {"runs/team-a/r2.yaml": b"kind: Run\n"}, "add a run\n")
+    edit = human_commit(local, {"state/leases/team-a/r1.yaml": b"free GPUs please\n"})
+    forged = human_commit(
+        local, {"rendered/gpu-a/team-a/x.yaml": b"kind: Pod\n"}, f"x\n\nSpec-Commit: {SPEC_SHA}\n"
+    )
+    found = gitstore.hand_edited(local, base, "main", reconciler_email=BOT[1])
+    assert found == [(edit, "state/leases/team-a/r1.yaml"), (forged, "rendered/gpu-a/team-a/x.yaml")]
+
+
+def test_a_merge_that_only_brings_in_reconciler_state_is_not_a_hand_edit(local) -> None:
+    base = str(local.references["refs/heads/main"].target)
+    human_commit(local, {"runs/team-a/r2.yaml": b"kind: Run\n"}, "add a run\n")
+    feature = local.references["refs/heads/main"].target
+    local.references.create("refs/heads/main", pygit2.Oid(hex=base), force=True)
+    bot_commit(local, NEW_STATE)
+    main = local.references["refs/heads/main"].target
+    tree = write_tree(local, gitstore.read_files(local, str(main)) | {"runs/team-a/r2.yaml": b"kind: Run\n"})
+    merge = local.create_commit(None, HUMAN, HUMAN, "merge main\n", tree, [feature, main])
+    assert gitstore.hand_edited(local, base, str(merge), reconciler_email=BOT[1]) == []
+
+
+def test_the_server_refuses_a_push_whose_branch_moved_under_it_and_the_result_is_stale(
+    served: str, daemon: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A pre-receive hook moves the branch mid-push: receive-pack's old-value check is the real CAS."""
+    hook = daemon[0] / served.rsplit("/", 1)[1] / "hooks" / "pre-receive"
+    outside = "env -u GIT_QUARANTINE_PATH -u GIT_OBJECT_DIRECTORY -u GIT_ALTERNATE_OBJECT_DIRECTORIES"
+    hook.write_text(
+        "#!/bin/sh\nwhile read old new ref; do\n"
+        f'  c=$({outside} git commit-tree -p "$old" -m racer "$old^{{tree}}")\n'
+        f'  {outside} git update-ref "$ref" "$c" "$old"\ndone\n'
+    )
+    hook.chmod(0o755)
+    one = clone(served, tmp_path / "one.git")
+    base = remote_head(one)
+    bot_commit(one, NEW_STATE)
+    raced = gitremote.push(one, "origin", "main", base)
+    assert raced.status is PushStatus.STALE, raced
+    assert raced.remote_oid not in (base, raced.local_oid) and "refused main" in raced.message
+
+
+def test_a_remote_that_moves_between_fetch_and_push_gives_stale(
+    served: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, two = clone(served, tmp_path / "one.git"), clone(served, tmp_path / "two.git")
+    base = remote_head(one)
+    bot_commit(one, NEW_STATE)
+    bot_commit(two, {"state/two.yaml": b"2\n"})
+    real_fetch = gitremote.fetch
+
+    def fetch_then_lose_the_race(*args, **kwargs):  # type: ignore[no-untyped-def]
+        head = real_fetch(*args, **kwargs)
+        monkeypatch.setattr(gitremote, "fetch", real_fetch)
+        assert gitremote.push(one, "origin", "main", base).status is PushStatus.PUSHED
+        return head
+
+    monkeypatch.setattr(gitremote, "fetch", fetch_then_lose_the_race)
+    lost = gitremote.push(two, "origin", "main", base)
+    assert lost.status is PushStatus.STALE and lost.remote_oid == str(
+        one.references["refs/heads/main"].target
+    )
