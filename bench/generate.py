@@ -73,7 +73,7 @@ def _scaled(full: int, scale: float, minimum: int) -> int:
 def _domains(scale: float) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     clusters = [(r, label, c) for r, label, n in REGIONS for c in range(1, n + 1)]
     count = _scaled(FULL_DOMAINS, scale, 1)
-    out = []
+    out: list[dict[str, Any]] = []
     for i in range(count):
         r, label, c = clusters[i * len(clusters) // count]
         out.append(
@@ -237,7 +237,7 @@ def _admits(pattern: str, owner: str) -> bool:
 
 
 def _lenders_for(owner: str, teams: list[Team]) -> list[str]:
-    out = []
+    out: list[str] = []
     for t in teams:
         if t.owner == owner:
             continue

@@ -1,0 +1,351 @@
+"""`make bench`: time `jobtree simulate` and `jobtree reconcile` on the generated 100,000-GPU fleet.
+
+Measures commands as subprocesses (wall time, and peak RSS from a fresh wrapper process per
+measurement); it never imports the planner. A verb that does not exist yet is reported as
+`not available`, never as a failure: the harness always exits 0 once the fleet is generated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench import generate
+
+ROOT = Path(__file__).resolve().parents[1]
+README = Path(__file__).resolve().parent / "README.md"
+TABLE_START, TABLE_END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"
+NOW = generate.START
+WARM_NOW = "2026-03-02T09:05:00Z"
+TIMEOUT = 900
+
+# One fresh process per measurement, so RUSAGE_CHILDREN sees only the measured command.
+_WRAPPER = """
+import json, resource, subprocess, sys, time
+cmd, out, cwd, timeout = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
+start = time.perf_counter()
+with open(out, "wb") as sink:
+    try:
+        proc = subprocess.run(cmd, stdout=sink, stderr=subprocess.PIPE, cwd=cwd, timeout=timeout)
+        rc, err = proc.returncode, proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        rc, err = None, exc.stderr or b""
+wall = time.perf_counter() - start
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"rc": rc, "wall": wall, "rss_kb": rss, "stderr": err.decode(errors="replace")[-4000:]}))
+"""
+
+
+@dataclass(slots=True)
+class Measured:
+    rc: int | None
+    wall: float
+    rss_mb: float
+    stderr: str
+    stdout_path: str
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+    def problem(self) -> str:
+        if self.rc is None:
+            return f"timed out after {TIMEOUT}s"
+        last = [line for line in self.stderr.strip().splitlines() if line.strip()]
+        return f"failed (exit {self.rc}): {last[-1][:120] if last else 'no output'}"
+
+
+@dataclass(slots=True)
+class Row:
+    name: str
+    target: str
+    wall: str = "-"
+    rss: str = "-"
+    throughput: str = "-"
+    verdict: str = ""
+    note: str = ""
+
+
+def measure(cmd: list[str], stdout_path: str | None = None, cwd: Path = ROOT) -> Measured:
+    sink = stdout_path or os.devnull
+    wrapper = [sys.executable, "-c", _WRAPPER, json.dumps(cmd), sink, str(cwd), str(TIMEOUT)]
+    proc = subprocess.run(wrapper, capture_output=True, text=True, check=True)
+    data = json.loads(proc.stdout)
+    return Measured(data["rc"], data["wall"], data["rss_kb"] / 1024, data["stderr"], sink)
+
+
+def jobtree_bin() -> str:
+    local = Path(sys.executable).parent / "jobtree"
+    return str(local) if local.exists() else (shutil.which("jobtree") or "jobtree")
+
+
+def verbs(jobtree: str) -> set[str]:
+    """The verbs `jobtree --help` lists (an empty set when the CLI itself is missing)."""
+    try:
+        out = subprocess.run([jobtree, "--help"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    section = out.split("Commands:", 1)[1] if "Commands:" in out else ""
+    return {line.split()[0] for line in section.splitlines() if line.strip()}
+
+
+def ensure_generated(out: Path, seed: int, scale: float, force: bool) -> generate.Fleet:
+    stamp = out / ".params.json"
+    params = {"seed": seed, "scale": scale}
+    have = (
+        out / generate.SCENARIO_FILE,
+        out / generate.CONTENDED_FILE,
+        out / generate.REPO_DIR / "jobtree.yaml",
+    )
+    current = stamp.exists() and json.loads(stamp.read_text()) == params and all(p.exists() for p in have)
+    if not current or force:
+        started = time.perf_counter()
+        fleet = generate.write(out, seed, scale, contended=True)
+        stamp.write_text(json.dumps(params))
+        print(f"generated {out} in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+        return fleet
+    return generate.build(seed, scale)
+
+
+def _verdict(wall: float, rss_mb: float | None, max_wall: float, max_rss_mb: float | None = None) -> str:
+    ok = wall <= max_wall and (max_rss_mb is None or rss_mb is None or rss_mb <= max_rss_mb)
+    return "meets target" if ok else "MISSES target"
+
+
+def _summary(path: str) -> str:
+    """A few counts from a simulate JSON output, so the row says what the pass actually did."""
+    try:
+        with open(path, "rb") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return ""
+    final = data.get("final") or {}
+    phases: dict[str, int] = {}
+    conflicted = 0
+    for status in (final.get("runs") or {}).values():
+        phase = (status or {}).get("phase", "?")
+        phases[phase] = phases.get(phase, 0) + 1
+        conflicted += bool((status or {}).get("conflicts"))
+    ledger = data.get("ledger") or []
+    cuts = sum(
+        1
+        for e in ledger
+        if e.get("event") == "End"
+        and str(e.get("reason", "")).startswith(("RandomPreempt", "ReclaimUnfunded", "Shrink", "DropSpare"))
+    )
+    parts = [", ".join(f"{k} {v}" for k, v in sorted(phases.items()))]
+    parts.append(f"{len(final.get('reservations') or {})} reservations, {conflicted} runs in conflict sets")
+    parts.append(f"{len(final.get('leases') or [])} open leases, {cuts} leases cut by the resolver")
+    return "; ".join(p for p in parts if p)
+
+
+def simulate_row(
+    name: str,
+    jobtree: str,
+    scenario: Path,
+    fleet: generate.Fleet,
+    max_wall: float,
+    max_rss: float | None,
+    available: bool,
+) -> Row:
+    target = f"<= {max_wall:g} s" + (f", <= {max_rss / 1024:g} GB" if max_rss else "")
+    row = Row(name, target)
+    if not available:
+        row.verdict = "not available (`jobtree simulate` not built yet)"
+        return row
+    m = measure([jobtree, "simulate", str(scenario), "--format", "json"])
+    if not m.ok:
+        row.verdict = m.problem()
+        return row
+    row.wall, row.rss = f"{m.wall:.2f} s", f"{m.rss_mb:.0f} MB"
+    row.throughput = f"{fleet.gpus / m.wall:,.0f} GPUs/s, {len(fleet.runs) / m.wall:,.0f} runs/s"
+    row.verdict = _verdict(m.wall, m.rss_mb, max_wall, max_rss)
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+        detail = fh.name
+    try:  # an untimed second run, only to describe what the pass did
+        again = measure([jobtree, "simulate", str(scenario), "--format", "json"], stdout_path=detail)
+        row.note = _summary(detail) if again.ok else ""
+    finally:
+        os.unlink(detail)
+    return row
+
+
+def _git(repo: Path, *args: str) -> None:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "bench@localhost",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "bench@localhost",
+    }
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+def _commit_time(text: str) -> str:
+    """The commit duration if the reconcile printed one (e.g. `commit 0.42s`, `committed in 310 ms`)."""
+    for line in text.splitlines():
+        if "commit" not in line.lower():
+            continue
+        m = re.search(r"(\d+(?:\.\d+)?)\s*(ms|s)\b", line)
+        if m:
+            value = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
+            return f"{value:.2f} s"
+    return ""
+
+
+def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: bool) -> list[Row]:
+    cold, warm = Row("reconcile, cold (Git)", "<= 10 s"), Row("reconcile, warm (+1 run)", "<= 1 s")
+    commit = Row("state commit (from reconcile output)", "-")
+    if not available:
+        for row in (cold, warm, commit):
+            row.verdict = "not available (`jobtree reconcile` not built yet)"
+        return [cold, warm, commit]
+    help_text = subprocess.run([jobtree, "reconcile", "--help"], capture_output=True, text=True).stdout
+    push = ["--push"] if "--push" in help_text else []
+    with tempfile.TemporaryDirectory(prefix="jobtree-bench-") as tmp:
+        bare, repo = Path(tmp) / "remote.git", Path(tmp) / "fleet"
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+        shutil.copytree(repo_src, repo)
+        _git(repo, "init", "-q", "-b", "main")
+        _git(repo, "add", ".")
+        _git(repo, "commit", "-q", "-m", "fleet: 100k GPUs")
+        _git(repo, "remote", "add", "origin", str(bare))
+        _git(repo, "push", "-q", "-u", "origin", "main")
+        outputs = []
+        for row, now in ((cold, NOW), (warm, WARM_NOW)):
+            if row is warm:
+                ns = next(t.namespace for t in fleet.teams if t.level == 3)
+                run = {
+                    "apiVersion": generate.API,
+                    "kind": "Run",
+                    "metadata": {"name": "bench-warm", "namespace": ns},
+                    "spec": {
+                        "owner": next(t.owner for t in fleet.teams if t.namespace == ns),
+                        "resources": {"gpuType": generate.FLAVOR, "totalGPUs": 8},
+                    },
+                }
+                (repo / "runs" / ns / "bench-warm.yaml").write_text(generate.dump(run))
+                _git(repo, "add", "runs")
+                _git(repo, "commit", "-q", "-m", "runs: add bench-warm")
+            with tempfile.NamedTemporaryFile(suffix=".out", delete=False) as fh:
+                out_path = fh.name
+            m = measure(
+                [jobtree, "reconcile", str(repo), "--once", "--now", now, *push], stdout_path=out_path
+            )
+            text = Path(out_path).read_text(errors="replace") + "\n" + m.stderr
+            os.unlink(out_path)
+            outputs.append(text)
+            if not m.ok:
+                row.verdict = m.problem()
+                continue
+            row.wall, row.rss = f"{m.wall:.2f} s", f"{m.rss_mb:.0f} MB"
+            row.verdict = _verdict(m.wall, None, 10.0 if row is cold else 1.0)
+            row.note = "with --push to a bare remote" if push else "no --push flag yet"
+        found = [t for t in (_commit_time(o) for o in outputs) if t]
+        commit.wall = " / ".join(found) if found else "-"
+        commit.verdict = "cold / warm" if found else "not reported by `jobtree reconcile`"
+    return [cold, warm, commit]
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem_kb = next(
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
+        )
+        mem = f", {mem_kb / 1024 / 1024:.1f} GB RAM"
+    except (OSError, StopIteration, ValueError):
+        mem = ""
+    return f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {cpu}{mem}, Python {platform.python_version()}, {platform.system()} {platform.release()}"
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| Measurement | Wall time | Peak RSS | Throughput | Target | Result |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        result = r.verdict + (f" — {r.note}" if r.note else "")
+        lines.append(f"| {r.name} | {r.wall} | {r.rss} | {r.throughput} | {r.target} | {result} |")
+    return "\n".join(lines)
+
+
+def write_readme(text: str) -> None:
+    current = README.read_text() if README.exists() else f"# Benchmarks\n\n{TABLE_START}\n{TABLE_END}\n"
+    if TABLE_START not in current or TABLE_END not in current:
+        current += f"\n{TABLE_START}\n{TABLE_END}\n"
+    head, rest = current.split(TABLE_START, 1)
+    _, tail = rest.split(TABLE_END, 1)
+    README.write_text(f"{head}{TABLE_START}\n{text}\n{TABLE_END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--regenerate", action="store_true", help="generate even if the files exist")
+    parser.add_argument("--write-readme", action="store_true", help="put the table into bench/README.md")
+    parser.add_argument("--skip-git", action="store_true", help="skip the reconcile rows")
+    parser.add_argument("--jobtree", help="the jobtree executable (default: the one beside this Python)")
+    args = parser.parse_args(argv)
+
+    fleet = ensure_generated(args.out, args.seed, args.scale, args.regenerate)
+    jobtree = args.jobtree or jobtree_bin()
+    have = verbs(jobtree)
+    print(
+        f"fleet: {fleet.gpus:,} GPUs, {len(fleet.domains)} domains, {len(fleet.teams)} teams, {len(fleet.runs):,} runs, demand {generate.demand(fleet) / fleet.gpus:.2f}x supply",
+        file=sys.stderr,
+    )
+    rows = [
+        simulate_row(
+            "simulate, one full pass",
+            jobtree,
+            args.out / generate.SCENARIO_FILE,
+            fleet,
+            5.0,
+            1024.0,
+            "simulate" in have,
+        ),
+        simulate_row(
+            "simulate, contended (+20m surge, until +40m)",
+            jobtree,
+            args.out / generate.CONTENDED_FILE,
+            fleet,
+            5.0,
+            None,
+            "simulate" in have,
+        ),
+    ]
+    if not args.skip_git:
+        rows += git_rows(jobtree, args.out / generate.REPO_DIR, fleet, "reconcile" in have)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    text = (
+        f"Measured {stamp} on {machine()}; fleet seed {args.seed}, scale {args.scale:g} "
+        f"({fleet.gpus:,} GPUs, {len(fleet.runs):,} runs).\n\n{table(rows)}"
+    )
+    print(text)
+    if args.write_readme:
+        write_readme(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
