@@ -1,0 +1,330 @@
+"""Push trigger in front of the pipeline: verifies GitHub webhooks and queues one reconcile; it never plans or writes Git.
+
+`POST /webhook` accepts GitHub `ping` and `push` events signed with `X-Hub-Signature-256`
+(HMAC-SHA256 of the raw body, compared in constant time; missing or wrong -> 401 and nothing runs).
+Only pushes to the configured branch are acted on. A burst of pushes coalesces: a pending flag and
+one worker thread, so N pushes arriving during a reconcile cause exactly one more, and reconciles
+never overlap. `GET /healthz` reports the last run. Scheduled passes are `jobtree reconcile
+--interval`, not this server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs
+
+import click
+
+LOG = logging.getLogger("jobtree.webhook")
+MAX_BODY = 5 * 1024 * 1024  # GitHub caps payloads at 25 MB; push payloads this large are not sane
+SIGNATURE_HEADER = "X-Hub-Signature-256"
+EXIT_OTHER = 4
+
+
+def _rfc3339(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def signature_for(secret: bytes, body: bytes) -> str:
+    """The `X-Hub-Signature-256` value GitHub sends for `body`."""
+    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
+    return header is not None and hmac.compare_digest(signature_for(secret, body), header.strip())
+
+
+class ReconcileQueue:
+    """Coalesces reconcile requests into one worker: at most one running and one pending."""
+
+    def __init__(self, reconcile: Callable[[], object], clock: Callable[[], float] = time.time) -> None:
+        self._reconcile = reconcile
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._pending = False
+        self._running = False
+        self._stopping = False
+        self.runs = 0
+        self.last_run_at: float | None = None
+        self.last_result: str | None = None
+        self.last_error: str | None = None
+        self._thread = threading.Thread(target=self._loop, name="jobtree-reconcile", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def request(self) -> None:
+        with self._cond:
+            self._pending = True
+            self._cond.notify_all()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                self._pending, self._running = False, True
+            started = self._clock()
+            result, error = None, None
+            try:
+                result = str(self._reconcile())
+            except Exception as err:  # the worker must survive; the next push retries
+                error = f"{type(err).__name__}: {err}"
+                LOG.exception("reconcile failed; the next push or scheduled pass retries")
+            with self._cond:
+                self._running = False
+                self.runs += 1
+                self.last_run_at = started
+                self.last_result = "error" if error else result
+                self.last_error = error
+                self._cond.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until nothing is running or pending; False if `timeout` passed first."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._pending or self._running:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def stop(self, timeout: float = 5.0) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._cond:
+            return {
+                "lastRunAt": _rfc3339(self.last_run_at),
+                "lastResult": self.last_result,
+                "lastError": self.last_error,
+                "pending": self._pending,
+                "running": self._running,
+                "runs": self.runs,
+            }
+
+
+Reply = tuple[int, dict[str, Any]]
+
+
+class WebhookServer:
+    """The HTTP server plus its reconcile queue; `start()` serves in a background thread."""
+
+    def __init__(
+        self,
+        reconcile: Callable[[], object],
+        secret: bytes,
+        branch: str = "main",
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        max_body: int = MAX_BODY,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not secret:
+            raise ValueError("a webhook secret is required: unsigned pushes are never accepted")
+        self.secret = secret
+        self.branch = branch
+        self.max_body = max_body
+        self.queue = ReconcileQueue(reconcile, clock)
+        handler = type("WebhookHandler", (_Handler,), {"app": self})
+        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd.daemon_threads = True
+        self._serving: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> None:
+        self.queue.start()
+        self._serving = threading.Thread(
+            target=self.httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="jobtree-webhook",
+            daemon=True,
+        )
+        self._serving.start()
+
+    def serve_forever(self) -> None:
+        self.queue.start()
+        self.httpd.serve_forever()
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        if self._serving is not None:
+            self.httpd.shutdown()
+            self._serving.join(timeout)
+        self.httpd.server_close()
+        self.queue.stop(timeout)
+
+    def health(self) -> Reply:
+        return 200, {"status": "ok", "branch": self.branch, **self.queue.snapshot()}
+
+    def receive(self, event: str | None, signature: str | None, content_type: str, body: bytes) -> Reply:
+        """Decide what one verified delivery means; nothing runs unless the signature matches."""
+        if not signature_ok(self.secret, body, signature):
+            return 401, {"error": f"{SIGNATURE_HEADER} missing or wrong; nothing was run"}
+        try:
+            if content_type.split(";")[0].strip() == "application/x-www-form-urlencoded":
+                payload = json.loads(parse_qs(body.decode("utf-8"))["payload"][0])
+            else:
+                payload = json.loads(body)
+        except (ValueError, KeyError, IndexError) as err:
+            return 400, {"error": f"malformed payload: {err}"}
+        if not isinstance(payload, dict):
+            return 400, {"error": "malformed payload: expected a JSON object"}
+        if event == "ping":
+            return 200, {"message": "pong"}
+        if event != "push":
+            return 202, {"ignored": f"event {event!r} is not handled; only push and ping are"}
+        want = f"refs/heads/{self.branch}"
+        if payload.get("ref") != want:
+            return 202, {"ignored": f"push to {payload.get('ref')!r}, not {want!r}"}
+        if payload.get("deleted"):
+            return 202, {"ignored": f"{want} was deleted; nothing to reconcile"}
+        self.queue.request()
+        return 202, {"queued": True, "after": payload.get("after")}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    app: WebhookServer
+    disable_nagle_algorithm = True
+    protocol_version = "HTTP/1.1"
+    server_version = "jobtree-webhook"
+    timeout = 10  # seconds per socket read: a slow or stalled client cannot hold a thread forever
+
+    def _reply(self, status: int, payload: dict[str, Any], close: bool = False, allow: str = "") -> None:
+        data = (json.dumps(payload, sort_keys=True) + "\n").encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if allow:
+            self.send_header("Allow", allow)
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _route(self, method: str) -> None:
+        allowed = {"/webhook": "POST", "/healthz": "GET"}.get(self.path.split("?")[0])
+        if allowed is None:
+            self._reply(404, {"error": f"no such endpoint {self.path}; try POST /webhook or GET /healthz"})
+        elif method != allowed:
+            self._reply(405, {"error": f"{method} not allowed on {self.path}"}, close=True, allow=allowed)
+        elif method == "GET":
+            self._reply(*self.app.health())
+        else:
+            self._webhook()
+
+    def _webhook(self) -> None:
+        length = self.headers.get("Content-Length")
+        if length is None:
+            self._reply(411, {"error": "Content-Length required"}, close=True)
+            return
+        try:
+            size = int(length)
+            if size < 0:
+                raise ValueError(length)
+        except ValueError:
+            self._reply(400, {"error": f"bad Content-Length {length!r}"}, close=True)
+            return
+        if size > self.app.max_body:
+            self._reply(413, {"error": f"body of {size} bytes exceeds {self.app.max_body}"}, close=True)
+            return
+        body = self.rfile.read(size)
+        status, payload = self.app.receive(
+            self.headers.get("X-GitHub-Event"),
+            self.headers.get(SIGNATURE_HEADER),
+            self.headers.get("Content-Type", "application/json"),
+            body,
+        )
+        self._reply(status, payload)
+
+    def do_GET(self) -> None:  # http.server names handlers do_<METHOD>
+        self._route("GET")
+
+    def do_POST(self) -> None:
+        self._route("POST")
+
+    def do_PUT(self) -> None:
+        self._route("PUT")
+
+    def do_DELETE(self) -> None:
+        self._route("DELETE")
+
+    def do_PATCH(self) -> None:
+        self._route("PATCH")
+
+    def log_message(self, format: str, *args: Any) -> None:  # http.server names this parameter `format`
+        LOG.info("%s %s", self.address_string(), format % args)
+
+
+class _Failure(click.ClickException):
+    exit_code = EXIT_OTHER
+
+
+def _reconcile_for(repo: str, apply: bool) -> Callable[[], object]:
+    try:
+        module = importlib.import_module("reconciler.reconcile")
+    except ImportError as err:
+        raise _Failure(f"cannot load the reconcile pipeline (reconciler.reconcile): {err}") from err
+    once = getattr(module, "reconcile_once", None)
+    if not callable(once):
+        raise _Failure(
+            "reconciler.reconcile has no reconcile_once(repo_path, push, apply); cannot serve pushes"
+        )
+    return lambda: once(repo, push=True, apply=apply)
+
+
+@click.command(
+    "webhook",
+    epilog="Scheduled passes (so reservations activate without a push) are `jobtree reconcile --interval`.",
+)
+@click.argument("repo", default=".", type=click.Path(file_okay=False))
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--secret-env", default="JOBTREE_WEBHOOK_SECRET", show_default=True, metavar="NAME",
+              help="Environment variable holding the GitHub webhook secret.")  # fmt: skip
+@click.option("--branch", default="main", show_default=True, help="Only pushes to this branch reconcile.")
+@click.option(
+    "--apply/--no-apply", default=False, show_default=True, help="Apply the pushed commit to the cluster."
+)
+def command(repo: str, port: int, host: str, secret_env: str, branch: str, apply: bool) -> None:
+    """Reconcile REPO on every GitHub push to BRANCH (HMAC-verified); health at GET /healthz."""
+    secret = os.environ.get(secret_env, "")
+    if not secret:
+        raise click.UsageError(
+            f"no webhook secret: set ${secret_env} to the secret configured on the GitHub webhook "
+            "(unsigned pushes are never accepted)"
+        )
+    reconcile = _reconcile_for(repo, apply)
+    try:
+        server = WebhookServer(reconcile, secret.encode(), branch=branch, host=host, port=port)
+    except OSError as err:
+        raise _Failure(f"cannot listen on {host}:{port}: {err}") from err
+    click.echo(f"jobtree webhook: POST {server.url}/webhook (pushes to {branch}), GET {server.url}/healthz")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("jobtree webhook: stopping")
+    finally:
+        server.shutdown()

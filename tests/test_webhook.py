@@ -1,0 +1,263 @@
+"""The push webhook over a real local HTTP socket: signatures, branches, coalescing, health, limits."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from reconciler import webhook
+
+SECRET = b"s3cret"
+
+
+class Recorder:
+    """A reconcile stand-in: counts runs, can be held open, and tracks overlap."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.release.set()
+        self.active = 0
+        self.max_active = 0
+        self.fail_next = False
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str:
+        with self._lock:
+            self.runs += 1
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        self.started.set()
+        try:
+            assert self.release.wait(10), "test never released the reconcile"
+            if self.fail_next:
+                self.fail_next = False
+                raise RuntimeError("remote unreachable")
+            return f"run {self.runs}"
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def server(recorder: Recorder) -> Iterator[webhook.WebhookServer]:
+    srv = webhook.WebhookServer(
+        recorder, SECRET, branch="main", port=0, max_body=4096, clock=lambda: 1_767_600_000
+    )
+    srv.start()
+    try:
+        yield srv
+    finally:
+        recorder.release.set()
+        srv.shutdown()
+
+
+def call(
+    srv: webhook.WebhookServer,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, Any]]:
+    host, port = srv.httpd.server_address[:2]
+    conn = http.client.HTTPConnection(str(host), int(port), timeout=5)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read() or b"{}")
+    finally:
+        conn.close()
+
+
+def deliver(
+    srv: webhook.WebhookServer,
+    event: str,
+    payload: dict[str, Any],
+    sign: Callable[[bytes], str | None] = lambda body: webhook.signature_for(SECRET, body),
+) -> tuple[int, dict[str, Any]]:
+    body = json.dumps(payload).encode()
+    headers = {"X-GitHub-Event": event, "Content-Type": "application/json"}
+    signature = sign(body)
+    if signature is not None:
+        headers["X-Hub-Signature-256"] = signature
+    return call(srv, "POST", "/webhook", body, headers)
+
+
+PUSH_MAIN = {"ref": "refs/heads/main", "after": "b" * 40}
+
+
+def test_a_signed_push_to_the_branch_runs_one_reconcile(server, recorder) -> None:
+    assert deliver(server, "push", PUSH_MAIN) == (202, {"queued": True, "after": "b" * 40})
+    assert server.queue.wait_idle(5)
+    assert recorder.runs == 1
+
+
+@pytest.mark.parametrize(
+    "sign",
+    [
+        pytest.param(lambda body: None, id="a push without a signature is refused and nothing runs"),
+        pytest.param(
+            lambda body: webhook.signature_for(b"other secret", body),
+            id="a push signed with another secret is refused",
+        ),
+        pytest.param(lambda body: "sha256=" + "0" * 64, id="a push with a forged signature is refused"),
+        pytest.param(
+            lambda body: webhook.signature_for(SECRET, body + b" "),
+            id="a signature over a different body is refused",
+        ),
+    ],
+)
+def test_bad_signatures_get_401_and_nothing_runs(server, recorder, sign) -> None:
+    status, reply = deliver(server, "push", PUSH_MAIN, sign)
+    assert status == 401 and "nothing was run" in reply["error"]
+    assert server.queue.wait_idle(5)
+    assert recorder.runs == 0
+
+
+def test_ping_is_answered_with_pong(server, recorder) -> None:
+    assert deliver(server, "ping", {"zen": "Keep it logically awesome."}) == (200, {"message": "pong"})
+    assert recorder.runs == 0
+
+
+def test_pushes_to_other_branches_and_other_events_are_ignored_with_a_reason(server, recorder) -> None:
+    status, reply = deliver(server, "push", {"ref": "refs/heads/feature"})
+    assert status == 202 and "not 'refs/heads/main'" in reply["ignored"]
+    status, reply = deliver(server, "pull_request", {"action": "opened"})
+    assert status == 202 and "only push and ping" in reply["ignored"]
+    assert server.queue.wait_idle(5)
+    assert recorder.runs == 0
+
+
+def test_a_burst_of_ten_pushes_during_a_slow_reconcile_runs_exactly_one_more(server, recorder) -> None:
+    recorder.release.clear()
+    assert deliver(server, "push", PUSH_MAIN)[0] == 202
+    assert recorder.started.wait(5)
+    for _ in range(9):
+        assert deliver(server, "push", PUSH_MAIN)[0] == 202
+    assert call(server, "GET", "/healthz")[1]["pending"] is True
+    recorder.release.set()
+    assert server.queue.wait_idle(5)
+    assert recorder.runs == 2 and recorder.max_active == 1
+
+
+def test_concurrent_deliveries_never_overlap_reconciles(server, recorder) -> None:
+    threads = [threading.Thread(target=deliver, args=(server, "push", PUSH_MAIN)) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert server.queue.wait_idle(5)
+    assert 1 <= recorder.runs <= 10 and recorder.max_active == 1
+
+
+def test_health_reports_the_last_run_and_a_failure_does_not_stop_the_worker(server, recorder) -> None:
+    assert call(server, "GET", "/healthz") == (
+        200,
+        {
+            "status": "ok",
+            "branch": "main",
+            "lastRunAt": None,
+            "lastResult": None,
+            "lastError": None,
+            "pending": False,
+            "running": False,
+            "runs": 0,
+        },
+    )
+    recorder.fail_next = True
+    deliver(server, "push", PUSH_MAIN)
+    assert server.queue.wait_idle(5)
+    health = call(server, "GET", "/healthz")[1]
+    assert health["lastError"] == "RuntimeError: remote unreachable" and health["lastResult"] == "error"
+    assert health["lastRunAt"] == "2026-01-05T08:00:00Z"
+    deliver(server, "push", PUSH_MAIN)
+    assert server.queue.wait_idle(5)
+    health = call(server, "GET", "/healthz")[1]
+    assert health["lastError"] is None and health["lastResult"] == "run 2" and health["runs"] == 2
+
+
+def test_an_oversized_body_gets_413_without_being_read(server, recorder) -> None:
+    host, port = server.httpd.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=5) as sock:
+        sock.sendall(
+            b"POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\nContent-Length: 10000000\r\n\r\n"
+        )
+        reply = sock.recv(4096).decode()
+    assert reply.startswith("HTTP/1.1 413") and "exceeds 4096" in reply
+    assert recorder.runs == 0
+
+
+def test_malformed_json_with_a_valid_signature_gets_400(server, recorder) -> None:
+    body = b"{not json"
+    headers = {"X-GitHub-Event": "push", "X-Hub-Signature-256": webhook.signature_for(SECRET, body)}
+    status, reply = call(server, "POST", "/webhook", body, headers)
+    assert status == 400 and "malformed payload" in reply["error"]
+    assert recorder.runs == 0
+
+
+def test_form_encoded_deliveries_are_understood(server, recorder) -> None:
+    from urllib.parse import urlencode
+
+    body = urlencode({"payload": json.dumps(PUSH_MAIN)}).encode()
+    headers = {
+        "X-GitHub-Event": "push",
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Hub-Signature-256": webhook.signature_for(SECRET, body),
+    }
+    assert call(server, "POST", "/webhook", body, headers)[0] == 202
+    assert server.queue.wait_idle(5)
+    assert recorder.runs == 1
+
+
+def test_wrong_methods_get_405_and_unknown_paths_404(server) -> None:
+    assert call(server, "GET", "/webhook")[0] == 405
+    assert call(server, "POST", "/healthz", b"{}")[0] == 405
+    assert call(server, "GET", "/nope")[0] == 404
+
+
+def test_the_command_refuses_to_start_without_a_secret() -> None:
+    result = CliRunner().invoke(webhook.command, ["--port", "0"], env={"JOBTREE_WEBHOOK_SECRET": ""})
+    assert result.exit_code == 2 and "$JOBTREE_WEBHOOK_SECRET" in result.output
+    result = CliRunner().invoke(webhook.command, ["--secret-env", "HOOK_KEY"], env={"HOOK_KEY": ""})
+    assert result.exit_code == 2 and "$HOOK_KEY" in result.output
+
+
+def test_the_server_refuses_an_empty_secret() -> None:
+    with pytest.raises(ValueError, match="secret is required"):
+        webhook.WebhookServer(lambda: None, b"", port=0)
+
+
+def test_the_command_calls_the_pipelines_reconcile_once_with_push_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    calls: list[tuple[str, dict[str, bool]]] = []
+    fake = types.ModuleType("reconciler.reconcile")
+    fake.reconcile_once = lambda repo, **kw: calls.append((repo, kw))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "reconciler.reconcile", fake)
+    webhook._reconcile_for("/fleet", apply=False)()
+    assert calls == [("/fleet", {"push": True, "apply": False})]
+
+
+def test_the_command_fails_clearly_when_the_pipeline_has_no_reconcile_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "reconciler.reconcile", types.ModuleType("reconciler.reconcile"))
+    result = CliRunner().invoke(webhook.command, ["--port", "0"], env={"JOBTREE_WEBHOOK_SECRET": "x"})
+    assert result.exit_code == 4 and "reconcile_once" in result.output
