@@ -11,9 +11,17 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
-RFC3339_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
-DURATION_PATTERN = r"^(?=\d)(\d+h)?(\d+m)?(\d+s)?$"
+# Every published pattern is plain ECMA-262 / RE2 / Rust-regex: no look-around, ASCII classes only
+# (`[0-9]`, not `\d`, which is Unicode-aware in Python and Rust), so editors, Kubernetes and
+# pydantic agree on what they accept.
+_HOUR, _MINSEC = "([01][0-9]|2[0-3])", "[0-5][0-9]"
+RFC3339_PATTERN = (
+    "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+    f"T{_HOUR}:{_MINSEC}:{_MINSEC}([.][0-9]+)?(Z|[+-]{_HOUR}:{_MINSEC})$"
+)
+DURATION_PATTERN = "^([0-9]+h([0-9]+m)?([0-9]+s)?|[0-9]+m([0-9]+s)?|[0-9]+s)$"
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+OWNER_PATTERN = "^[^ \t\n\r\f\v]+$"
 
 _RFC3339 = re.compile(RFC3339_PATTERN)
 _DURATION = re.compile(DURATION_PATTERN)
@@ -36,8 +44,8 @@ def parse_duration(text: str) -> int:
     m = _DURATION.match(text) if isinstance(text, str) else None
     if not m:
         raise ValueError(f"{text!r} is not a duration like 15m, 1h or 90s")
-    h, mi, s = (int(g[:-1]) if g else 0 for g in m.groups())
-    return h * 3600 + mi * 60 + s
+    unit = {"h": 3600, "m": 60, "s": 1}
+    return sum(int(n) * unit[u] for n, u in re.findall(r"(\d+)([hms])", text))
 
 
 def format_duration(seconds: int) -> str:
@@ -47,15 +55,26 @@ def format_duration(seconds: int) -> str:
     return out or "0s"
 
 
+def _integral(value: Any) -> Any:
+    """JSON has one number type: a float with no fraction (`8.0`) is the integer it denotes."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def _time_in(value: Any) -> int:
+    value = _integral(value)
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        return value  # epoch seconds
     return parse_time(value)
 
 
 def _duration_in(value: Any) -> int:
+    value = _integral(value)
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        if value < 0:
+            raise ValueError(f"{value} is negative; a duration is 0 or more seconds")
+        return value  # seconds
     return parse_duration(value)
 
 
@@ -63,18 +82,33 @@ Timestamp = Annotated[
     int,
     BeforeValidator(_time_in),
     PlainSerializer(format_time, return_type=str),
-    WithJsonSchema({"type": "string", "pattern": RFC3339_PATTERN, "format": "date-time"}),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "pattern": RFC3339_PATTERN, "format": "date-time"},
+                {"type": "integer"},
+            ],
+            "description": "RFC 3339 time such as 2026-03-02T09:00:00Z (or epoch seconds)",
+        }
+    ),
 ]
 Duration = Annotated[
     int,
     BeforeValidator(_duration_in),
     PlainSerializer(format_duration, return_type=str),
-    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN}),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "string", "pattern": DURATION_PATTERN}, {"type": "integer", "minimum": 0}],
+            "description": "duration such as 15m, 1h30m or 90s (or whole seconds)",
+        }
+    ),
 ]
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
-Owner = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^\S+$")]
-NonNegInt = Annotated[int, Field(ge=0, strict=True)]
-PosInt = Annotated[int, Field(ge=1, strict=True)]
+Owner = Annotated[str, Field(min_length=1, max_length=253, pattern=OWNER_PATTERN)]
+NonNegInt = Annotated[int, BeforeValidator(_integral), Field(ge=0, strict=True)]
+PosInt = Annotated[int, BeforeValidator(_integral), Field(ge=1, strict=True)]
+NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
 
 class Model(BaseModel):

@@ -1,0 +1,244 @@
+"""Accounting: envelopes, the family graph, and funding classes re-derived from leases every pass.
+
+Each envelope funds, up to its concurrency: sponsor loans already made, then its owner's claims,
+then family claims, each group in ranking order. Claims past that are unfunded: still running,
+charged to nobody. Decides no placement and ends nothing; it only classifies and meters.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from planner.world import EnvelopeMeter, Lease
+from schemas.budget import Budget
+
+GroupKey = tuple[str, int]  # (run "ns/name", group index)
+OWN, FAMILY, LOAN = "own", "family", "loan"
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    key: str  # "budget/envelope"
+    budget: str
+    name: str
+    owner: str
+    flavor: str
+    selector: dict[str, str]
+    concurrency: int
+    max_hours: float | None
+    start: int | None
+    end: int | None
+    sharing: str
+    lend_allow: bool
+    lend_to: tuple[str, ...]
+    lend_max: int | None
+    lend_hours: float | None
+    caps: tuple[tuple[str, int, tuple[str, ...]], ...]  # (cap name, maxConcurrency, envelope keys)
+
+    def open_at(self, now: int) -> bool:
+        return (self.start is None or self.start <= now) and (self.end is None or now < self.end)
+
+    def lends_to(self, owner: str) -> bool:
+        return self.lend_allow and any(admits(p, owner) for p in self.lend_to)
+
+
+def admits(pattern: str, owner: str) -> bool:
+    """Lending ACL: exact owner, `prefix*`, or `*`."""
+    if pattern == "*":
+        return True
+    if pattern.endswith("*"):
+        return owner.startswith(pattern[:-1])
+    return pattern == owner
+
+
+def envelopes(budgets: Iterable[Budget]) -> dict[str, Env]:
+    out: dict[str, Env] = {}
+    for b in sorted(budgets, key=lambda b: b.metadata.name):
+        caps = tuple((c.name, c.maxConcurrency, tuple(f"{b.metadata.name}/{e}" for e in c.envelopes)) for c in b.spec.aggregateCaps)
+        for e in b.spec.envelopes:
+            key = f"{b.metadata.name}/{e.name}"
+            lend = e.lending
+            out[key] = Env(
+                key, b.metadata.name, e.name, b.spec.owner, e.flavor, dict(e.selector), e.concurrency, e.maxGPUHours,
+                e.start, e.end, e.sharing, bool(lend and lend.allow), tuple(lend.to) if lend else (),
+                lend.maxConcurrency if lend else None, lend.maxGPUHours if lend else None,
+                tuple(c for c in caps if key in c[2]),
+            )  # fmt: skip
+    return out
+
+
+def family_order(budgets: Iterable[Budget]) -> Callable[[str], list[str]]:
+    """Relatives of an owner: parents, then siblings, then the rest of the DAG nearest first."""
+    parents: dict[str, set[str]] = defaultdict(set)
+    children: dict[str, set[str]] = defaultdict(set)
+    for b in budgets:
+        for p in b.spec.parents:
+            parents[b.spec.owner].add(p)
+            children[p].add(b.spec.owner)
+    cache: dict[str, list[str]] = {}
+
+    def order(owner: str) -> list[str]:
+        if owner in cache:
+            return cache[owner]
+        first = sorted(parents[owner])
+        siblings = sorted({s for p in first for s in children[p]} - {owner} - set(first))
+        seen = {owner, *first, *siblings}
+        rest: list[tuple[int, str]] = []
+        dist = {owner: 0}
+        queue = deque([owner])
+        while queue:
+            cur = queue.popleft()
+            for nxt in sorted(parents[cur] | children[cur]):
+                if nxt not in dist:
+                    dist[nxt] = dist[cur] + 1
+                    queue.append(nxt)
+                    if nxt not in seen:
+                        rest.append((dist[nxt], nxt))
+        cache[owner] = first + siblings + [o for _, o in sorted(rest)]
+        return cache[owner]
+
+    return order
+
+
+class Book:
+    """Funded GPUs per envelope by class, kept current as a pass admits, grows and cuts."""
+
+    def __init__(self, envs: dict[str, Env], relatives: Callable[[str], list[str]], now: int) -> None:
+        self.envs = envs
+        self.relatives = relatives
+        self.now = now
+        self.by_owner: dict[str, list[Env]] = defaultdict(list)
+        for env in envs.values():
+            self.by_owner[env.owner].append(env)
+        self.funded: dict[str, dict[str, int]] = {k: {OWN: 0, FAMILY: 0, LOAN: 0} for k in envs}
+        self.consumed: dict[str, float] = {k: 0.0 for k in envs}  # GPU-hours, spares at the spare rate
+        self.lent_hours: dict[str, float] = {k: 0.0 for k in envs}
+        self.unfunded: set[GroupKey] = set()
+        self.frozen: set[str] = set()
+
+    def category(self, run_owner: str, env: Env) -> str:
+        if env.owner == run_owner:
+            return OWN
+        if env.sharing != "none" and env.owner in self.relatives(run_owner):
+            return FAMILY
+        return LOAN
+
+    def used(self, key: str) -> int:
+        f = self.funded[key]
+        return f[OWN] + f[FAMILY] + f[LOAN]
+
+    def capacity(self, env: Env) -> int:
+        """Concurrency in force now: zero outside the window or once the GPU-hour cap is spent."""
+        if env.key in self.frozen:
+            return env.concurrency
+        if not env.open_at(self.now):
+            return 0
+        if env.max_hours is not None and self.consumed[env.key] >= env.max_hours:
+            return 0
+        return env.concurrency
+
+    def headroom(self, env: Env, category: str, lookahead_hours: float) -> int:
+        """GPUs this envelope can still fund for a new claim of this class."""
+        f = self.funded[env.key]
+        cap = self.capacity(env)
+        if category == OWN:  # family claims are recallable by the owner
+            room = cap - f[LOAN] - f[OWN]
+        else:
+            room = cap - f[OWN] - f[FAMILY] - f[LOAN]
+        if env.max_hours is not None and lookahead_hours > 0:
+            room = min(room, int((env.max_hours - self.consumed[env.key]) // lookahead_hours))
+        if category == LOAN:
+            if env.lend_max is not None:
+                room = min(room, env.lend_max - f[LOAN])
+            if env.lend_hours is not None and lookahead_hours > 0:
+                room = min(room, int((env.lend_hours - self.lent_hours[env.key]) // lookahead_hours))
+        for _, cap_max, keys in env.caps:
+            room = min(room, cap_max - sum(self.used(k) for k in keys if k in self.funded))
+        return max(0, room)
+
+    def add(self, env_key: str, category: str, gpus: int) -> None:
+        self.funded[env_key][category] += gpus
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    env: str
+    category: str
+    rank: tuple[object, ...]
+    group: GroupKey
+    gpus: int
+
+
+def classify(
+    book: Book,
+    leases: Sequence[Lease],
+    owner_of: Callable[[str], str],
+    rank_of: Callable[[str], tuple[object, ...]],
+) -> None:
+    """Re-derive funded/unfunded for every open claim; sets `book.funded` and `book.unfunded`."""
+    claims: dict[tuple[str, str, tuple[object, ...], GroupKey], int] = defaultdict(int)
+    for lease in leases:
+        if not lease.open or lease.role == "Borrowed" or lease.payer.key is None:
+            continue
+        env_key = f"{lease.payer.budget}/{lease.payer.envelope}"
+        group = (lease.run, lease.group)
+        env = book.envs.get(env_key)
+        if env is None:  # the envelope is gone: nobody funds this claim
+            book.unfunded.add(group)
+            continue
+        cat = book.category(owner_of(lease.run), env)
+        claims[(env_key, cat, rank_of(lease.run), group)] += lease.gpus
+    per_env: dict[str, list[Claim]] = defaultdict(list)
+    for (env_key, cat, rank, group), gpus in claims.items():
+        per_env[env_key].append(Claim(env_key, cat, rank, group, gpus))
+    book.funded = {k: {OWN: 0, FAMILY: 0, LOAN: 0} for k in book.envs}
+    order = {LOAN: 0, OWN: 1, FAMILY: 2}
+    for env_key, env_claims in per_env.items():
+        env = book.envs[env_key]
+        cap = book.capacity(env)
+        lend_room = cap if env.lend_max is None else min(cap, env.lend_max)
+        if env.lend_hours is not None and book.lent_hours[env_key] >= env.lend_hours and env_key not in book.frozen:
+            lend_room = 0
+        used = 0
+        blocked: set[str] = set()
+        for c in sorted(env_claims, key=lambda c: (order[c.category], c.rank, c.group[1])):
+            limit = lend_room if c.category == LOAN else cap
+            if c.category not in blocked and used + c.gpus <= limit:
+                used += c.gpus
+                book.funded[env_key][c.category] += c.gpus
+            else:
+                blocked.add(c.category)
+                book.unfunded.add(c.group)
+
+
+def meter(
+    meters: dict[tuple[str, str], EnvelopeMeter],
+    book: Book,
+    leases: Sequence[Lease],
+    owner_of: Callable[[str], str],
+    since: int | None,
+    spare_rate: float,
+) -> dict[tuple[str, str], EnvelopeMeter]:
+    """GPU-hours paid between the last pass and now, under the funding classes of the last pass."""
+    out = {k: EnvelopeMeter(m.consumed, m.spare, m.lent) for k, m in meters.items()}
+    hours = max(0, book.now - since) / 3600 if since is not None else 0.0
+    for lease in leases:
+        key = lease.payer.key
+        if key is None or lease.role == "Borrowed" or (lease.run, lease.group) in book.unfunded:
+            continue
+        start = max(lease.start, since if since is not None else lease.start)
+        end = lease.ended if lease.ended is not None else book.now
+        span = max(0, end - start) / 3600 if hours else 0.0
+        if span <= 0:
+            continue
+        m = out.setdefault(key, EnvelopeMeter())
+        if lease.role == "Spare":
+            m.spare += lease.gpus * span * spare_rate
+        else:
+            m.consumed += lease.gpus * span
+        env = book.envs.get(f"{key[0]}/{key[1]}")
+        if env is not None and book.category(owner_of(lease.run), env) == LOAN:
+            m.lent += lease.gpus * span
+    return out

@@ -1,0 +1,170 @@
+"""Admission: the line of waiting runs in submission order — start, reserve, or activate with cuts.
+
+A run starts when fully funded and placeable without touching capacity held for fully funded
+reservations ahead of it; otherwise it gets (or keeps) a Reservation. Due reservations that are
+funded but short of capacity go to the resolver. Growth and conflict sets come after the line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner import accounting, bind, cover, elastic, forecast, pack
+from planner.context import Pass
+from planner.resolve import Resolver
+from planner.world import Lease, Payer, Reservation
+from schemas.run import Run
+
+
+@dataclass(slots=True)
+class Line:
+    held: dict[str, int] = field(default_factory=dict)
+    order: list[tuple[str, dict[str, int], int]] = field(default_factory=list)  # capacity reservations
+
+
+def _request(spec: Run, width: int, srcs: list[pack.Source], held: dict[str, int], fill: bool = False) -> pack.Request:
+    sizes = pack.group_sizes(width, elastic.group_size(spec))
+    return pack.Request(
+        sizes, width, 0, spec.spec.sparesPerGroup, srcs,
+        spec.spec.funding.maxBorrowGPUs if spec.spec.funding.allowBorrow else 0,
+        not spec.spec.locality.allowCrossGroupSpread, (), dict(held), fill,
+    )  # fmt: skip
+
+
+def need_gpus(spec: Run, width: int) -> int:
+    sizes = pack.group_sizes(width, elastic.group_size(spec))
+    return width + spec.spec.sparesPerGroup * (len(sizes) if sizes else 1)
+
+
+def run_line(ctx: Pass, lookahead_hours: float) -> Line:
+    line = Line()
+    for key in sorted(ctx.specs, key=ctx.rank):
+        rec = ctx.records.get(key)
+        if rec is None or rec.phase != "Pending" or key in ctx.cut or key in ctx.world.frozen_runs:
+            continue
+        spec = ctx.specs[key]
+        if spec.spec.opportunistic:
+            _fill(ctx, key, spec)
+            continue
+        if _try_start(ctx, key, spec, line.held, lookahead_hours):
+            continue
+        _reserve(ctx, key, spec, line, lookahead_hours)
+    return line
+
+
+def _start(ctx: Pass, key: str, spec: Run, placed: pack.Packing, reason: str = "Start", role: str = "Active") -> None:
+    bind.bind(ctx, key, spec.spec.owner, placed.groups, reason, role)
+    rec = ctx.records[key]
+    rec.phase, rec.started = "Running", ctx.now
+    ctx.started.add(key)
+    ctx.messages[key] = f"bound {ctx.allocated(key)} GPUs"
+    res = ctx.reservations.get(key)
+    if res is not None and res.state == "Pending":
+        res.state, res.ended = "Released", ctx.now
+
+
+def _try_start(ctx: Pass, key: str, spec: Run, held: dict[str, int], lookahead_hours: float) -> bool:
+    srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
+    for width in elastic.widths(spec):
+        if cover.shortfall(ctx.book, spec, need_gpus(spec, width), srcs, lookahead_hours) is not None:
+            continue
+        placed = pack.place(ctx.topo, _request(spec, width, srcs, held), spec.spec.resources.gpuType)
+        if placed.failure is None:
+            _start(ctx, key, spec, placed)
+            return True
+    return False
+
+
+def _fill(ctx: Pass, key: str, spec: Run) -> None:
+    """Opportunistic runs live only on spare-held GPUs, as Borrowed leases nobody is debited for."""
+    for width in elastic.widths(spec):
+        placed = pack.place(ctx.topo, _request(spec, width, [], {}, fill=True), spec.spec.resources.gpuType)
+        if placed.failure is None:
+            _start(ctx, key, spec, placed, "Fill", "Borrowed")
+            return
+    ctx.messages[key] = "waiting for spare capacity to fill"
+
+
+def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float) -> None:
+    """Create or refresh the run's Reservation; activate it with cuts when due and funded."""
+    now, settings = ctx.now, ctx.world.settings
+    width = elastic.min_width(spec)
+    need = need_gpus(spec, width)
+    srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
+    short = cover.shortfall(ctx.book, spec, need, srcs, lookahead_hours)
+    res = ctx.reservations.get(key)
+    if res is None or res.state != "Pending":
+        res = Reservation(key, now + settings.notice, now)
+        ctx.reservations[key] = res
+    window = short.window if short is not None else None
+    if window is not None and res.window_basis != window:
+        res.earliest_start = max(now + settings.notice, window + 10)
+    res.window_basis = window
+    res.confidence = "window-aligned" if window is not None else "conservative"
+    res.paying = _paying(srcs) or res.paying
+    if short is not None:  # a funding shortfall holds nothing and cuts nobody
+        res.reason, res.deficit, res.remedies = short.reason, short.deficit, (short.remedy,)
+        res.conflicts = []
+        ctx.messages[key] = f"reserved: {short.reason}"
+        return
+    sizes = pack.group_sizes(width, elastic.group_size(spec)) or [width]
+    sc = forecast.scope(ctx.topo, srcs, sizes, spec.spec.sparesPerGroup, line.held, not spec.spec.locality.allowCrossGroupSpread)
+    res.domains, res.nodes = tuple(sorted(sc.claims)), tuple(sorted(sc.nodes))
+    if sc.unplaceable and not spec.spec.locality.allowCrossGroupSpread:
+        res.reason = pack.REASON_GROUPING
+    else:
+        res.reason = f"cluster short by {sc.deficit} GPUs in scope"
+    res.deficit = sc.deficit
+    if now >= res.earliest_start and not sc.unplaceable and _activate(ctx, key, spec, res, sc, srcs, line, width):
+        return
+    forecast.hold(line.held, sc)
+    line.order.append((key, sc.short, res.earliest_start))
+    ctx.messages[key] = f"reserved: {res.reason}"
+
+
+def _paying(srcs: list[pack.Source]) -> Payer | None:
+    if not srcs:
+        return None
+    env = srcs[0].env
+    return Payer(env.owner, env.budget, env.name)
+
+
+def _activate(ctx: Pass, key: str, spec: Run, res: Reservation, sc: forecast.Scope, srcs: list[pack.Source], line: Line, width: int) -> bool:
+    """Due, funded, short of capacity: clear the deficit with the resolver, then start."""
+    unfunded = _unfunded_with(ctx, spec, srcs, need_gpus(spec, width))
+    resolver = Resolver(ctx, res, sc.short, unfunded)
+    if not resolver.feasible():
+        ctx.messages[key] = f"reserved: {res.reason}; waiting for warned runs to clear it"
+        return False
+    resolver.run()
+    lookahead_hours = ctx.world.settings.lookahead / 3600
+    accounting_refresh(ctx)
+    srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
+    placed = pack.place(ctx.topo, _request(spec, width, srcs, line.held), spec.spec.resources.gpuType)
+    if placed.failure is not None:
+        return False
+    _start(ctx, key, spec, placed)
+    return True
+
+
+def _unfunded_with(ctx: Pass, spec: Run, srcs: list[pack.Source], need: int) -> set[tuple[str, int]]:
+    """Groups that become unfunded once this run's claims are counted (family claims it recalls)."""
+    book = ctx.book
+    probe = accounting.Book(book.envs, book.relatives, book.now)
+    probe.consumed, probe.lent_hours, probe.frozen = book.consumed, book.lent_hours, book.frozen
+    extra: list[Lease] = []
+    left = need
+    key = f"{spec.metadata.namespace}/{spec.metadata.name}"
+    for src in srcs:
+        if left <= 0:
+            break
+        n = min(left, src.room)
+        extra.append(Lease("probe", key, 0, "Active", "", tuple(range(n)), Payer(src.env.owner, src.env.budget, src.env.name), ctx.now, "Start"))
+        left -= n
+    accounting.classify(probe, [*ctx.leases, *extra], ctx.owner_of, ctx.rank)
+    return probe.unfunded
+
+
+def accounting_refresh(ctx: Pass) -> None:
+    ctx.book.unfunded = set()
+    accounting.classify(ctx.book, ctx.leases, ctx.owner_of, ctx.rank)

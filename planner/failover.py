@@ -1,0 +1,118 @@
+"""Failover: a failed node's groups move onto their hot spares, or the run shrinks, requeues or fails.
+
+The one failure-handling function, shared by the reconcile pass and the in-cluster agent. Funded
+work is never evicted to make a swap: only the spare's own slots (and fill leases on them) are used.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from planner.context import Pass
+from planner.world import Lease
+
+
+def failed_nodes(ctx: Pass) -> list[str]:
+    """Fenced nodes, plus nodes that vanished (deleted) while leases were open on them."""
+    known_bad = {name for name, _ in ctx.topo.problems}
+    names = {n.name for n in ctx.topo.nodes.values() if n.fenced}
+    for lease in ctx.leases:
+        if lease.open and lease.node not in ctx.topo.nodes and lease.node not in known_bad:
+            names.add(lease.node)
+    return sorted(n for n in names if any(x.open and x.node == n for x in ctx.leases))
+
+
+def handle_failures(ctx: Pass) -> None:
+    touched_fill: set[str] = set()
+    for node in failed_nodes(ctx):
+        on_node = sorted((x for x in ctx.leases if x.open and x.node == node), key=lambda x: (ctx.rank(x.run), x.group, x.name))
+        for lease in on_node:
+            if lease.role in ("Spare", "Borrowed") and lease.open:
+                if lease.role == "Borrowed":
+                    touched_fill.add(lease.run)
+                ctx.close_lease(lease, "NodeFailure")
+        failed: dict[tuple[str, int], list[Lease]] = defaultdict(list)
+        for lease in on_node:
+            if lease.open and lease.role == "Active":
+                failed[(lease.run, lease.group)].append(lease)
+        for (run, group), leases in failed.items():
+            if not all(x.open for x in leases):
+                continue
+            if not _swap(ctx, run, group, leases, touched_fill):
+                _lose_group(ctx, run, group, leases)
+        if node in ctx.topo.nodes:
+            ctx.cordon.add(node)
+    for run in sorted(touched_fill):
+        settle_fill_run(ctx, run)
+
+
+def _swap(ctx: Pass, run: str, group: int, failed: list[Lease], touched_fill: set[str]) -> bool:
+    need = sum(x.gpus for x in failed)
+    spares = sorted(
+        (x for x in ctx.open_leases(run) if x.role == "Spare" and x.group == group and _healthy(ctx, x.node)),
+        key=lambda x: (-x.gpus, x.node, x.name),
+    )
+    if sum(x.gpus for x in spares) < need:
+        return False
+    left = need
+    for spare in spares:
+        if left == 0:
+            break
+        take = spare.slots[: min(left, spare.gpus)]
+        keep = spare.slots[len(take) :]
+        for fill in [x for x in ctx.leases if x.open and x.role == "Borrowed" and x.node == spare.node and set(x.slots) & set(take)]:
+            touched_fill.add(fill.run)
+            ctx.close_lease(fill, "ReclaimedBySpare")
+        ctx.close_lease(spare, "Swap")
+        if keep:
+            ctx.open_lease(run, group, "Spare", spare.node, keep, spare.payer, "Swap")
+        ctx.open_lease(run, group, "Active", spare.node, take, spare.payer, "Swap")
+        left -= len(take)
+    for lease in failed:
+        ctx.close_lease(lease, "NodeFailure")
+    ctx.messages[run] = f"group {group} swapped to spare after node failure"
+    return True
+
+
+def _healthy(ctx: Pass, node: str) -> bool:
+    n = ctx.topo.nodes.get(node)
+    return n is not None and not n.fenced
+
+
+def _lose_group(ctx: Pass, run: str, group: int, failed: list[Lease]) -> None:
+    """No usable spare: a malleable run above its floor drops the group; otherwise fail or requeue."""
+    spec = ctx.specs.get(run)
+    rec = ctx.records.get(run)
+    lost = sum(x.gpus for x in ctx.open_leases(run) if x.group == group and x.role == "Active")
+    remaining = ctx.allocated(run) - lost
+    malleable = spec.spec.malleable if spec is not None else None
+    if malleable is not None and remaining >= malleable.minTotalGPUs:
+        for lease in sorted((x for x in ctx.open_leases(run) if x.group == group), key=lambda x: (x.node, x.name)):
+            ctx.close_lease(lease, "NodeFailure")
+        ctx.messages[run] = f"group {group} lost after node failure; continuing at {remaining} GPUs"
+        return
+    first = failed[0]
+    for lease in failed:
+        ctx.close_lease(lease, "NodeFailure")
+    ctx.close_run(run, "RunFailed", first=first, first_closure="NodeFailure")
+    if rec is None:
+        return
+    if spec is not None and spec.spec.runtime.checkpoint is not None:
+        rec.phase, rec.message, rec.started = "Pending", f"group {group} lost after node failure; requeued to restart from checkpoint", None
+    else:
+        rec.phase, rec.message, rec.finished = "Failed", f"group {group} lost after node failure with no usable spare", ctx.now
+
+
+def settle_fill_run(ctx: Pass, run: str) -> None:
+    """An opportunistic run that lost fill leases keeps going only while it stays whole."""
+    rec = ctx.records.get(run)
+    spec = ctx.specs.get(run)
+    if rec is None or rec.phase != "Running":
+        return
+    left = ctx.allocated(run)
+    malleable = spec.spec.malleable if spec is not None else None
+    if left > 0 and malleable is not None and left >= malleable.minTotalGPUs:
+        ctx.messages[run] = f"fill leases reclaimed by spares; running with {left} GPUs"
+        return
+    ctx.close_run(run, "ReclaimedBySpare")
+    rec.phase, rec.message, rec.started = "Pending", "fill leases reclaimed by spares; waiting for spare capacity", None

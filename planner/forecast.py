@@ -1,0 +1,255 @@
+"""Forecast: where a waiting run would go (its scope), how short it is there, and who is at risk.
+
+Computes intended slices, deficits and holds for reservations in line, then the conflict sets:
+running runs that activation could cut, with an estimated probability. Cuts nothing itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from planner.context import Pass
+from planner.pack import Source
+from planner.topology import Topology
+from planner.world import ConflictEntry
+
+REMEDY_RECLAIM = "Reclaim unfunded capacity in scope"
+REMEDY_SPARES = "Drop spares in scope"
+REMEDY_SHRINK = "Shrink elastic runs by step size"
+REMEDY_LOTTERY = "Run fair lottery if deficit remains"
+SAMPLES = 24
+
+
+@dataclass(slots=True)
+class Scope:
+    claims: dict[str, int] = field(default_factory=dict)  # domain -> GPUs the run would claim there
+    short: dict[str, int] = field(default_factory=dict)  # domain -> GPUs missing there now
+    nodes: list[str] = field(default_factory=list)
+    unplaceable: int = 0
+
+    @property
+    def deficit(self) -> int:
+        return sum(self.short.values()) + self.unplaceable
+
+
+def scope(topo: Topology, srcs: list[Source], sizes: list[int], spares: int, held: dict[str, int], single: bool) -> Scope:
+    """Pack over all capacity the run's funding can pay for, preferring domains with free GPUs."""
+    nodes_ok = frozenset().union(*(s.nodes for s in srcs)) if srcs else frozenset()
+    cap: dict[str, int] = defaultdict(int)
+    free: dict[str, int] = defaultdict(int)
+    for name in nodes_ok:
+        node = topo.nodes.get(name)
+        if node is None or not node.usable:
+            continue
+        cap[node.domain] += node.gpus
+        free[node.domain] += node.free
+    avail = {d: max(0, free[d] - held.get(d, 0)) for d in cap}
+    out = Scope()
+    used: list[str] = []
+    for size in sizes:
+        want = size + spares
+        choice = next((d for d in used if cap[d] >= want), None)
+        if choice is None and not (single and used):
+            fits = [d for d in cap if cap[d] >= want]
+            if fits:
+                choice = min(fits, key=lambda d: (-avail[d], -cap[d], d))
+        if choice is None:
+            out.unplaceable += want
+            continue
+        if choice not in used:
+            used.append(choice)
+        out.claims[choice] = out.claims.get(choice, 0) + want
+        cap[choice] -= want
+    for d, claim in out.claims.items():
+        short = claim - avail.get(d, 0)
+        if short > 0:
+            out.short[d] = short
+        left = claim
+        for node in sorted(topo.domains[d], key=lambda n: (-n.free, n.name)):
+            if left <= 0:
+                break
+            if node.name in nodes_ok and node.usable:
+                out.nodes.append(node.name)
+                left -= node.gpus
+    return out
+
+
+def hold(held: dict[str, int], sc: Scope) -> None:
+    """A fully funded reservation keeps the free GPUs of its scope from runs behind it in line."""
+    for d, claim in sc.claims.items():
+        held[d] = held.get(d, 0) + claim - sc.short.get(d, 0)
+
+
+def H(text: str) -> int:
+    """The lottery hash: the first 16 hex digits of SHA-256, read as an integer."""
+    return int(hashlib.sha256(text.encode()).hexdigest()[:16], 16)
+
+
+@dataclass(slots=True)
+class _Grp:
+    run: str
+    index: int
+    domain: str
+    gpus: int
+
+
+class AtRisk:
+    """Running groups per domain, for remedies and conflict sets (a copy the forecast may cut)."""
+
+    def __init__(self, ctx: Pass) -> None:
+        self.ctx = ctx
+        self.active: dict[str, dict[tuple[str, int], int]] = defaultdict(lambda: defaultdict(int))
+        self.spares: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.run_domains: dict[str, set[str]] = defaultdict(set)
+        for lease in ctx.leases:
+            if not lease.open or lease.role == "Borrowed":
+                continue
+            node = ctx.topo.nodes.get(lease.node)
+            if node is None:
+                continue
+            if lease.role == "Active":
+                self.active[node.domain][(lease.run, lease.group)] += lease.gpus
+            else:
+                self.spares[node.domain][lease.run] += lease.gpus
+            self.run_domains[lease.run].add(node.domain)
+
+    def remedies(self, short: dict[str, int]) -> list[str]:
+        out: list[str] = []
+        book, specs = self.ctx.book, self.ctx.specs
+        groups = [g for d in short for g in self.active[d]]
+        if any(g in book.unfunded for g in groups):
+            out.append(REMEDY_RECLAIM)
+        if any(self.spares[d] for d in short):
+            out.append(REMEDY_SPARES)
+        if any(_shrinkable(self.ctx, run) for run, _ in groups if specs.get(run) is not None):
+            out.append(REMEDY_SHRINK)
+        out.append(REMEDY_LOTTERY)
+        return out
+
+
+def _shrinkable(ctx: Pass, run: str) -> bool:
+    spec = ctx.specs.get(run)
+    m = spec.spec.malleable if spec is not None else None
+    return m is not None and ctx.allocated(run) - m.stepGPUs >= m.minTotalGPUs
+
+
+def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> dict[str, dict[str, float]]:
+    """Per reservation (in activation order): runs its activation could cut, with a probability.
+
+    Structural cuts (unfunded, spares, shrink) are certain; the lottery's chance is estimated by
+    replaying it SAMPLES times with forecast seeds. Later reservations see the earlier ones' cuts.
+    """
+    risk = AtRisk(ctx)
+    gone: set[str] = set()
+    gone_groups: set[tuple[str, int]] = set()
+    taken: dict[str, int] = defaultdict(int)  # at-risk GPUs earlier reservations will take per domain
+    out: dict[str, dict[str, float]] = {}
+    protect = ctx.world.settings.min_runtime
+    for key, short, at in order:
+        members: dict[str, float] = {}
+        deficit = dict(short)
+
+        def alive(run: str, at: int = at) -> bool:
+            rec = ctx.records.get(run)
+            return run not in gone and rec is not None and rec.phase == "Running" and (rec.started or 0) + protect <= at
+
+        def cut(run: str, group: int | None, freed_domains: dict[str, int]) -> None:
+            for d, gpus in freed_domains.items():
+                if d in deficit:
+                    deficit[d] -= gpus
+            members[run] = 1.0
+
+        # (1) unfunded groups, lowest-ranked first; a fixed-width run goes whole
+        unfunded = sorted(
+            {g for d in short for g in risk.active[d] if g in ctx.book.unfunded and alive(g[0]) and g not in gone_groups},
+            key=lambda g: (ctx.rank(g[0]), g[1]),
+            reverse=True,
+        )
+        for run, group in unfunded:
+            if not any(v > 0 for v in deficit.values()):
+                break
+            if run in gone or (run, group) in gone_groups:
+                continue
+            cut(run, group, _freed(risk, ctx, run, group, gone_groups))
+        # (2) spares, (3) shrink
+        for run in sorted({r for d in short for r in risk.spares[d] if alive(r)}, key=ctx.rank, reverse=True):
+            if not any(v > 0 for v in deficit.values()):
+                break
+            cut(run, None, {d: risk.spares[d][run] for d in short if risk.spares[d].get(run)})
+        for run in sorted({g[0] for d in short for g in risk.active[d] if alive(g[0])}, key=ctx.rank, reverse=True):
+            if not any(v > 0 for v in deficit.values()):
+                break
+            if _shrinkable(ctx, run):
+                spec = ctx.specs[run]
+                m = spec.spec.malleable
+                assert m is not None
+                room = ctx.allocated(run) - m.minTotalGPUs
+                freed = {d: min(room, sum(v for (r, _), v in risk.active[d].items() if r == run)) for d in short}
+                cut(run, None, freed)
+        # (4) lottery
+        need = {d: v for d, v in deficit.items() if v > 0}
+        if need:
+            pool = {d: sum(v for (r, g), v in risk.active[d].items() if alive(r) and (r, g) not in gone_groups) - taken[d] for d in need}
+            if all(pool[d] >= need[d] for d in need):
+                for run, p in _lottery_odds(ctx, risk, key, need, alive, gone_groups).items():
+                    members[run] = max(members.get(run, 0.0), p)
+                for d in need:
+                    taken[d] += need[d]
+        for run, p in members.items():
+            if p >= 1.0:
+                gone.add(run)
+        out[key] = members
+    return out
+
+
+def _freed(risk: AtRisk, ctx: Pass, run: str, group: int, gone_groups: set[tuple[str, int]]) -> dict[str, int]:
+    spec = ctx.specs.get(run)
+    whole = spec is None or spec.spec.malleable is None
+    freed: dict[str, int] = defaultdict(int)
+    for d in risk.run_domains[run]:
+        for (r, g), gpus in risk.active[d].items():
+            if r == run and (whole or g == group):
+                freed[d] += gpus
+                gone_groups.add((r, g))
+    return freed
+
+
+def _lottery_odds(ctx: Pass, risk: AtRisk, key: str, need: dict[str, int], alive: object, gone_groups: set[tuple[str, int]]) -> dict[str, float]:
+    from planner.resolve import draw  # the real draw, replayed with forecast seeds
+
+    candidates = sorted(
+        {(r, g, d, v) for d in need for (r, g), v in risk.active[d].items() if alive(r) and (r, g) not in gone_groups}  # type: ignore[operator]
+    )
+    hits: dict[str, int] = defaultdict(int)
+    for s in range(SAMPLES):
+        seed = f"forecast|{key}|{s}"
+        left = dict(need)
+        pool = list(candidates)
+        k = 0
+        cut_runs: set[str] = set()
+        while pool and any(v > 0 for v in left.values()):
+            owner_of = {c: ctx.owner_of(c[0]) for c in pool}
+            run, group = draw(seed, k, [(owner_of[c], c[0], c[1]) for c in pool])
+            k += 1
+            spec = ctx.specs.get(run)
+            whole = spec is None or spec.spec.malleable is None or ctx.allocated(run) - sum(c[3] for c in pool if c[0] == run and c[1] == group) < spec.spec.malleable.minTotalGPUs
+            for c in [c for c in pool if c[0] == run and (whole or c[1] == group)]:
+                if c[2] in left:
+                    left[c[2]] -= c[3]
+                pool.remove(c)
+            cut_runs.add(run)
+        for run in cut_runs:
+            hits[run] += 1
+    return {run: max(0.01, round(n / SAMPLES, 2)) for run, n in hits.items()} | {
+        c[0]: max(0.01, round(hits.get(c[0], 0) / SAMPLES, 2)) for c in candidates
+    }
+
+
+def publish(ctx: Pass, sets: dict[str, dict[str, float]]) -> None:
+    """Write each reservation's conflict set, keeping `since` for members already warned."""
+    for key, members in sets.items():
+        res = ctx.reservations[key]
+        before = {e.run: e.since for e in res.conflicts}
+        res.conflicts = [ConflictEntry(run, p, before.get(run, ctx.now)) for run, p in sorted(members.items())]

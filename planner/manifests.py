@@ -1,0 +1,146 @@
+"""Manifests: pod and headless Service dicts for open leases — the one place Kubernetes shapes live.
+
+Pure: builds plain dicts from leases and run specs. Applying them is the reconciler's job.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from planner.world import Lease
+from schemas import GROUP
+from schemas.run import Run
+
+DEFAULT_IMAGE = "registry.k8s.io/pause:3.9"
+
+
+def pod_name(run: str, group: int, node: str, role: str) -> str:
+    name = run.split("/", 1)[1]
+    tag = "spare-" if role == "Spare" else ""
+    return f"{name}-g{group}-{tag}{node.lower()}"[:253].rstrip("-.")
+
+
+def render(leases: list[Lease], specs: dict[str, Run], clusters: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Path `<cluster>/<namespace>/<kind>-<name>.yaml` -> manifest, for every open lease's pod."""
+    pods: dict[tuple[str, int, str, str], list[Lease]] = defaultdict(list)
+    for lease in leases:
+        if lease.open:
+            role = "Spare" if lease.role == "Spare" else lease.role
+            pods[(lease.run, lease.group, lease.node, role)].append(lease)
+    by_run: dict[str, list[tuple[int, str, str, list[Lease]]]] = defaultdict(list)
+    for (run, group, node, role), ls in pods.items():
+        by_run[run].append((group, node, role, ls))
+    out: dict[str, dict[str, Any]] = {}
+    for run in sorted(by_run):
+        ns, name = run.split("/", 1)
+        spec = specs.get(run)
+        entries = sorted(by_run[run], key=lambda e: (e[0], e[2] == "Spare", e[1]))
+        active = [e for e in entries if e[2] != "Spare"]
+        world = sum(sum(x.gpus for x in e[3]) for e in active)
+        rank_base = _rank_bases(active, spec)
+        cluster = None
+        for group, node, role, ls in entries:
+            cluster = clusters.get(node, "default")
+            pod = _pod(run, group, node, role, ls, spec, world, rank_base.get((group, node), 0))
+            out[f"{cluster}/{ns}/pod-{pod['metadata']['name']}.yaml"] = pod
+        if cluster is not None:
+            out[f"{cluster}/{ns}/service-{name}.yaml"] = _service(ns, name)
+    return out
+
+
+def _rank_bases(active: list[tuple[int, str, str, list[Lease]]], spec: Run | None) -> dict[tuple[int, str], int]:
+    """Stable ranks: group i starts at i × groupGPUs (or after the groups before it), nodes by name."""
+    group_size = spec.spec.locality.groupGPUs if spec is not None else None
+    if group_size is None and spec is not None and spec.spec.malleable is not None:
+        group_size = spec.spec.malleable.stepGPUs
+    out: dict[tuple[int, str], int] = {}
+    base = 0
+    current = None
+    offset = 0
+    for group, node, _, ls in sorted(active, key=lambda e: (e[0], min(x.start for x in e[3]), e[1])):
+        if group != current:
+            current, offset = group, 0
+            if group_size is not None:
+                base = group * group_size
+        out[(group, node)] = base + offset
+        n = sum(x.gpus for x in ls)
+        offset += n
+        if group_size is None:
+            base += n
+            offset -= n
+    return out
+
+
+def _pod(run: str, group: int, node: str, role: str, leases: list[Lease], spec: Run | None, world: int, rank_base: int) -> dict[str, Any]:
+    ns, name = run.split("/", 1)
+    gpus = sum(x.gpus for x in leases)
+    template = spec.spec.template if spec is not None else None
+    image = template.image if template is not None else DEFAULT_IMAGE
+    first = sorted(leases, key=lambda x: x.name)[0]
+    env = [
+        {"name": "JOBTREE_RUN", "value": run},
+        {"name": "JOBTREE_GROUP_INDEX", "value": str(group)},
+        {"name": "JOBTREE_RANK_BASE", "value": str(rank_base)},
+        {"name": "JOBTREE_LOCAL_GPUS", "value": str(gpus if role != "Spare" else 0)},
+        {"name": "JOBTREE_SERVICE", "value": f"{name}.{ns}.svc"},
+    ]
+    if spec is not None and spec.spec.malleable is not None:
+        env += [
+            {"name": "JOBTREE_MIN_WORLD_SIZE", "value": str(spec.spec.malleable.minTotalGPUs)},
+            {"name": "JOBTREE_MAX_WORLD_SIZE", "value": str(spec.spec.malleable.maxTotalGPUs)},
+        ]
+    else:
+        env.append({"name": "JOBTREE_WORLD_SIZE", "value": str(world)})
+    if template is not None:
+        env += [{"name": e.name, "value": e.value} for e in template.env]
+    container: dict[str, Any] = {"name": "workload" if role != "Spare" else "spare", "image": image, "env": env}
+    if role == "Spare":
+        container["command"] = ["sleep", "infinity"]
+    else:
+        if template is not None and template.command:
+            container["command"] = list(template.command)
+        if template is not None and template.args:
+            container["args"] = list(template.args)
+        container["resources"] = {"limits": {"nvidia.com/gpu": gpus}, "requests": {"nvidia.com/gpu": gpus}}
+    pname = _pod_name(run, group, node, role)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": pname,
+            "namespace": ns,
+            "labels": {
+                f"{GROUP}/run": name,
+                f"{GROUP}/group-index": str(group),
+                f"{GROUP}/role": role,
+                f"{GROUP}/lease": first.name[:63],
+                "app.kubernetes.io/managed-by": "jobtree",
+            },
+            "annotations": {f"{GROUP}/leases": ",".join(sorted(x.name for x in leases))},
+        },
+        "spec": {
+            "nodeName": node,
+            "hostname": pname[:63].rstrip("-."),
+            "subdomain": name,
+            "restartPolicy": "Never",
+            "containers": [container],
+        },
+    }
+
+
+_pod_name = pod_name
+
+
+def _service(ns: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": ns, "labels": {f"{GROUP}/run": name, "app.kubernetes.io/managed-by": "jobtree"}},
+        "spec": {"clusterIP": "None", "selector": {f"{GROUP}/run": name}, "publishNotReadyAddresses": True},
+    }
+
+
+def pod_gpus(manifest: dict[str, Any]) -> int:
+    limits = manifest["spec"]["containers"][0].get("resources", {}).get("limits", {})
+    return int(limits.get("nvidia.com/gpu", 0))

@@ -1,0 +1,200 @@
+"""Pack: where each placement group goes — pack-to-empty over fast-fabric domains, paying as it goes.
+
+Given funding sources in cover order, places groups (then spares) all-or-nothing and names the
+payer of every GPU. Binds nothing (slot numbers and names are `bind`) and cuts nobody.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from planner.accounting import LOAN, Env
+from planner.topology import Node, Topology
+
+REASON_GROUPING = "no single domain satisfies run grouping"
+
+
+@dataclass(slots=True)
+class Source:
+    """One envelope that may pay for this run, in cover order, with what it can still fund."""
+
+    env: Env
+    category: str
+    room: int
+    nodes: frozenset[str]
+
+
+@dataclass(slots=True)
+class Piece:
+    node: str
+    gpus: int
+    source: Source | None  # None for fill (opportunistic) pieces
+
+
+@dataclass(slots=True)
+class GroupPlan:
+    index: int
+    domain: str
+    pieces: list[Piece] = field(default_factory=list)
+    spares: list[Piece] = field(default_factory=list)
+
+    @property
+    def gpus(self) -> int:
+        return sum(p.gpus for p in self.pieces)
+
+
+@dataclass(slots=True)
+class Packing:
+    groups: list[GroupPlan]
+    failure: str | None = None
+    borrowed: int = 0
+
+
+@dataclass(slots=True)
+class Request:
+    sizes: list[int] | None  # fixed group sizes, or None to form chunks while filling domains
+    total: int
+    first_index: int
+    spares_per_group: int
+    sources: list[Source]
+    max_borrow: int | None
+    single_domain: bool = False
+    prefer: tuple[str, ...] = ()  # domains the run already uses
+    held: dict[str, int] = field(default_factory=dict)  # free GPUs promised to reservations ahead
+    fill: bool = False  # opportunistic: only spare-held slots, paid by nobody
+
+
+class _Cursor:
+    """Mutable funding and capacity during one packing attempt (rolled back by discarding it)."""
+
+    def __init__(self, topo: Topology, req: Request, flavor: str) -> None:
+        self.topo, self.req, self.flavor = topo, req, flavor
+        self.room = [s.room for s in req.sources]
+        self.borrowed = 0
+        self.taken: dict[str, int] = {}  # node -> GPUs taken in this attempt
+        self.held = dict(req.held)
+        if req.fill:
+            self.domains = sorted({n.domain for n in topo.nodes.values() if n.flavor == flavor and n.fill_slots()})
+        else:
+            self.domains = sorted({topo.nodes[name].domain for s in req.sources for name in s.nodes if name in topo.nodes})
+
+    def avail(self, node: Node) -> int:
+        base = len(node.fill_slots()) if self.req.fill else node.free
+        return base - self.taken.get(node.name, 0)
+
+    def payable(self, node: Node) -> bool:
+        if self.req.fill:
+            return node.flavor == self.flavor
+        return any(self.room[i] > 0 and node.name in s.nodes for i, s in enumerate(self.req.sources))
+
+    def domain_free(self, domain: str) -> int:
+        free = sum(self.avail(n) for n in self.topo.domains[domain] if self.payable(n))
+        return free - self.held.get(domain, 0)
+
+    def take(self, domain: str, want: int, commit: bool) -> list[Piece] | None:
+        """Up to `want` GPUs in the domain, nodes by most free then name, each GPU paid in cover order."""
+        budget = self.domain_free(domain)
+        if budget < want:
+            return None
+        pieces: list[Piece] = []
+        room = list(self.room)
+        borrowed = self.borrowed
+        left = want
+        nodes = sorted((n for n in self.topo.domains[domain] if self.avail(n) > 0), key=lambda n: (-self.avail(n), n.name))
+        for node in nodes:
+            if left == 0:
+                break
+            free = min(self.avail(node), left)
+            if self.req.fill:
+                if node.flavor == self.flavor:
+                    pieces.append(Piece(node.name, free, None))
+                    left -= free
+                continue
+            for i, src in enumerate(self.req.sources):
+                if free == 0:
+                    break
+                if room[i] <= 0 or node.name not in src.nodes:
+                    continue
+                n = min(free, room[i])
+                if src.category == LOAN and self.req.max_borrow is not None:
+                    n = min(n, self.req.max_borrow - borrowed)
+                    if n <= 0:
+                        continue
+                    borrowed += n
+                room[i] -= n
+                free -= n
+                left -= n
+                pieces.append(Piece(node.name, n, src))
+        if left > 0:
+            return None
+        if commit:
+            self.room, self.borrowed = room, borrowed
+            for p in pieces:
+                self.taken[p.node] = self.taken.get(p.node, 0) + p.gpus
+        return pieces
+
+
+def place(topo: Topology, req: Request, flavor: str) -> Packing:
+    """All of the request's groups and spares, or a failure with the reason; nothing is changed."""
+    cur = _Cursor(topo, req, flavor)
+    used: list[str] = list(req.prefer)
+    groups: list[GroupPlan] = []
+    sizes = list(req.sizes) if req.sizes is not None else None
+    left = req.total
+    index = req.first_index
+    while left > 0:
+        want = min(sizes.pop(0), left) if sizes else left
+        domain = _choose(cur, used, want, chunked=req.sizes is None)
+        if domain is None:
+            return Packing([], REASON_GROUPING if req.single_domain and groups else "capacity")
+        if req.sizes is None:  # chunk: as much of what is left as this domain holds
+            want = min(want, cur.domain_free(domain))
+        if req.single_domain and groups and domain != groups[0].domain:
+            return Packing([], REASON_GROUPING)
+        pieces = cur.take(domain, want, commit=True)
+        if pieces is None:
+            return Packing([], "capacity")
+        groups.append(GroupPlan(index, domain, pieces))
+        if domain not in used:
+            used.append(domain)
+        left -= want
+        index += 1
+    if req.spares_per_group:
+        for g in groups:
+            spare = cur.take(g.domain, req.spares_per_group, commit=True)
+            if spare is None:
+                return Packing([], "capacity")
+            g.spares = spare
+    return Packing(groups, None, cur.borrowed)
+
+
+def _choose(cur: _Cursor, used: Sequence[str], want: int, chunked: bool) -> str | None:
+    need = 1 if chunked else want
+    for d in used:
+        if cur.domain_free(d) >= need and cur.take(d, min(want, cur.domain_free(d)) if chunked else want, commit=False) is not None:
+            return d
+    best: tuple[int, str] | None = None
+    for d in cur.domains:
+        free = cur.domain_free(d)
+        if free >= need and (best is None or free > best[0]):
+            best = (free, d)
+    if best is None:
+        return None
+    if not chunked and cur.take(best[1], want, commit=False) is None:
+        # most-free domain cannot pay for the whole group: fall back to the next that can
+        for free, d in sorted(((cur.domain_free(d), d) for d in cur.domains), key=lambda t: (-t[0], t[1])):
+            if free >= want and cur.take(d, want, commit=False) is not None:
+                return d
+        return None
+    return best[1]
+
+
+def group_sizes(total: int, group: int | None) -> list[int] | None:
+    if group is None:
+        return None
+    full, rest = divmod(total, group)
+    return [group] * full + ([rest] if rest else [])
+
+
+ScopeFn = Callable[[str], int]

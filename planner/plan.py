@@ -1,0 +1,141 @@
+"""One reconcile pass, in the order of §4.1: observe, fund, line up, grow, forecast, report.
+
+`plan(world)` is the whole decision: a pure function of the snapshot. It returns the next state,
+the ledger events, statuses and manifests; it writes nothing and reads no clock.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner import accounting, admission, elastic, failover, forecast, invariants, lifecycle, manifests, status
+from planner.context import Event, Pass
+from planner.topology import Topology
+from planner.world import FleetState, World, run_key
+
+
+@dataclass(slots=True)
+class Plan:
+    state: FleetState
+    events: list[Event]
+    runs: dict[str, dict[str, Any]]
+    budgets: dict[str, dict[str, Any]]
+    manifests: dict[str, dict[str, Any]]
+    cordon: list[str]
+    node_problems: list[tuple[str, str]]
+    violations: list[str] = field(default_factory=list)
+
+
+def plan(world: World) -> Plan:
+    now, settings = world.now, world.settings
+    prev = world.state
+    leases = [copy.copy(x) for x in prev.leases]
+    topo = Topology(world.nodes, now, settings.not_ready_grace, prev.cordoned)
+    for lease in leases:
+        if lease.open:
+            topo.occupy(lease)
+    topo.recount()
+    envs = accounting.envelopes(world.budgets)
+    book = accounting.Book(envs, accounting.family_order(world.budgets), now)
+    book.frozen = {k for k, e in envs.items() if e.budget in world.frozen_budgets}
+    specs = {run_key(r): r for r in world.runs}
+    ctx = Pass(
+        world, topo, book, specs,
+        {k: copy.copy(v) for k, v in prev.runs.items()},
+        {k: copy.deepcopy(v) for k, v in prev.reservations.items()},
+        leases,
+    )  # fmt: skip
+    ctx.index()
+    for key, rec in ctx.records.items():
+        if not any(x.role != "Spare" for x in ctx.open_leases(key)) and rec.phase == "Running" and key not in world.frozen_runs:
+            pass
+    lookahead_hours = settings.lookahead / 3600
+    # 1. observations: runs, deletions, workload, failures, voluntary shrink
+    lifecycle.admit_new_runs(ctx)
+    deleted = lifecycle.fold_deletions(ctx)
+    lifecycle.fold_workload(ctx)
+    lifecycle.mark_deleted_dependencies(ctx, deleted)
+    lifecycle.resolve_after(ctx)
+    # meter GPU-hours since the last pass under the funding classes then in force
+    accounting.classify(book, ctx.leases, ctx.owner_of, ctx.rank)
+    meters = accounting.meter(prev.meters, book, ctx.leases, ctx.owner_of, prev.as_of, settings.spare_rate)
+    for (b, e), m in meters.items():
+        if f"{b}/{e}" in book.consumed:
+            book.consumed[f"{b}/{e}"] = m.consumed + m.spare
+            book.lent_hours[f"{b}/{e}"] = m.lent
+    _meter_runs(ctx, prev.as_of)
+    failover.handle_failures(ctx)
+    elastic.shrink_to_desired(ctx)
+    # 2. funding classes as of now
+    admission.accounting_refresh(ctx)
+    # 3. the line: admissions, reservations, activations
+    line = admission.run_line(ctx, lookahead_hours)
+    # 4. growth, never into capacity held for funded reservations
+    elastic.grow(ctx, line.held, lookahead_hours)
+    admission.accounting_refresh(ctx)
+    # 5. conflict sets for reservations still waiting
+    order = sorted(
+        (o for o in line.order if ctx.reservations[o[0]].state == "Pending"),
+        key=lambda o: (o[2], ctx.rank(o[0])),
+    )
+    forecast.publish(ctx, forecast.conflict_sets(ctx, order))
+    for key, res in ctx.reservations.items():
+        if res.state == "Pending" and key not in {o[0] for o in order} and not res.reason.startswith(("budget", "borrow")):
+            res.conflicts = []
+    _settle_phases(ctx)
+    # 6. report
+    clusters = {n.name: n.labels.get("cluster", "default") for n in topo.nodes.values()}
+    pods = manifests.render(ctx.leases, specs, clusters)
+    by_run = status.conflicts_by_run(ctx.reservations)
+    for key, res in ctx.reservations.items():
+        if res.state == "Pending":
+            res.remedies = res.remedies if res.reason.startswith(("budget", "borrow")) else tuple(forecast.AtRisk(ctx).remedies(_short_of(line, key)))
+    runs = {key: status.run_status(ctx, key, by_run.get(key, [])) for key in sorted(ctx.records)}
+    budgets = status.budget_status(ctx, meters)
+    retained = [x for x in ctx.leases if x.open or (x.ended is not None and now - x.ended < settings.retention)]
+    reservations = {
+        k: v for k, v in sorted(ctx.reservations.items()) if v.state == "Pending" or (v.ended is not None and now - v.ended < settings.retention)
+    }
+    for key, rec in ctx.records.items():
+        if key in ctx.messages:
+            rec.message = ctx.messages[key]
+    state = FleetState(now, sorted(retained, key=lambda x: (x.run, x.start, x.name)), reservations, ctx.records, meters, frozenset(prev.cordoned | ctx.cordon))
+    violations = invariants.check([x for x in ctx.leases if x.open], book, pods, set(ctx.records))
+    return Plan(state, ctx.events, runs, budgets, pods, sorted(ctx.cordon), list(topo.problems), violations)
+
+
+def _short_of(line: admission.Line, key: str) -> dict[str, int]:
+    for k, short, _ in line.order:
+        if k == key:
+            return short
+    return {}
+
+
+def _meter_runs(ctx: Pass, since: int | None) -> None:
+    if since is None:
+        return
+    for lease in ctx.leases:
+        if lease.role != "Active" or lease.payer.key is None:
+            continue
+        start = max(lease.start, since)
+        end = lease.ended if lease.ended is not None else ctx.now
+        if end <= start or (lease.run, lease.group) in ctx.book.unfunded:
+            continue
+        rec = ctx.records.get(lease.run)
+        if rec is None:
+            continue
+        hours = lease.gpus * (end - start) / 3600
+        if lease.payer.owner == ctx.owner_of(lease.run):
+            rec.owned_hours += hours
+        else:
+            rec.borrowed_hours += hours
+
+
+def _settle_phases(ctx: Pass) -> None:
+    """A running run with no active GPUs left (and no spare swap pending) is back in line."""
+    for key, rec in ctx.records.items():
+        if rec.phase == "Running" and ctx.allocated(key) == 0 and key not in ctx.world.frozen_runs:
+            ctx.close_run(key, "RunFailed")
+            rec.phase, rec.started = "Pending", None

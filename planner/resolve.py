@@ -1,0 +1,163 @@
+"""Resolver: clear a due reservation's deficit in the fixed order, then the fair, replayable lottery.
+
+Order: reclaim unfunded groups (lowest-ranked first), drop spares, shrink malleable runs by whole
+groups, then draw k = 0, 1, … by hash of `seed|k|owner` and `seed|k|group`. Only runs warned in the
+reservation's published conflict set for the notice period may be cut. It never places the run.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from planner.context import Pass
+from planner.forecast import H
+from planner.world import Reservation
+from schemas.common import format_time
+
+
+def seed_for(run: str, instant: int) -> str:
+    """`0x` + 16 hex digits of SHA-256 of `<namespace>/<name>|<activation instant>`."""
+    return f"0x{H(f'{run}|{format_time(instant)}'):016x}"
+
+
+def draw(seed: str, k: int, groups: Sequence[tuple[str, str, int]]) -> tuple[str, int]:
+    """Draw k of the lottery over (owner, run, group index) candidates; returns (run, group).
+
+    owners = sorted distinct owners; owner = owners[H(seed|k|owner) mod len]; that owner's groups
+    sorted by (namespace/name, index) as `ns/name#i`; group = groups[H(seed|k|group) mod len].
+    """
+    owners = sorted({o for o, _, _ in groups})
+    owner = owners[H(f"{seed}|{k}|owner") % len(owners)]
+    mine = sorted((r, g) for o, r, g in groups if o == owner)
+    return mine[H(f"{seed}|{k}|group") % len(mine)]
+
+
+def replay(seed: str, rounds: Sequence[Sequence[tuple[str, str, int]]]) -> list[str]:
+    """Replay a published lottery: the candidates before each draw in, the `ns/name#i` picks out."""
+    return [f"{run}#{group}" for run, group in (draw(seed, k, cands) for k, cands in enumerate(rounds))]
+
+
+class Resolver:
+    """One activation: what it may cut, and the cuts in order until the deficit is gone."""
+
+    def __init__(self, ctx: Pass, res: Reservation, short: dict[str, int], unfunded: set[tuple[str, int]]) -> None:
+        self.ctx = ctx
+        self.res = res
+        self.left = {d: v for d, v in short.items() if v > 0}
+        self.unfunded = unfunded
+        warned_before = ctx.now - ctx.world.settings.notice
+        protect = ctx.world.settings.min_runtime
+        self.eligible: set[str] = set()
+        for entry in res.conflicts:
+            rec = ctx.records.get(entry.run)
+            if (
+                entry.since <= warned_before
+                and rec is not None
+                and rec.phase == "Running"
+                and entry.run not in ctx.started
+                and (rec.started or 0) + protect <= ctx.now
+            ):
+                self.eligible.add(entry.run)
+
+    def _domain(self, node: str) -> str | None:
+        n = self.ctx.topo.nodes.get(node)
+        return n.domain if n is not None else None
+
+    def _in_scope(self, run: str, role: str = "Active") -> dict[int, dict[str, int]]:
+        """Group -> domain -> GPUs, for this run's leases of a role in short domains."""
+        out: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for lease in self.ctx.open_leases(run):
+            d = self._domain(lease.node)
+            if lease.role == role and d in self.left:
+                out[lease.group][d] += lease.gpus
+        return out
+
+    def feasible(self) -> bool:
+        can: dict[str, int] = defaultdict(int)
+        for run in self.eligible:
+            for lease in self.ctx.open_leases(run):
+                d = self._domain(lease.node)
+                if d in self.left and lease.role != "Borrowed":
+                    can[d] += lease.gpus
+        return all(can[d] >= v for d, v in self.left.items())
+
+    def short(self) -> bool:
+        return any(v > 0 for v in self.left.values())
+
+    def _cut_group(self, run: str, group: int, closure: str) -> None:
+        """End a group; a fixed-width run (or a malleable one pushed under its floor) goes whole."""
+        ctx = self.ctx
+        spec = ctx.specs.get(run)
+        m = spec.spec.malleable if spec is not None else None
+        group_gpus = sum(x.gpus for x in ctx.open_leases(run) if x.group == group and x.role == "Active")
+        whole = m is None or ctx.allocated(run) - group_gpus < m.minTotalGPUs
+        for lease in sorted(ctx.open_leases(run), key=lambda x: (x.group, x.role, x.node, x.name)):
+            if whole or lease.group == group:
+                self._free(lease)
+                ctx.close_lease(lease, closure)
+        ctx.cut.add(run)
+        rec = ctx.records[run]
+        if whole:
+            ctx.by_run[run] = []
+            rec.phase, rec.started = "Pending", None
+            rec.message = f"requeued after {closure} for reservation {self.res.run}"
+        else:
+            ctx.messages[run] = f"shrunk to {ctx.allocated(run)} GPUs for reservation {self.res.run}"
+
+    def _free(self, lease: object) -> None:
+        d = self._domain(lease.node)  # type: ignore[attr-defined]
+        if d in self.left and lease.role != "Borrowed":  # type: ignore[attr-defined]
+            self.left[d] -= lease.gpus  # type: ignore[attr-defined]
+
+    def run(self) -> bool:
+        """Make the cuts; True when the deficit in scope is gone."""
+        ctx = self.ctx
+        eligible = sorted(self.eligible, key=ctx.rank, reverse=True)  # lowest-ranked first
+        # (1) reclaim unfunded groups
+        for run in eligible:
+            for group in sorted(self._in_scope(run), reverse=True):
+                if self.short() and (run, group) in self.unfunded and ctx.open_leases(run):
+                    self._cut_group(run, group, "ReclaimUnfunded")
+        # (2) drop spares
+        for run in eligible:
+            for lease in sorted(ctx.open_leases(run), key=lambda x: (-x.group, x.node)):
+                if self.short() and lease.role == "Spare" and self._domain(lease.node) in self.left:
+                    for fill in [x for x in ctx.leases if x.open and x.role == "Borrowed" and x.node == lease.node and set(x.slots) & set(lease.slots)]:
+                        ctx.close_lease(fill, "ReclaimedBySpare")
+                    self._free(lease)
+                    ctx.close_lease(lease, "DropSpare")
+                    ctx.cut.add(run)
+        # (3) shrink malleable runs by whole groups, highest index first, never below the floor
+        for run in eligible:
+            spec = ctx.specs.get(run)
+            m = spec.spec.malleable if spec is not None else None
+            if m is None:
+                continue
+            for group in sorted(self._in_scope(run), reverse=True):
+                gpus = sum(x.gpus for x in ctx.open_leases(run) if x.group == group and x.role == "Active")
+                if not self.short() or ctx.allocated(run) - gpus < m.minTotalGPUs:
+                    continue
+                for lease in sorted((x for x in ctx.open_leases(run) if x.group == group), key=lambda x: (x.role, x.node)):
+                    self._free(lease)
+                    ctx.close_lease(lease, "Shrink")
+                ctx.cut.add(run)
+                ctx.messages[run] = f"shrunk to {ctx.allocated(run)} GPUs"
+        # (4) the lottery
+        if self.short():
+            seed = seed_for(self.res.run, ctx.now)
+            self.res.seed = seed
+            k = 0
+            while self.short():
+                cands = [
+                    (ctx.owner_of(run), run, group)
+                    for run in sorted(self.eligible)
+                    if ctx.records[run].phase == "Running"
+                    for group in self._in_scope(run)
+                ]
+                if not cands:
+                    break
+                run, group = draw(seed, k, cands)
+                self._cut_group(run, group, f"RandomPreempt({seed})")
+                k += 1
+        return not self.short()

@@ -1,0 +1,131 @@
+"""Status: Run.status and Budget.status as users read them, derived from the pass's final state.
+
+Derives numbers only (widths, funding split, usage, headroom, GPU-hours); decides nothing.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from planner import elastic
+from planner.accounting import FAMILY, LOAN, OWN
+from planner.context import Pass
+from planner.world import EnvelopeMeter, Reservation
+from schemas.common import format_time
+
+MAX_CONFLICTS_SHOWN = 20
+
+
+def run_status(ctx: Pass, key: str, conflicts: list[dict[str, Any]]) -> dict[str, Any]:
+    rec = ctx.records[key]
+    spec = ctx.specs.get(key)
+    leases = ctx.open_leases(key)
+    owner = ctx.owner_of(key)
+    owned = borrowed = unfunded = fill = 0
+    sponsors: dict[str, int] = defaultdict(int)
+    for lease in leases:
+        if lease.role == "Borrowed":
+            fill += lease.gpus
+            continue
+        if lease.role != "Active":
+            continue
+        if (lease.run, lease.group) in ctx.book.unfunded:
+            unfunded += lease.gpus
+        elif lease.payer.owner == owner:
+            owned += lease.gpus
+        else:
+            borrowed += lease.gpus
+            sponsors[lease.payer.owner] += lease.gpus
+    allocated = ctx.allocated(key)
+    width: dict[str, Any]
+    if spec is not None:
+        m = spec.spec.malleable
+        want = elastic.desired(spec)
+        width = {
+            "min": m.minTotalGPUs if m else spec.spec.resources.totalGPUs,
+            "max": m.maxTotalGPUs if m else spec.spec.resources.totalGPUs,
+            "desired": want,
+            "allocated": allocated,
+        }
+        if m is not None and rec.phase == "Running" and allocated < want:
+            width["pending"] = f"Grow to {want}"
+    else:
+        width = {"allocated": allocated}
+    out: dict[str, Any] = {
+        "phase": rec.phase,
+        "message": ctx.messages.get(key, rec.message),
+        "submittedAt": format_time(rec.submitted),
+        "width": width,
+        "funding": {
+            "ownedGPUs": owned,
+            "borrowedGPUs": borrowed,
+            "unfundedGPUs": unfunded,
+            "fillGPUs": fill,
+            "sponsors": [{"owner": o, "gpus": n} for o, n in sorted(sponsors.items())],
+            "ownedGPUHours": round(rec.owned_hours, 3),
+            "borrowedGPUHours": round(rec.borrowed_hours, 3),
+        },
+    }
+    if rec.started is not None and rec.phase == "Running":
+        out["startedAt"] = format_time(rec.started)
+    res = ctx.reservations.get(key)
+    if res is not None and res.state == "Pending":
+        out["reservation"] = {"name": key.split("/", 1)[1], "earliestStart": format_time(res.earliest_start)}
+    if conflicts:
+        out["conflicts"] = conflicts[:MAX_CONFLICTS_SHOWN]
+        if len(conflicts) > MAX_CONFLICTS_SHOWN:
+            out["conflictsTotal"] = len(conflicts)
+    return out
+
+
+def conflicts_by_run(reservations: dict[str, Reservation]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for key in sorted(reservations, key=lambda k: (reservations[k].earliest_start, k)):
+        res = reservations[key]
+        if res.state != "Pending":
+            continue
+        for entry in res.conflicts:
+            out[entry.run].append({"reservation": key, "probability": entry.probability, "earliestStart": format_time(res.earliest_start)})
+    return out
+
+
+def budget_status(ctx: Pass, meters: dict[tuple[str, str], EnvelopeMeter]) -> dict[str, dict[str, Any]]:
+    usage: dict[str, dict[str, int]] = defaultdict(lambda: {"active": 0, "spare": 0, "out": 0, "lent": 0, "unfunded": 0})
+    for lease in ctx.leases:
+        if not lease.open or lease.role == "Borrowed" or lease.payer.key is None:
+            continue
+        env_key = f"{lease.payer.budget}/{lease.payer.envelope}"
+        env = ctx.book.envs.get(env_key)
+        if env is None:
+            continue
+        u = usage[env_key]
+        if (lease.run, lease.group) in ctx.book.unfunded:
+            u["unfunded"] += lease.gpus
+            continue
+        u["spare" if lease.role == "Spare" else "active"] += lease.gpus
+        cat = ctx.book.category(ctx.owner_of(lease.run), env)
+        if cat in (FAMILY, LOAN):
+            u["out"] += lease.gpus
+        if cat == LOAN:
+            u["lent"] += lease.gpus
+    out: dict[str, dict[str, Any]] = {}
+    for env in sorted(ctx.book.envs.values(), key=lambda e: e.key):
+        u = usage[env.key]
+        m = meters.get((env.budget, env.name), EnvelopeMeter())
+        funded = ctx.book.funded[env.key]
+        entry = {
+            "name": env.name,
+            "usage": {
+                "activeGPUs": u["active"],
+                "spareGPUs": u["spare"],
+                "borrowedOutGPUs": u["out"],
+                "unfundedGPUs": u["unfunded"],
+            },
+            "lentGPUs": u["lent"],
+            "headroom": max(0, ctx.book.capacity(env) - funded[OWN] - funded[FAMILY] - funded[LOAN]),
+            "consumedGPUHours": round(m.consumed, 3),
+            "spareGPUHours": round(m.spare, 3),
+        }
+        out.setdefault(env.budget, {"envelopes": []})["envelopes"].append(entry)
+    return out

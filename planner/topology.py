@@ -1,0 +1,138 @@
+"""Topology: fast-fabric domains from node labels, node health, and free GPU slots.
+
+Decides nothing about who pays or which run goes where; it answers "what is free, and where".
+A node missing a required label is reported and left out; it never blocks the rest of the fleet.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from planner.world import REQUIRED_LABELS, Lease, NodeObs
+
+
+@dataclass(slots=True)
+class Node:
+    name: str
+    gpus: int
+    labels: dict[str, str]
+    domain: str
+    flavor: str
+    usable: bool  # healthy and schedulable: may take new work
+    fenced: bool  # failed: its leases must move or end
+    used: set[int] = field(default_factory=set)  # slots held by open Active or Spare leases
+    fill: set[int] = field(default_factory=set)  # slots held by open Borrowed (fill) leases
+    spare: set[int] = field(default_factory=set)  # slots held by open Spare leases
+
+    @property
+    def free(self) -> int:
+        return self.gpus - len(self.used) if self.usable else 0
+
+    def free_slots(self, n: int) -> tuple[int, ...]:
+        out: list[int] = []
+        for s in range(self.gpus):
+            if s not in self.used:
+                out.append(s)
+                if len(out) == n:
+                    break
+        return tuple(out)
+
+    def fill_slots(self) -> list[int]:
+        """Spare-held slots no fill lease overlays yet."""
+        return sorted(self.spare - self.fill) if self.usable else []
+
+
+def domain_key(labels: dict[str, str]) -> str:
+    return f"{labels['region']}/{labels['cluster']}/{labels['fabric.domain']}"
+
+
+def is_fenced(node: NodeObs, now: int, grace: int | None) -> bool:
+    """Deleted, tainted out-of-service, or NotReady past the opt-in grace. Cordon never fences."""
+    if node.deleted or node.out_of_service:
+        return True
+    if not node.ready and grace is not None and node.not_ready_since is not None:
+        return now - node.not_ready_since >= grace
+    return False
+
+
+class Topology:
+    """Nodes by name and domain, with slot occupancy kept current as a pass binds and closes leases."""
+
+    def __init__(self, nodes: Iterable[NodeObs], now: int, grace: int | None, cordoned: Iterable[str] = ()) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.problems: list[tuple[str, str]] = []  # (node, message)
+        self.domains: dict[str, list[Node]] = defaultdict(list)
+        jobtree_cordoned = set(cordoned)
+        for obs in sorted(nodes, key=lambda n: n.name):
+            if obs.gpus <= 0:
+                continue
+            missing = [k for k in REQUIRED_LABELS if not obs.labels.get(k)]
+            if missing:
+                self.problems.append((obs.name, f"node {obs.name} lacks label {', '.join(missing)}; it is left out until labelled"))
+                continue
+            fenced = is_fenced(obs, now, grace)
+            usable = not fenced and obs.ready and not obs.cordoned and obs.name not in jobtree_cordoned
+            node = Node(obs.name, obs.gpus, dict(obs.labels), domain_key(obs.labels), obs.labels["gpu.flavor"], usable, fenced)
+            self.nodes[obs.name] = node
+            self.domains[node.domain].append(node)
+        self.domain_free: dict[str, int] = {}
+        self._by_label: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self._by_key: dict[str, set[str]] = defaultdict(set)
+        for node in self.nodes.values():
+            for k, v in node.labels.items():
+                self._by_label[(k, v)].add(node.name)
+                self._by_key[k].add(node.name)
+        self._match_cache: dict[tuple[str, tuple[tuple[str, str], ...]], frozenset[str]] = {}
+
+    # -- occupancy -------------------------------------------------------------------------------
+    def occupy(self, lease: Lease) -> None:
+        node = self.nodes.get(lease.node)
+        if node is None:
+            return
+        target = node.fill if lease.role == "Borrowed" else node.used
+        target.update(lease.slots)
+        if lease.role == "Spare":
+            node.spare.update(lease.slots)
+        if lease.role != "Borrowed" and node.usable:
+            self.domain_free[node.domain] = self.domain_free.get(node.domain, 0) - lease.gpus
+
+    def release(self, lease: Lease) -> None:
+        node = self.nodes.get(lease.node)
+        if node is None:
+            return
+        target = node.fill if lease.role == "Borrowed" else node.used
+        target.difference_update(lease.slots)
+        if lease.role == "Spare":
+            node.spare.difference_update(lease.slots)
+        if lease.role != "Borrowed" and node.usable:
+            self.domain_free[node.domain] = self.domain_free.get(node.domain, 0) + lease.gpus
+
+    def recount(self) -> None:
+        self.domain_free = {d: sum(n.free for n in nodes) for d, nodes in self.domains.items()}
+
+    # -- matching --------------------------------------------------------------------------------
+    def matching(self, flavor: str, selector: dict[str, str]) -> frozenset[str]:
+        """Names of nodes of this flavor whose labels satisfy the selector (`*` = any value)."""
+        key = (flavor, tuple(sorted(selector.items())))
+        hit = self._match_cache.get(key)
+        if hit is not None:
+            return hit
+        names = set(self._by_label.get(("gpu.flavor", flavor), ()))
+        for k, v in sorted(selector.items()):
+            names &= self._by_key.get(k, set()) if v == "*" else self._by_label.get((k, v), set())
+            if not names:
+                break
+        out = frozenset(names)
+        self._match_cache[key] = out
+        return out
+
+    def node_matches(self, node: Node, flavor: str, selector: dict[str, str]) -> bool:
+        if node.flavor != flavor:
+            return False
+        return all(node.labels.get(k) is not None and (v == "*" or node.labels[k] == v) for k, v in selector.items())
+
+    def ordered(self, domain: str) -> list[Node]:
+        """Nodes of a domain by most free GPUs, then name (the pack order)."""
+        return sorted((n for n in self.domains[domain] if n.free > 0), key=lambda n: (-n.free, n.name))

@@ -1,0 +1,174 @@
+"""The planner's vocabulary: observed facts and the state one pass hands to the next.
+
+Frozen dataclasses for observations; leases, reservations and run records are plain slotted
+dataclasses that a pass copies before changing. No parsing (that is `schemas`) and no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from schemas.budget import Budget
+from schemas.run import Run
+
+REQUIRED_LABELS = ("region", "cluster", "fabric.domain", "gpu.flavor")
+Slot = tuple[str, int]  # (node name, node-global GPU index)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeObs:
+    """One node as observed: labels, GPU capacity and health."""
+
+    name: str
+    gpus: int
+    labels: dict[str, str]
+    ready: bool = True
+    cordoned: bool = False
+    out_of_service: bool = False
+    deleted: bool = False
+    not_ready_since: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadEvent:
+    """A workload outcome observed from pods: a whole run (group None) or one group."""
+
+    run: str  # "ns/name"
+    event: str  # Succeed | Fail
+    group: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Payer:
+    owner: str
+    budget: str | None = None
+    envelope: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str] | None:
+        return (self.budget, self.envelope) if self.budget and self.envelope else None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"owner": self.owner, "budget": self.budget, "envelope": self.envelope}
+
+
+@dataclass(slots=True)
+class Lease:
+    """A slice of one group on one node with one payer; closure is the only later change."""
+
+    name: str
+    run: str  # "ns/name"
+    group: int
+    role: str  # Active | Spare | Borrowed
+    node: str
+    slots: tuple[int, ...]
+    payer: Payer
+    start: int
+    reason: str  # Start | Grow | Swap | Fill
+    ended: int | None = None
+    closure: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.ended is None
+
+    @property
+    def gpus(self) -> int:
+        return len(self.slots)
+
+    @property
+    def namespace(self) -> str:
+        return self.run.split("/", 1)[0]
+
+
+@dataclass(slots=True)
+class ConflictEntry:
+    run: str
+    probability: float
+    since: int
+
+
+@dataclass(slots=True)
+class Reservation:
+    run: str
+    earliest_start: int
+    created: int
+    state: str = "Pending"  # Pending | Released | Failed
+    reason: str = ""
+    deficit: int = 0
+    confidence: str = "conservative"
+    remedies: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+    paying: Payer | None = None
+    window_basis: int | None = None  # window start the ETA was aligned to
+    conflicts: list[ConflictEntry] = field(default_factory=list)
+    seed: str | None = None
+    ended: int | None = None
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """What the fleet remembers about a run between passes (its status, minus derived numbers)."""
+
+    run: str
+    submitted: int
+    phase: str = "Pending"  # Pending | Waiting | Running | Succeeded | Failed
+    message: str = ""
+    started: int | None = None
+    finished: int | None = None
+    owned_hours: float = 0.0
+    borrowed_hours: float = 0.0
+
+
+@dataclass(slots=True)
+class EnvelopeMeter:
+    """GPU-hours an envelope has paid for so far (integrated pass by pass)."""
+
+    consumed: float = 0.0
+    spare: float = 0.0
+    lent: float = 0.0
+
+
+@dataclass(slots=True)
+class FleetState:
+    """Everything one pass hands to the next; `state/` in Git is exactly this."""
+
+    as_of: int | None = None
+    leases: list[Lease] = field(default_factory=list)
+    reservations: dict[str, Reservation] = field(default_factory=dict)
+    runs: dict[str, RunRecord] = field(default_factory=dict)
+    meters: dict[tuple[str, str], EnvelopeMeter] = field(default_factory=dict)
+    cordoned: frozenset[str] = frozenset()  # nodes jobtree cordoned after a failure
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """FleetConfig numbers the planner needs, in seconds and fractions."""
+
+    spare_rate: float = 0.5
+    lookahead: int = 3600
+    notice: int = 900
+    min_runtime: int = 0
+    retention: int = 86400
+    not_ready_grace: int | None = None
+    tenants: tuple[tuple[str, str], ...] = ()  # (namespace, owner)
+
+
+@dataclass(frozen=True, slots=True)
+class World:
+    """The snapshot one pass decides against."""
+
+    now: int
+    settings: Settings
+    budgets: tuple[Budget, ...]
+    runs: tuple[Run, ...]
+    nodes: tuple[NodeObs, ...]
+    state: FleetState
+    workload: tuple[WorkloadEvent, ...] = ()
+    frozen_runs: frozenset[str] = frozenset()  # runs whose spec is invalid now: keep, decide nothing
+    frozen_budgets: frozenset[str] = frozenset()  # budgets invalid now: their claims stay funded
+
+
+def run_key(run: Run) -> str:
+    return f"{run.metadata.namespace}/{run.metadata.name}"

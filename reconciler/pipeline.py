@@ -1,0 +1,95 @@
+"""The reconcile pipeline: load → observe → plan → render → write, with pluggable source, cluster, sink.
+
+Each stage is a plain function over data; the simulator, `reconcile` and `plan` all run this same
+sequence. Owns no clock (callers pass `now`) and no Git (sinks do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from planner import plan as planner_plan
+from planner.world import FleetState, NodeObs, Settings, WorkloadEvent, World
+from schemas.budget import Budget
+from schemas.diagnostics import Diagnostic
+from schemas.fleet import FleetSpec, Inventory
+from schemas.load import load_fleet
+from schemas.run import Run
+
+
+@dataclass(slots=True)
+class Spec:
+    """The fleet as the spec files say, after validation: only valid objects are planned."""
+
+    fleet: FleetSpec
+    budgets: list[Budget]
+    runs: list[Run]
+    inventory: Inventory | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+
+
+def read_spec(files: Mapping[str, bytes]) -> Spec:
+    """Validate the spec files (per document and across objects) and keep the valid objects."""
+    try:
+        from schemas import rules  # cross-object rules
+    except ImportError:  # pragma: no cover - rules arrive with the contract work
+        rules = None  # type: ignore[assignment]
+    if rules is not None and hasattr(rules, "check_fleet"):
+        v = rules.check_fleet(files)
+        return Spec(v.config, list(v.budgets), list(v.runs), v.inventory, list(v.diagnostics), list(v.rejected))
+    loaded = load_fleet(files)
+    fleet = loaded.config.model.spec if loaded.config is not None else FleetSpec()
+    return Spec(fleet, [b.model for b in loaded.budgets], [r.model for r in loaded.runs], loaded.inventory, loaded.diagnostics, loaded.rejected)
+
+
+def settings(fleet: FleetSpec) -> Settings:
+    return Settings(
+        spare_rate=fleet.accounting.spareRate,
+        lookahead=fleet.accounting.admissionLookahead,
+        notice=fleet.reservations.noticePeriod,
+        min_runtime=fleet.reservations.minRuntime,
+        retention=fleet.reservations.retention,
+        not_ready_grace=fleet.failure.notReadyGraceSeconds,
+        tenants=tuple(sorted((t.namespace, t.owner) for t in fleet.tenants)),
+    )
+
+
+class Cluster(Protocol):
+    def observe(self) -> tuple[tuple[NodeObs, ...], tuple[WorkloadEvent, ...]]: ...
+
+    def apply_cordons(self, names: list[str]) -> None: ...
+
+
+def frozen(spec: Spec, state: FleetState) -> tuple[frozenset[str], frozenset[str]]:
+    """Objects whose file is present but invalid now: their running work is left exactly as it is."""
+    runs: set[str] = set()
+    budgets: set[str] = set()
+    for key in spec.rejected:
+        kind, _, name = key.partition(" ")
+        if kind == "Run" and name in state.runs:
+            runs.add(name)
+        elif kind == "Budget":
+            budgets.add(name)
+    return frozenset(runs), frozenset(budgets)
+
+
+def run_pass(spec: Spec, cluster: Cluster, state: FleetState, now: int) -> planner_plan.Plan:
+    nodes, workload = cluster.observe()
+    frozen_runs, frozen_budgets = frozen(spec, state)
+    world = World(now, settings(spec.fleet), tuple(spec.budgets), tuple(spec.runs), nodes, state, workload, frozen_runs, frozen_budgets)
+    result = planner_plan.plan(world)
+    if result.violations:
+        raise InvariantViolation(result.violations)
+    cluster.apply_cordons(result.cordon)
+    return result
+
+
+class InvariantViolation(RuntimeError):
+    """The plan breaks a §4.9 invariant: nothing is written."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("plan breaks invariants, nothing written:\n  " + "\n  ".join(problems[:20]))
+        self.problems = problems
