@@ -50,8 +50,8 @@ class _Callbacks(pygit2.RemoteCallbacks):
         self.refused: dict[str, str] = {}
 
     def credentials(self, url, username_from_url, allowed_types):  # type: ignore[no-untyped-def]  # pygit2's signature
-        if self.token is None:
-            return None
+        if self.token is None or not allowed_types & pygit2.enums.CredentialType.USERPASS_PLAINTEXT:
+            raise pygit2.Passthrough  # let libgit2 fall back to its own defaults
         return pygit2.UserPass(username_from_url or "x-access-token", self.token)
 
     def push_update_reference(self, refname: str, message: str | None) -> None:

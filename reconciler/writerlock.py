@@ -79,7 +79,9 @@ def _take_over_if_stale(path: Path) -> None:
     pid = int(fields["pid"]) if fields.get("pid", "").isdigit() else None
     same_host = fields.get("host") == socket.gethostname()
     if pid is None or not same_host or _alive(pid):
-        raise LockBusy(f"{path} is held by {seen.strip()}; another jobtree writer is working on this clone")
+        raise LockBusy(
+            f"{path} is held by {seen.strip() or 'a writer that is starting'}; another jobtree writer is working on this clone"
+        )
     grave = path.with_name(f"{LOCK_NAME}.stale.{os.getpid()}")
     try:
         os.rename(path, grave)
