@@ -442,3 +442,22 @@ def test_a_remote_that_moves_between_fetch_and_push_gives_stale(
     assert lost.status is PushStatus.STALE and lost.remote_oid == str(
         one.references["refs/heads/main"].target
     )
+
+
+def test_a_writer_in_another_process_holds_the_lock_until_it_exits(local: pygit2.Repository) -> None:
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom reconciler import writerlock\n"
+         f"with writerlock.writer_lock({local.path!r}):\n    print('held', flush=True)\n    sys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[1],
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(gitstore.LockBusy, match=f"pid={holder.pid} "):
+            with writerlock.writer_lock(local.path):
+                pass
+    finally:
+        holder.communicate("", timeout=10)
+    with writerlock.writer_lock(local.path):
+        pass
