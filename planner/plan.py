@@ -59,13 +59,14 @@ def plan(world: World) -> Plan:
     lifecycle.mark_deleted_dependencies(ctx, deleted)
     lifecycle.resolve_after(ctx)
     # meter GPU-hours since the last pass under the funding classes then in force
-    accounting.classify(book, ctx.leases, ctx.owner_of, ctx.rank)
+    book.unfunded = set(prev.unfunded)
     meters = accounting.meter(prev.meters, book, ctx.leases, ctx.owner_of, prev.as_of, settings.spare_rate)
     for (b, e), m in meters.items():
         if f"{b}/{e}" in book.consumed:
             book.consumed[f"{b}/{e}"] = m.consumed + m.spare
             book.lent_hours[f"{b}/{e}"] = m.lent
     _meter_runs(ctx, prev.as_of)
+    admission.accounting_refresh(ctx)
     failover.handle_failures(ctx)
     elastic.shrink_to_desired(ctx)
     # 2. funding classes as of now
@@ -101,7 +102,7 @@ def plan(world: World) -> Plan:
     for key, rec in ctx.records.items():
         if key in ctx.messages:
             rec.message = ctx.messages[key]
-    state = FleetState(now, sorted(retained, key=lambda x: (x.run, x.start, x.name)), reservations, ctx.records, meters, frozenset(prev.cordoned | ctx.cordon))
+    state = FleetState(now, sorted(retained, key=lambda x: (x.run, x.start, x.name)), reservations, ctx.records, meters, frozenset(prev.cordoned | ctx.cordon), frozenset(book.unfunded))
     violations = invariants.check([x for x in ctx.leases if x.open], book, pods, set(ctx.records))
     return Plan(state, ctx.events, runs, budgets, pods, sorted(ctx.cordon), list(topo.problems), violations)
 

@@ -140,6 +140,7 @@ class FleetState:
     runs: dict[str, RunRecord] = field(default_factory=dict)
     meters: dict[tuple[str, str], EnvelopeMeter] = field(default_factory=dict)
     cordoned: frozenset[str] = frozenset()  # nodes jobtree cordoned after a failure
+    unfunded: frozenset[tuple[str, int]] = frozenset()  # groups charged to nobody since the last pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -142,7 +142,9 @@ def encode(plan: Plan) -> dict[str, bytes]:
         meters[b][e] = {"consumed": round(m.consumed, 6), "spare": round(m.spare, 6), "lent": round(m.lent, 6)}
     for name in sorted(set(plan.budgets) | set(meters)):
         files[f"state/status/budgets/{name}.yaml"] = dump({"budget": name, "status": plan.budgets.get(name, {}), "meters": meters.get(name, {})})
-    files["state/fleet.yaml"] = dump({"asOf": _t(st.as_of), "cordoned": sorted(st.cordoned)})
+    files["state/fleet.yaml"] = dump(
+        {"asOf": _t(st.as_of), "cordoned": sorted(st.cordoned), "unfunded": [f"{r}#{g}" for r, g in sorted(st.unfunded)]}
+    )
     for path, manifest in sorted(plan.manifests.items()):
         files[f"rendered/{path}"] = dump(manifest)
     return files
@@ -157,6 +159,7 @@ def decode(files: dict[str, bytes]) -> FleetState:
             doc = yaml.load(data, Loader=_Loader) or {}
             st.as_of = _ts(doc["asOf"]) if doc.get("asOf") else None
             st.cordoned = frozenset(doc.get("cordoned") or ())
+            st.unfunded = frozenset((g.rsplit("#", 1)[0], int(g.rsplit("#", 1)[1])) for g in doc.get("unfunded") or ())
         elif path.startswith("state/leases/"):
             st.leases += [lease_from(o) for o in yaml.load_all(data, Loader=_Loader) if o]
         elif path.startswith("state/reservations/"):
