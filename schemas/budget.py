@@ -6,14 +6,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.common import ClusterMetadata, Model, NonNegInt, Owner, Timestamp
+from schemas.common import ClusterMetadata, Model, NonNegInt, NonNegNumber, Owner, Timestamp
 
 
 class Lending(Model):
     allow: bool = False
     to: list[str] = Field(default_factory=list)
     maxConcurrency: NonNegInt | None = None
-    maxGPUHours: float | None = Field(default=None, ge=0, strict=False)
+    maxGPUHours: NonNegNumber | None = None
 
 
 class Envelope(Model):
@@ -21,7 +21,7 @@ class Envelope(Model):
     flavor: str = Field(min_length=1)
     selector: dict[str, str] = Field(default_factory=dict)
     concurrency: NonNegInt
-    maxGPUHours: float | None = Field(default=None, ge=0, strict=False)
+    maxGPUHours: NonNegNumber | None = None
     start: Timestamp | None = None
     end: Timestamp | None = None
     sharing: Literal["family", "none"] = "family"

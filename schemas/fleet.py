@@ -6,13 +6,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.common import ClusterMetadata, DnsLabel, Duration, Model, NonNegInt, Owner, PosInt
+from schemas.common import ClusterMetadata, DnsLabel, Duration, Fraction, Model, NonNegInt, Owner, PosInt
+
+TEAM_PATTERN = r"^@?[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?$"
 
 
 class Tenant(Model):
     namespace: DnsLabel
     owner: Owner
-    team: str | None = Field(default=None, pattern=r"^@?[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?$")
+    team: str | None = Field(default=None, pattern=TEAM_PATTERN)
 
 
 class Cluster(Model):
@@ -22,7 +24,7 @@ class Cluster(Model):
 
 
 class Accounting(Model):
-    spareRate: float = Field(default=0.5, ge=0, le=1, strict=False)
+    spareRate: Fraction = 0.5
     admissionLookahead: Duration = 3600
 
 
@@ -48,6 +50,9 @@ class GitSettings(Model):
 
 class FleetSpec(Model):
     tenants: list[Tenant] = Field(default_factory=list)
+    # Git-host team (`@org/platform`) that owns everything but tenants' runs/<namespace>/ folders
+    # in the CODEOWNERS rendered by `jobtree codeowners`; absent means no default owner line.
+    platformTeam: str | None = Field(default=None, pattern=TEAM_PATTERN)
     clusters: list[Cluster] = Field(default_factory=list)
     accounting: Accounting = Field(default_factory=Accounting)
     reservations: Reservations = Field(default_factory=Reservations)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.common import Metadata, Model, NonNegInt, Owner, RunRef, Timestamp
+from schemas.common import Fraction, Metadata, Model, NonNegInt, Owner, RunRef, Timestamp
 
 
 class IntendedSlice(Model):
@@ -35,7 +35,7 @@ class Forecast(Model):
 
 class ConflictEntry(Model):
     run: str
-    probability: float = Field(ge=0, le=1, strict=False)
+    probability: Fraction
     since: Timestamp
 
 

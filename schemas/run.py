@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from schemas.common import DnsLabel, Duration, Metadata, Model, NonNegInt, Owner, PosInt
 
@@ -48,7 +48,19 @@ class Template(Model):
     env: list[EnvVar] = Field(default_factory=list)
 
 
+def _spares_schema(schema: dict[str, Any]) -> None:
+    """The published schema accepts the seeds' `spares` alias too, but never both spellings."""
+    schema["properties"]["spares"] = {
+        "type": "integer",
+        "minimum": 0,
+        "description": "alias of sparesPerGroup",
+    }
+    schema["not"] = {"required": ["spares", "sparesPerGroup"]}
+
+
 class RunSpec(Model):
+    model_config = ConfigDict(json_schema_extra=_spares_schema)
+
     owner: Owner
     resources: Resources
     locality: Locality = Field(default_factory=Locality)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
-from schemas.common import Duration, Model, ClusterMetadata
+from schemas.common import RFC3339_PATTERN, ClusterMetadata, Duration, Model, NonNegInt
 from schemas.fleet import FleetSpec, Inventory
 
-OFFSET_OR_TIME = r"^(\+([0-9]+[hms])+|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))$"
+OFFSET_OR_TIME = r"^(\+([0-9]+[hms])+|" + RFC3339_PATTERN[1:-1] + ")$"
+ACTIONS = ("apply", "patch", "delete", "node", "workload", "checkpoint")
 
 
 class PatchStep(Model):
@@ -33,24 +35,33 @@ class NodeStep(Model):
 class WorkloadStep(Model):
     run: str = Field(pattern=r"^[a-z0-9-]+/[a-z0-9-]+$")
     event: Literal["Succeed", "Fail"]
-    group: int | None = Field(default=None, ge=0)
+    group: NonNegInt | None = None
 
 
 class Step(Model):
-    at: str = Field(pattern=OFFSET_OR_TIME)
-    apply: list[dict[str, Any]] | None = None
-    patch: PatchStep | None = None
-    delete: DeleteStep | None = None
-    node: NodeStep | None = None
-    workload: WorkloadStep | None = None
-    checkpoint: str | None = Field(default=None, min_length=1)
+    """One timed action; the schema's oneOf mirrors `_one_action` (exactly one action key, never null)."""
 
-    @model_validator(mode="after")
-    def _one_action(self) -> Step:
-        actions = [k for k in ("apply", "patch", "delete", "node", "workload", "checkpoint") if getattr(self, k) is not None]
-        if len(actions) != 1:
-            raise ValueError(f"a step has exactly one of apply, patch, delete, node, workload, checkpoint (found {actions or 'none'})")
-        return self
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": [a]} for a in ACTIONS]})
+
+    at: str = Field(pattern=OFFSET_OR_TIME)
+    apply: list[dict[str, Any]] | SkipJsonSchema[None] = None
+    patch: PatchStep | SkipJsonSchema[None] = None
+    delete: DeleteStep | SkipJsonSchema[None] = None
+    node: NodeStep | SkipJsonSchema[None] = None
+    workload: WorkloadStep | SkipJsonSchema[None] = None
+    checkpoint: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_action(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            present = [a for a in ACTIONS if a in data]
+            if len(present) != 1:
+                found = ", ".join(present) or "none"
+                raise ValueError(f"a step has exactly one of {', '.join(ACTIONS)} (found {found}); keep one")
+            if data[present[0]] is None:
+                raise ValueError(f"{present[0]} is empty; give it a value or remove the step")
+        return data
 
 
 class ScenarioSpec(Model):

@@ -1,0 +1,122 @@
+"""Read a fleet repository's spec files (jobtree.yaml, budgets/, runs/, inventory) from a commit or a folder.
+
+Read-only and small: no checkout, no writes, no remote; the Git sink is `reconciler.gitstore`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import FileMode, ObjectType
+
+SPEC_FILES = ("jobtree.yaml", "inventory/nodes.yaml")
+SPEC_DIRS = ("budgets", "runs")
+YAML_SUFFIXES = (".yaml", ".yml")
+MAX_FILE_BYTES = 8 * 1024 * 1024  # a spec file past this is a mistake, not a manifest
+
+
+class GitReadError(Exception):
+    """The repository or revision cannot be read; the message says what to fix."""
+
+
+def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
+    """Spec files of a folder, keyed by POSIX path relative to it. Symlinks are skipped, as in --rev."""
+    root = Path(path)
+    if not root.is_dir():
+        raise GitReadError(f"{root} is not a directory; pass the fleet repository's folder")
+    out: dict[str, bytes] = {}
+    for name in SPEC_FILES:
+        file = root / name
+        if file.is_file() and not file.is_symlink():
+            out[name] = _read(file)
+    for top in SPEC_DIRS:
+        base = root / top
+        if not base.is_dir() or base.is_symlink():
+            continue
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if not (Path(dirpath) / d).is_symlink())
+            for name in sorted(filenames):
+                file = Path(dirpath) / name
+                if name.endswith(YAML_SUFFIXES) and file.is_file() and not file.is_symlink():
+                    out[file.relative_to(root).as_posix()] = _read(file)
+    return out
+
+
+def _read(file: Path) -> bytes:
+    if file.stat().st_size > MAX_FILE_BYTES:
+        raise GitReadError(f"{file} is larger than {MAX_FILE_BYTES} bytes; spec files are small YAML")
+    return file.read_bytes()
+
+
+def read_tree(repo_path: str | os.PathLike[str], rev: str) -> dict[str, bytes]:
+    """Spec files at `rev` (any revision Git understands), for the folder `repo_path` inside its repo."""
+    try:
+        found = pygit2.discover_repository(str(repo_path))
+        if found is None:
+            raise GitReadError(f"{repo_path} is not inside a Git repository; drop --rev or run git init")
+        repo = pygit2.Repository(found)
+        commit = repo.revparse_single(rev).peel(pygit2.Commit)
+    except GitReadError:
+        raise
+    except (KeyError, ValueError, pygit2.GitError) as err:
+        raise GitReadError(
+            f"revision {rev!r} is not in {repo_path}: {err}; pass a branch, tag or commit"
+        ) from None
+    tree = commit.tree
+    if repo.workdir:
+        rel = Path(os.path.relpath(Path(repo_path).resolve(), Path(repo.workdir).resolve())).as_posix()
+        if rel != ".":
+            try:
+                tree = tree[rel].peel(pygit2.Tree)
+            except (KeyError, ValueError, pygit2.GitError):
+                return {}
+    out: dict[str, bytes] = {}
+    for name in SPEC_FILES:
+        blob = _blob(repo, tree, name)
+        if blob is not None:
+            out[name] = blob
+    for top in SPEC_DIRS:
+        _walk(repo, tree, top, out)
+    return out
+
+
+def _blob(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> bytes | None:
+    try:
+        entry = tree[path]
+    except KeyError:
+        return None
+    if entry.type != ObjectType.BLOB or entry.filemode == FileMode.LINK:
+        return None
+    return _data(repo, entry.id)
+
+
+def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, out: dict[str, bytes]) -> None:
+    try:
+        sub = tree[prefix]
+    except KeyError:
+        return
+    if sub.type != ObjectType.TREE:
+        return
+    stack: list[tuple[str, pygit2.Tree]] = [(prefix, repo[sub.id].peel(pygit2.Tree))]
+    while stack:
+        base, node = stack.pop()
+        for entry in node:
+            path = f"{base}/{entry.name}"
+            if entry.type == ObjectType.TREE:
+                stack.append((path, repo[entry.id].peel(pygit2.Tree)))
+            elif (
+                entry.type == ObjectType.BLOB
+                and entry.filemode != FileMode.LINK
+                and path.endswith(YAML_SUFFIXES)
+            ):
+                out[path] = _data(repo, entry.id)
+
+
+def _data(repo: pygit2.Repository, oid: pygit2.Oid) -> bytes:
+    blob = repo[oid]
+    if not isinstance(blob, pygit2.Blob) or blob.size > MAX_FILE_BYTES:
+        raise GitReadError(f"{oid} is not a spec file of at most {MAX_FILE_BYTES} bytes")
+    data: bytes = blob.data
+    return data

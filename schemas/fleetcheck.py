@@ -1,0 +1,305 @@
+"""Fleet files (path -> bytes) to a ValidatedFleet: every document loaded, every rule applied, a verdict each.
+
+The one entry point for validate, plan, reconcile and simulate. Reads no files (callers pass bytes)
+and decides nothing about GPUs; an invalid object is excluded and reported, its neighbours are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from schemas import diagnostics as codes
+from schemas import rules
+from schemas.budget import Budget
+from schemas.diagnostics import Diagnostic
+from schemas.fleet import FleetSpec, Inventory, Tenant
+from schemas.load import FLEET_FILE, INVENTORY_FILE, Loaded, load_documents, load_object, validate_document
+from schemas.run import Run
+from schemas.yamldoc import Document
+
+MAX_DEPTH = 64  # deeper YAML is not a manifest; refuse it before the parser recurses
+SPEC_KINDS = (("budgets/", "Budget"), ("runs/", "Run"))
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectVerdict:
+    """One document of the fleet and whether it takes part in planning."""
+
+    kind: str
+    name: str | None
+    namespace: str | None
+    path: str
+    line: int
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def valid(self) -> bool:
+        return not self.diagnostics
+
+    @property
+    def key(self) -> str:
+        ident = f"{self.namespace}/{self.name}" if self.namespace else (self.name or "?")
+        return f"{self.kind} {ident}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "namespace": self.namespace,
+            "path": self.path,
+            "line": self.line,
+            "verdict": "valid" if self.valid else "invalid",
+            "diagnostics": [d.as_json() for d in self.diagnostics],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatedFleet:
+    """What planning may use (valid objects only) and what validation found."""
+
+    config: FleetSpec
+    budgets: list[Budget]
+    runs: list[Run]
+    inventory: Inventory | None
+    diagnostics: list[Diagnostic]
+    rejected: list[str]  # "Kind ns/name" of excluded objects whose key no valid object uses
+    objects: list[ObjectVerdict] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not self.diagnostics
+
+
+@dataclass(slots=True)
+class _Entry:
+    kind: str
+    path: str
+    index: int
+    line: int
+    data: Any = None
+    loaded: Loaded | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def spec_kind(path: str) -> str | None:
+    """The kind a fleet path holds, or None for files validation ignores (state/, rendered/, docs)."""
+    if path == FLEET_FILE:
+        return "FleetConfig"
+    if path == INVENTORY_FILE:
+        return "Inventory"
+    for prefix, kind in SPEC_KINDS:
+        if path.startswith(prefix) and path.endswith((".yaml", ".yml")):
+            return kind
+    return None
+
+
+def check_fleet(files: Mapping[str, bytes]) -> ValidatedFleet:
+    """Validate a fleet repository given as relative POSIX path -> file bytes."""
+    entries: list[_Entry] = []
+    for path in sorted(files):
+        kind = spec_kind(path)
+        if kind is not None:
+            entries += _load_file(path, kind, files[path])
+    configs = [e for e in entries if e.loaded is not None and e.kind == "FleetConfig"]
+    for extra in configs[1:]:
+        extra.diagnostics.append(
+            _at(
+                extra, codes.DUPLICATE_OBJECT, "only one FleetConfig per fleet; merge this one into the first"
+            )
+        )
+        extra.loaded = None
+    config = configs[0].loaded if configs else None
+    tenants, note = _tenancy(entries, config, FLEET_FILE in files)
+    found = rules.check(
+        config,
+        [e.loaded for e in entries if e.loaded is not None and e.kind == "Budget"],
+        [e.loaded for e in entries if e.loaded is not None and e.kind == "Run"],
+        tenants=tenants,
+        known_owners=_salvaged_owners(entries),
+        tenancy_note=note,
+    )
+    inventory = _inventory(entries, found)
+    objects: list[ObjectVerdict] = []
+    for e in entries:
+        diags = sorted([*e.diagnostics, *found.by_object.get((e.path, e.index), [])])
+        meta = _meta(e)
+        objects.append(ObjectVerdict(e.kind, meta[0], meta[1], e.path, e.line, tuple(diags)))
+    missing = []
+    if FLEET_FILE not in files:
+        missing.append(
+            Diagnostic(
+                FLEET_FILE,
+                1,
+                1,
+                codes.TENANT,
+                "jobtree.yaml is missing; add a FleetConfig whose spec.tenants binds each runs/<namespace>/ "
+                "to its owner",
+                "FleetConfig",
+            )
+        )
+    valid = {(e.path, e.index) for e, o in zip(entries, objects, strict=True) if o.valid}
+
+    def usable(kind: str) -> list[Any]:
+        return [e.loaded.model for e in entries if e.kind == kind and e.loaded and (e.path, e.index) in valid]
+
+    spec = usable("FleetConfig")
+    return ValidatedFleet(
+        config=spec[0].spec if spec else _fallback_config(config, tenants),
+        budgets=usable("Budget"),
+        runs=usable("Run"),
+        inventory=inventory if (INVENTORY_FILE, 0) in valid else None,
+        diagnostics=sorted([*missing, *(d for o in objects for d in o.diagnostics)]),
+        rejected=_rejected_keys(objects),
+        objects=objects,
+    )
+
+
+def _load_file(path: str, kind: str, text: bytes) -> list[_Entry]:
+    deep = _too_deep(path, text)
+    docs, diags = ([], [deep]) if deep else load_documents(path, text)
+    if diags:
+        return [_Entry(kind, path, -1, diags[0].line, diagnostics=list(diags))]
+    if kind == "Inventory":
+        return _load_inventory(path, docs)
+    out = []
+    for doc in docs:
+        loaded, diags = load_object(doc, (kind,))
+        out.append(_Entry(kind, path, doc.index, doc.line, doc.data, loaded, list(diags)))
+    return out
+
+
+def _load_inventory(path: str, docs: list[Document]) -> list[_Entry]:
+    out = []
+    for doc in docs:
+        model, diags = validate_document(doc, Inventory)
+        entry = _Entry("Inventory", path, doc.index, doc.line, doc.data)
+        entry.loaded = Loaded(model, doc) if model is not None else None
+        entry.diagnostics = [
+            Diagnostic(d.path, d.line, d.col, codes.INVENTORY, d.message, "inventory") for d in diags
+        ]
+        if doc.index > 0:
+            entry.diagnostics.append(
+                _at(
+                    entry,
+                    codes.INVENTORY,
+                    f"{path} holds one inventory document; merge this one into the first",
+                )
+            )
+        out.append(entry)
+    return out
+
+
+def _too_deep(path: str, text: bytes) -> Diagnostic | None:
+    """Nesting past MAX_DEPTH, found from the event stream (which never recurses)."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+                    return Diagnostic(
+                        path,
+                        line,
+                        col,
+                        codes.YAML_SYNTAX,
+                        f"YAML nests deeper than {MAX_DEPTH} levels; flatten it",
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return None  # the real parser reports syntax errors with their position
+    return None
+
+
+def _rejected_keys(objects: list[ObjectVerdict]) -> list[str]:
+    """Keys of excluded objects, so running work under them is left alone; a file that did not
+    parse is named by its path (runs/<ns>/<name>.yaml, budgets/<name>.yaml)."""
+    used = {o.key for o in objects if o.valid}
+    out: set[str] = set()
+    for o in objects:
+        if o.valid:
+            continue
+        key = o.key if o.name else _key_from_path(o.kind, o.path)
+        if key not in used:
+            out.add(key)
+    return sorted(out)
+
+
+def _key_from_path(kind: str, path: str) -> str:
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    parts = path.split("/")
+    if kind == "Run" and len(parts) == 3:
+        return f"Run {parts[1]}/{stem}"
+    return f"{kind} {stem}"
+
+
+def _at(entry: _Entry, code: str, message: str) -> Diagnostic:
+    return Diagnostic(entry.path, entry.line, 1, code, message, entry.kind)
+
+
+def _meta(entry: _Entry) -> tuple[str | None, str | None]:
+    if entry.kind == "Inventory":
+        return "nodes", None
+    data = entry.data if isinstance(entry.data, dict) else {}
+    meta = data.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    name, ns = meta.get("name"), meta.get("namespace")
+    return (name if isinstance(name, str) else None), (ns if isinstance(ns, str) else None)
+
+
+def _tenancy(entries: list[_Entry], config: Loaded | None, present: bool) -> tuple[list[Tenant] | None, str]:
+    """The tenancy table to enforce: the config's, or what survives of a broken jobtree.yaml."""
+    if config is not None:
+        return None, ""
+    if not present:
+        return [], " (jobtree.yaml is missing)"
+    salvaged: list[Tenant] = []
+    for e in entries:
+        data = e.data if e.kind == "FleetConfig" and isinstance(e.data, dict) else {}
+        spec = data.get("spec")
+        tenants = spec.get("tenants") if isinstance(spec, dict) else None
+        for item in tenants if isinstance(tenants, list) else []:
+            try:
+                salvaged.append(Tenant.model_validate(item))
+            except ValidationError:
+                continue
+    return salvaged, " (jobtree.yaml is invalid; fix it first)"
+
+
+def _salvaged_owners(entries: list[_Entry]) -> set[str]:
+    """Owners named by budgets that failed to load, so their neighbours' links still resolve."""
+    owners: set[str] = set()
+    for e in entries:
+        if e.kind == "Budget" and e.loaded is None and isinstance(e.data, dict):
+            spec = e.data.get("spec")
+            owner = spec.get("owner") if isinstance(spec, dict) else None
+            if isinstance(owner, str) and owner:
+                owners.add(owner)
+    return owners
+
+
+def _inventory(entries: list[_Entry], found: rules.Findings) -> Inventory | None:
+    for e in entries:
+        if e.kind == "Inventory" and e.loaded is not None:
+            rules.inventory_rules(found, e.loaded.model, e.loaded.doc)
+            model: Inventory = e.loaded.model
+            return model
+    return None
+
+
+def _fallback_config(config: Loaded | None, tenants: list[Tenant] | None) -> FleetSpec:
+    """Defaults plus the salvaged tenancy when jobtree.yaml is missing or broken."""
+    if config is not None:  # loaded but rejected by a rule: keep it, minus the duplicate tenants
+        spec: FleetSpec = config.model.spec
+        first: dict[str, Tenant] = {}
+        for t in spec.tenants:
+            first.setdefault(t.namespace, t)
+        return spec.model_copy(update={"tenants": list(first.values())})
+    return FleetSpec(tenants=list(tenants or []))

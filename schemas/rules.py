@@ -1,0 +1,442 @@
+"""Cross-object rules over loaded fleet files: tenancy, family graph, envelopes, elasticity, `after`.
+
+Runs after `schemas.load` has checked each document alone; parses nothing and never rejects an
+object because a different object is broken (each finding names the object it rejects).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from schemas import diagnostics as codes
+from schemas.budget import Budget
+from schemas.common import format_time
+from schemas.diagnostics import Diagnostic
+from schemas.fleet import FleetConfig, Inventory, Tenant
+from schemas.load import Loaded
+from schemas.run import Run
+from schemas.yamldoc import Document, Path
+
+if TYPE_CHECKING:
+    from schemas.fleetcheck import ValidatedFleet
+
+Locator = tuple[str, int]  # (file path, document index): unique even for duplicate objects
+
+
+def locator(obj: Loaded) -> Locator:
+    return (obj.doc.path, obj.doc.index)
+
+
+@dataclass(slots=True)
+class Findings:
+    """Diagnostics per object; an object with any finding is rejected."""
+
+    by_object: dict[Locator, list[Diagnostic]] = field(default_factory=dict)
+
+    def add(self, obj: Loaded | Document, at: Path, code: str, message: str, name: str = "") -> None:
+        doc = obj.doc if isinstance(obj, Loaded) else obj
+        line, col = doc.where(at)
+        key = name or (obj.key if isinstance(obj, Loaded) else "")
+        diag = Diagnostic(doc.path, line, col, code, message, key)
+        self.by_object.setdefault((doc.path, doc.index), []).append(diag)
+
+    @property
+    def rejected(self) -> frozenset[Locator]:
+        return frozenset(self.by_object)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return sorted(d for diags in self.by_object.values() for d in diags)
+
+
+def check(
+    config: Loaded | None,
+    budgets: Sequence[Loaded],
+    runs: Sequence[Loaded],
+    *,
+    tenants: Sequence[Tenant] | None = None,
+    known_owners: Iterable[str] = (),
+    tenancy_note: str = "",
+) -> Findings:
+    """Every cross-object rule. `tenants` overrides the config's table (salvaged from a broken
+    jobtree.yaml); `known_owners` adds owners of budgets that failed to load, so their neighbours'
+    parents and sponsors still resolve; `tenancy_note` is appended to tenancy messages."""
+    found = Findings()
+    if config is not None:
+        _config_rules(found, config)
+    table = list(tenants if tenants is not None else (config.model.spec.tenants if config else []))
+    owners = {b.model.spec.owner for b in budgets} | set(known_owners)
+    budgets = _unique(found, budgets)
+    runs = _unique(found, runs)
+    for budget in budgets:
+        _budget_rules(found, budget, owners)
+    _parent_cycles(found, [b for b in budgets if locator(b) not in found.by_object])
+    by_namespace: dict[str, Tenant] = {}
+    for tenant in table:
+        by_namespace.setdefault(tenant.namespace, tenant)
+    for run in runs:
+        _tenancy(found, run, by_namespace, tenancy_note)
+        _run_rules(found, run, owners)
+    _after_cycles(found, [r for r in runs if locator(r) not in found.by_object])
+    return found
+
+
+def _config_rules(found: Findings, config: Loaded) -> None:
+    model: FleetConfig = config.model
+    first: dict[str, int] = {}
+    for i, tenant in enumerate(model.spec.tenants):
+        if tenant.namespace in first:
+            found.add(
+                config,
+                ("spec", "tenants", i, "namespace"),
+                codes.TENANT,
+                f"namespace {tenant.namespace} is already bound by tenants[{first[tenant.namespace]}]; "
+                "a namespace has exactly one owner, so remove this entry",
+            )
+        first.setdefault(tenant.namespace, i)
+
+
+def _unique(found: Findings, objects: Sequence[Loaded]) -> list[Loaded]:
+    """Keep the first object of each kind/namespace/name (in path order); reject later copies."""
+    seen: dict[str, Loaded] = {}
+    kept: list[Loaded] = []
+    for obj in objects:
+        first = seen.get(obj.key)
+        if first is None:
+            seen[obj.key] = obj
+            kept.append(obj)
+            continue
+        line, _ = first.doc.where(("metadata", "name"))
+        found.add(
+            obj,
+            ("metadata", "name"),
+            codes.DUPLICATE_OBJECT,
+            f"{obj.key} is already defined at {first.doc.path}:{line}; rename or remove this copy",
+        )
+    return kept
+
+
+def owner_pattern_ok(pattern: str) -> bool:
+    """An exact owner, a prefix ending in `*`, or `*` alone."""
+    body = pattern[:-1] if pattern.endswith("*") else pattern
+    if pattern == "*":
+        return True
+    return bool(body) and "*" not in body and not any(c.isspace() for c in body)
+
+
+def _budget_rules(found: Findings, obj: Loaded, owners: set[str]) -> None:
+    spec = obj.model.spec
+    for i, parent in enumerate(spec.parents):
+        if parent not in owners:
+            found.add(
+                obj,
+                ("spec", "parents", i),
+                codes.UNKNOWN_OWNER,
+                f"parent {parent} has no Budget; fix the name or add a Budget with owner {parent}",
+            )
+    names: dict[str, int] = {}
+    for j, env in enumerate(spec.envelopes):
+        at = ("spec", "envelopes", j)
+        if env.name in names:
+            found.add(
+                obj,
+                (*at, "name"),
+                codes.ENVELOPE_NAME,
+                f"envelope name {env.name} is already used by envelopes[{names[env.name]}]; rename one",
+            )
+        names.setdefault(env.name, j)
+        if env.start is not None and env.end is not None and env.end <= env.start:
+            found.add(
+                obj,
+                (*at, "end"),
+                codes.WINDOW,
+                f"window end {format_time(env.end)} is not after start {format_time(env.start)}; "
+                "move end later than start (the window is [start, end))",
+            )
+        for k, pattern in enumerate(env.lending.to if env.lending else []):
+            if not owner_pattern_ok(pattern):
+                found.add(
+                    obj,
+                    (*at, "lending", "to", k),
+                    codes.LENDING,
+                    f"lending.to entry {pattern!r} is not an owner pattern; use an exact owner, "
+                    "a prefix ending in * (like org:example:*), or * for every owner",
+                )
+    caps: dict[str, int] = {}
+    for i, cap in enumerate(spec.aggregateCaps):
+        if cap.name in caps:
+            found.add(
+                obj,
+                ("spec", "aggregateCaps", i, "name"),
+                codes.AGGREGATE,
+                f"aggregate cap name {cap.name} is already used by aggregateCaps[{caps[cap.name]}]; rename one",
+            )
+        caps.setdefault(cap.name, i)
+        for k, env_name in enumerate(cap.envelopes):
+            if env_name not in names:
+                have = ", ".join(sorted(names)) or "none"
+                found.add(
+                    obj,
+                    ("spec", "aggregateCaps", i, "envelopes", k),
+                    codes.AGGREGATE,
+                    f"aggregate cap {cap.name} names envelope {env_name}, which this budget does not "
+                    f"have; use one of its envelopes ({have})",
+                )
+
+
+def _tenancy(found: Findings, obj: Loaded, tenants: Mapping[str, Tenant], note: str) -> None:
+    run: Run = obj.model
+    ns = run.metadata.namespace
+    path = obj.doc.path
+    if not path.startswith(f"runs/{ns}/"):
+        found.add(
+            obj,
+            ("metadata", "namespace"),
+            codes.LOCATION,
+            f"a Run in namespace {ns} lives under runs/{ns}/; move this file there "
+            "(the folder decides who may approve it)",
+        )
+    tenant = tenants.get(ns)
+    if tenant is None:
+        found.add(
+            obj,
+            ("metadata", "namespace"),
+            codes.TENANT,
+            f"namespace {ns} is not a tenant in jobtree.yaml; add it to spec.tenants with its owner, "
+            f"or use a tenant's namespace{note}",
+        )
+    elif run.spec.owner != tenant.owner:
+        found.add(
+            obj,
+            ("spec", "owner"),
+            codes.OWNER_MISMATCH,
+            f"namespace {ns} belongs to {tenant.owner}, not {run.spec.owner}; set spec.owner: {tenant.owner} "
+            "(a run spends only its own namespace owner's budget)",
+        )
+
+
+def _run_rules(found: Findings, obj: Loaded, owners: set[str]) -> None:
+    run: Run = obj.model
+    spec = run.spec
+    for i, sponsor in enumerate(spec.funding.sponsors):
+        if sponsor not in owners:
+            found.add(
+                obj,
+                ("spec", "funding", "sponsors", i),
+                codes.UNKNOWN_OWNER,
+                f"sponsor {sponsor} has no Budget; fix the name or ask that owner for a Budget that lends",
+            )
+    for i, name in enumerate(spec.after):
+        if name == run.metadata.name:
+            found.add(
+                obj,
+                ("spec", "after", i),
+                codes.AFTER,
+                f"run {name} cannot wait for itself; remove {name} from after",
+            )
+    if spec.malleable is not None:
+        _malleable_rules(found, obj)
+
+
+def _malleable_rules(found: Findings, obj: Loaded) -> None:
+    spec = obj.model.spec
+    m, total, group = spec.malleable, spec.resources.totalGPUs, spec.locality.groupGPUs
+    lo, hi, step = m.minTotalGPUs, m.maxTotalGPUs, m.stepGPUs
+    mall = ("spec", "malleable")
+    if lo > hi:
+        found.add(
+            obj,
+            (*mall, "minTotalGPUs"),
+            codes.MALLEABLE,
+            f"minTotalGPUs {lo} is above maxTotalGPUs {hi}; lower the minimum or raise the maximum",
+        )
+    elif not lo <= total <= hi:
+        found.add(
+            obj,
+            ("spec", "resources", "totalGPUs"),
+            codes.MALLEABLE,
+            f"totalGPUs {total} is outside the malleable range {lo}..{hi}; set it within that range",
+        )
+    desired = m.desiredTotalGPUs
+    if desired is not None and lo <= hi and not lo <= desired <= hi:
+        found.add(
+            obj,
+            (*mall, "desiredTotalGPUs"),
+            codes.MALLEABLE,
+            f"desiredTotalGPUs {desired} is outside the malleable range {lo}..{hi}; set it within that range",
+        )
+    if total % step:
+        found.add(
+            obj,
+            ("spec", "resources", "totalGPUs"),
+            codes.ALIGNMENT,
+            f"totalGPUs {total} is not a multiple of stepGPUs {step}; use {_nearest(total, step)}",
+        )
+    if desired is not None and desired % step:
+        found.add(
+            obj,
+            (*mall, "desiredTotalGPUs"),
+            codes.ALIGNMENT,
+            f"desiredTotalGPUs {desired} is not a multiple of stepGPUs {step}; use {_nearest(desired, step)}",
+        )
+    elif desired is None and hi % step:
+        found.add(
+            obj,
+            (*mall, "maxTotalGPUs"),
+            codes.ALIGNMENT,
+            f"maxTotalGPUs {hi} (the default desiredTotalGPUs) is not a multiple of stepGPUs {step}; "
+            f"use {_nearest(hi, step)} or set desiredTotalGPUs",
+        )
+    if group is not None and step % group:
+        found.add(
+            obj,
+            ("spec", "locality", "groupGPUs"),
+            codes.ALIGNMENT,
+            f"groupGPUs {group} does not divide stepGPUs {step}; growth adds whole groups, "
+            "so pick a groupGPUs that divides stepGPUs",
+        )
+
+
+def _nearest(value: int, step: int) -> str:
+    below = value // step * step
+    return f"{below + step}" if below == 0 else f"{below} or {below + step}"
+
+
+def _parent_cycles(found: Findings, budgets: Sequence[Loaded]) -> None:
+    graph: dict[str, set[str]] = {}
+    for b in budgets:
+        spec: Budget = b.model
+        graph.setdefault(spec.spec.owner, set()).update(spec.spec.parents)
+    cycles = cyclic_edges(graph)
+    for b in budgets:
+        owner = b.model.spec.owner
+        for i, parent in enumerate(b.model.spec.parents):
+            cycle = cycles.get((owner, parent))
+            if cycle:
+                found.add(
+                    b,
+                    ("spec", "parents", i),
+                    codes.PARENT_CYCLE,
+                    f"parents form a cycle {' -> '.join(cycle)}; remove {parent} from parents "
+                    "or break the cycle at another link",
+                )
+
+
+def _after_cycles(found: Findings, runs: Sequence[Loaded]) -> None:
+    graph: dict[str, set[str]] = {}
+    for r in runs:
+        ns, name = r.model.metadata.namespace, r.model.metadata.name
+        graph.setdefault(f"{ns}/{name}", set()).update(f"{ns}/{a}" for a in r.model.spec.after if a != name)
+    cycles = cyclic_edges(graph)
+    for r in runs:
+        ns, name = r.model.metadata.namespace, r.model.metadata.name
+        for i, other in enumerate(r.model.spec.after):
+            cycle = cycles.get((f"{ns}/{name}", f"{ns}/{other}"))
+            if cycle:
+                found.add(
+                    r,
+                    ("spec", "after", i),
+                    codes.AFTER,
+                    f"after forms a cycle {' -> '.join(c.split('/', 1)[1] for c in cycle)}, so none "
+                    f"of them would ever start; remove {other} from after or break the cycle elsewhere",
+                )
+
+
+def cyclic_edges(graph: Mapping[str, Iterable[str]]) -> dict[tuple[str, str], list[str]]:
+    """Every edge that lies on a cycle, with one concrete cycle through it (u -> v -> ... -> u)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    component: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    succ = {u: sorted(vs) for u, vs in graph.items()}
+    counter = 0
+    for root in sorted(succ):
+        if root in index:
+            continue
+        work: list[tuple[str, int]] = [(root, 0)]
+        while work:  # iterative Tarjan: deep families never hit the recursion limit
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack.add(node)
+            nexts = succ.get(node, [])
+            if i < len(nexts):
+                work.append((node, i + 1))
+                nxt = nexts[i]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            if low[node] == index[node]:
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component[member] = index[node]
+                    if member == node:
+                        break
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    out: dict[tuple[str, str], list[str]] = {}
+    for u, vs in succ.items():
+        for v in vs:
+            if component.get(v) == component[u]:
+                out[(u, v)] = [u, *_path(succ, v, u, component)]
+    return out
+
+
+def _path(succ: Mapping[str, list[str]], start: str, goal: str, component: Mapping[str, int]) -> list[str]:
+    """Shortest path start -> goal inside one strongly connected component (inclusive)."""
+    prev: dict[str, str | None] = {start: None}
+    queue = [start]
+    for node in queue:
+        if node == goal:
+            break
+        for nxt in succ.get(node, []):
+            if nxt not in prev and component.get(nxt) == component[start]:
+                prev[nxt] = node
+                queue.append(nxt)
+    path: list[str] = []
+    cur: str | None = goal
+    while cur is not None:
+        path.append(cur)
+        cur = prev.get(cur)
+    return path[::-1]
+
+
+def inventory_rules(found: Findings, inventory: Inventory, doc: Document) -> None:
+    """Node names are unique across generated domain blocks and explicit nodes."""
+    seen: dict[str, str] = {}
+    for i, block in enumerate(inventory.domains):
+        for n in range(block.nodes):
+            name = f"{block.name}-n{n:02d}"
+            if name in seen:
+                _dup_node(found, doc, ("domains", i, "name"), name, seen[name])
+            seen.setdefault(name, f"domains[{i}]")
+    for i, node in enumerate(inventory.nodes):
+        if node.name in seen:
+            _dup_node(found, doc, ("nodes", i, "name"), node.name, seen[node.name])
+        seen.setdefault(node.name, f"nodes[{i}]")
+
+
+def _dup_node(found: Findings, doc: Document, at: Path, name: str, first: str) -> None:
+    found.add(
+        doc,
+        at,
+        codes.INVENTORY,
+        f"node {name} is already defined by {first}; rename one so every node name is unique",
+        name="inventory",
+    )
+
+
+def check_fleet(files: Mapping[str, bytes]) -> ValidatedFleet:
+    """`schemas.fleetcheck.check_fleet`, reachable from here too (imported late: fleetcheck uses this module)."""
+    from schemas import fleetcheck
+
+    return fleetcheck.check_fleet(files)
