@@ -21,7 +21,7 @@ RFC3339_PATTERN = (
 )
 DURATION_PATTERN = "^([0-9]+h([0-9]+m)?([0-9]+s)?|[0-9]+m([0-9]+s)?|[0-9]+s)$"
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-OWNER_PATTERN = "^[^ \t\n\r\f\v]+$"
+OWNER_PATTERN = r"^[^ \t\n\r\f\v]+$"
 
 _RFC3339 = re.compile(RFC3339_PATTERN)
 _DURATION = re.compile(DURATION_PATTERN)
@@ -105,8 +105,8 @@ Duration = Annotated[
 ]
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
 Owner = Annotated[str, Field(min_length=1, max_length=253, pattern=OWNER_PATTERN)]
-NonNegInt = Annotated[int, BeforeValidator(_integral), Field(ge=0, strict=True)]
-PosInt = Annotated[int, BeforeValidator(_integral), Field(ge=1, strict=True)]
+NonNegInt = Annotated[int, Field(ge=0, strict=True), BeforeValidator(_integral)]
+PosInt = Annotated[int, Field(ge=1, strict=True), BeforeValidator(_integral)]
 NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
