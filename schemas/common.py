@@ -29,7 +29,7 @@ _DURATION = re.compile(DURATION_PATTERN)
 
 def parse_time(text: str) -> int:
     """RFC 3339 text to whole UTC epoch seconds (fractions truncated)."""
-    if not isinstance(text, str) or not _RFC3339.match(text):
+    if not isinstance(text, str) or not _RFC3339.fullmatch(text):
         raise ValueError(f"{text!r} is not an RFC 3339 time like 2026-03-02T09:00:00Z")
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
 
@@ -41,7 +41,7 @@ def format_time(epoch: int) -> str:
 
 def parse_duration(text: str) -> int:
     """`1h30m`, `15m`, `10s` to seconds."""
-    m = _DURATION.match(text) if isinstance(text, str) else None
+    m = _DURATION.fullmatch(text) if isinstance(text, str) else None
     if not m:
         raise ValueError(f"{text!r} is not a duration like 15m, 1h or 90s")
     unit = {"h": 3600, "m": 60, "s": 1}

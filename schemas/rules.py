@@ -71,14 +71,16 @@ def check(
     budgets = _unique(found, budgets)
     runs = _unique(found, runs)
     for budget in budgets:
-        _budget_rules(found, budget, owners)
+        _links(found, budget, "parents", budget.model.spec.parents, owners)
+        budget_rules(found, budget)
     _parent_cycles(found, [b for b in budgets if locator(b) not in found.by_object])
     by_namespace: dict[str, Tenant] = {}
     for tenant in table:
         by_namespace.setdefault(tenant.namespace, tenant)
     for run in runs:
         _tenancy(found, run, by_namespace, tenancy_note)
-        _run_rules(found, run, owners)
+        _links(found, run, "sponsors", run.model.spec.funding.sponsors, owners)
+        run_rules(found, run)
     _after_cycles(found, [r for r in runs if locator(r) not in found.by_object])
     return found
 
@@ -126,16 +128,33 @@ def owner_pattern_ok(pattern: str) -> bool:
     return bool(body) and "*" not in body and not any(c.isspace() for c in body)
 
 
-def _budget_rules(found: Findings, obj: Loaded, owners: set[str]) -> None:
-    spec = obj.model.spec
-    for i, parent in enumerate(spec.parents):
-        if parent not in owners:
+def object_findings(obj: Loaded) -> Findings:
+    """The rules one Budget or Run obeys on its own, whatever its neighbours are."""
+    found = Findings()
+    if obj.model.kind == "Budget":
+        budget_rules(found, obj)
+    elif obj.model.kind == "Run":
+        run_rules(found, obj)
+    return found
+
+
+def _links(found: Findings, obj: Loaded, field: str, owners: Sequence[str], known: set[str]) -> None:
+    """Parents and sponsors name owners that have a Budget (a broken one still counts)."""
+    at = ("spec", "parents") if field == "parents" else ("spec", "funding", "sponsors")
+    role = "parent" if field == "parents" else "sponsor"
+    for i, owner in enumerate(owners):
+        if owner not in known:
             found.add(
                 obj,
-                ("spec", "parents", i),
+                (*at, i),
                 codes.UNKNOWN_OWNER,
-                f"parent {parent} has no Budget; fix the name or add a Budget with owner {parent}",
+                f"{role} {owner} has no Budget; fix the name or add a Budget with owner {owner}",
             )
+
+
+def budget_rules(found: Findings, obj: Loaded) -> None:
+    """Envelope names unique, windows forward, lending ACLs are owner patterns, caps name envelopes."""
+    spec = obj.model.spec
     names: dict[str, int] = {}
     for j, env in enumerate(spec.envelopes):
         at = ("spec", "envelopes", j)
@@ -217,17 +236,10 @@ def _tenancy(found: Findings, obj: Loaded, tenants: Mapping[str, Tenant], note: 
         )
 
 
-def _run_rules(found: Findings, obj: Loaded, owners: set[str]) -> None:
+def run_rules(found: Findings, obj: Loaded) -> None:
+    """`after` never names the run itself; malleable widths are ordered and step-aligned."""
     run: Run = obj.model
     spec = run.spec
-    for i, sponsor in enumerate(spec.funding.sponsors):
-        if sponsor not in owners:
-            found.add(
-                obj,
-                ("spec", "funding", "sponsors", i),
-                codes.UNKNOWN_OWNER,
-                f"sponsor {sponsor} has no Budget; fix the name or ask that owner for a Budget that lends",
-            )
     for i, name in enumerate(spec.after):
         if name == run.metadata.name:
             found.add(
