@@ -117,6 +117,7 @@ class Book:
         self.lent_hours: dict[str, float] = {k: 0.0 for k in envs}
         self.unfunded: set[GroupKey] = set()
         self.frozen: set[str] = set()
+        self.cover_cache: dict[object, list[tuple[Env, str]]] = {}
 
     def category(self, run_owner: str, env: Env) -> str:
         if env.owner == run_owner:

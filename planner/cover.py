@@ -32,6 +32,15 @@ class Shortfall:
 
 def candidates(book: Book, run: Run) -> list[tuple[Env, str]]:
     """Every envelope that could ever pay for this run, in cover order, with its class."""
+    f = run.spec.funding
+    key = (run.spec.owner, run.spec.resources.gpuType, f.allowBorrow, tuple(f.sponsors))
+    hit = book.cover_cache.get(key)
+    if hit is None:
+        hit = book.cover_cache[key] = _candidates(book, run)
+    return hit
+
+
+def _candidates(book: Book, run: Run) -> list[tuple[Env, str]]:
     owner = run.spec.owner
     flavor = run.spec.resources.gpuType
     out: list[tuple[Env, str]] = []
@@ -57,13 +66,11 @@ def candidates(book: Book, run: Run) -> list[tuple[Env, str]]:
 
 
 def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> list[Source]:
-    """Funding sources with room now, in cover order, each with the nodes its selector admits."""
-    out: list[Source] = []
-    for env, cat in candidates(book, run):
-        room = book.headroom(env, cat, lookahead_hours)
-        if room > 0:
-            out.append(Source(env, cat, room, topo.matching(env.flavor, env.selector)))
-    return out
+    """Funding sources in cover order with their room now (possibly none) and the nodes they admit."""
+    return [
+        Source(env, cat, book.headroom(env, cat, lookahead_hours), topo.matching(env.flavor, env.selector))
+        for env, cat in candidates(book, run)
+    ]
 
 
 def fundable(srcs: list[Source], max_borrow: int | None) -> int:

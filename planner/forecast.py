@@ -36,15 +36,15 @@ class Scope:
 
 def scope(topo: Topology, srcs: list[Source], sizes: list[int], spares: int, held: dict[str, int], single: bool) -> Scope:
     """Pack over all capacity the run's funding can pay for, preferring domains with free GPUs."""
-    nodes_ok = frozenset().union(*(s.nodes for s in srcs)) if srcs else frozenset()
-    cap: dict[str, int] = defaultdict(int)
-    free: dict[str, int] = defaultdict(int)
-    for name in nodes_ok:
-        node = topo.nodes.get(name)
-        if node is None or not node.usable:
-            continue
-        cap[node.domain] += node.gpus
-        free[node.domain] += node.free
+    members, full = topo.members(tuple(s.nodes for s in srcs if s.room > 0))
+    cap: dict[str, int] = {}
+    free: dict[str, int] = {}
+    for d, nodes in members.items():
+        if d in full:
+            cap[d], free[d] = topo.domain_cap[d], topo.domain_free.get(d, 0)
+        else:
+            cap[d] = sum(n.gpus for n in nodes if n.usable)
+            free[d] = sum(n.free for n in nodes)
     avail = {d: max(0, free[d] - held.get(d, 0)) for d in cap}
     out = Scope()
     used: list[str] = []
@@ -67,10 +67,10 @@ def scope(topo: Topology, srcs: list[Source], sizes: list[int], spares: int, hel
         if short > 0:
             out.short[d] = short
         left = claim
-        for node in sorted(topo.domains[d], key=lambda n: (-n.free, n.name)):
+        for node in sorted(members[d], key=lambda n: (-n.free, n.name)):
             if left <= 0:
                 break
-            if node.name in nodes_ok and node.usable:
+            if node.usable:
                 out.nodes.append(node.name)
                 left -= node.gpus
     return out

@@ -73,24 +73,31 @@ class _Cursor:
         self.room = [s.room for s in req.sources]
         self.borrowed = 0
         self.taken: dict[str, int] = {}  # node -> GPUs taken in this attempt
+        self.taken_domain: dict[str, int] = {}
         self.held = dict(req.held)
         if req.fill:
-            self.domains = sorted({n.domain for n in topo.nodes.values() if n.flavor == flavor and n.fill_slots()})
+            self.members: dict[str, list[Node]] = {}
+            for n in topo.nodes.values():
+                if n.flavor == flavor and n.fill_slots():
+                    self.members.setdefault(n.domain, []).append(n)
+            self.full: set[str] = set()
         else:
-            self.domains = sorted({topo.nodes[name].domain for s in req.sources for name in s.nodes if name in topo.nodes})
+            self.members, self.full = topo.members(tuple(s.nodes for s in req.sources if s.room > 0))
+        self.domains = sorted(self.members)
 
     def avail(self, node: Node) -> int:
         base = len(node.fill_slots()) if self.req.fill else node.free
         return base - self.taken.get(node.name, 0)
 
-    def payable(self, node: Node) -> bool:
-        if self.req.fill:
-            return node.flavor == self.flavor
-        return any(self.room[i] > 0 and node.name in s.nodes for i, s in enumerate(self.req.sources))
-
     def domain_free(self, domain: str) -> int:
-        free = sum(self.avail(n) for n in self.topo.domains[domain] if self.payable(n))
+        if domain in self.full:
+            free = self.topo.domain_free.get(domain, 0) - self.taken_domain.get(domain, 0)
+        else:
+            free = sum(self.avail(n) for n in self.members.get(domain, ()))
         return free - self.held.get(domain, 0)
+
+    def total_free(self) -> int:
+        return sum(max(0, self.domain_free(d)) for d in self.domains)
 
     def take(self, domain: str, want: int, commit: bool) -> list[Piece] | None:
         """Up to `want` GPUs in the domain, nodes by most free then name, each GPU paid in cover order."""
@@ -101,7 +108,7 @@ class _Cursor:
         room = list(self.room)
         borrowed = self.borrowed
         left = want
-        nodes = sorted((n for n in self.topo.domains[domain] if self.avail(n) > 0), key=lambda n: (-self.avail(n), n.name))
+        nodes = sorted((n for n in self.members.get(domain, ()) if self.avail(n) > 0), key=lambda n: (-self.avail(n), n.name))
         for node in nodes:
             if left == 0:
                 break
@@ -132,12 +139,16 @@ class _Cursor:
             self.room, self.borrowed = room, borrowed
             for p in pieces:
                 self.taken[p.node] = self.taken.get(p.node, 0) + p.gpus
+                self.taken_domain[domain] = self.taken_domain.get(domain, 0) + p.gpus
         return pieces
 
 
 def place(topo: Topology, req: Request, flavor: str) -> Packing:
     """All of the request's groups and spares, or a failure with the reason; nothing is changed."""
     cur = _Cursor(topo, req, flavor)
+    need = req.total + req.spares_per_group * (len(req.sizes) if req.sizes else 1)
+    if cur.total_free() < need:  # fast refusal: not enough fundable free GPUs anywhere
+        return Packing([], "capacity")
     used: list[str] = list(req.prefer)
     groups: list[GroupPlan] = []
     sizes = list(req.sizes) if req.sizes is not None else None

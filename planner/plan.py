@@ -48,9 +48,6 @@ def plan(world: World) -> Plan:
         leases,
     )  # fmt: skip
     ctx.index()
-    for key, rec in ctx.records.items():
-        if not any(x.role != "Spare" for x in ctx.open_leases(key)) and rec.phase == "Running" and key not in world.frozen_runs:
-            pass
     lookahead_hours = settings.lookahead / 3600
     # 1. observations: runs, deletions, workload, failures, voluntary shrink
     lifecycle.admit_new_runs(ctx)
@@ -90,9 +87,11 @@ def plan(world: World) -> Plan:
     clusters = {n.name: n.labels.get("cluster", "default") for n in topo.nodes.values()}
     pods = manifests.render(ctx.leases, specs, clusters)
     by_run = status.conflicts_by_run(ctx.reservations)
+    risk = forecast.AtRisk(ctx)
+    shorts = {k: short for k, short, _ in line.order}
     for key, res in ctx.reservations.items():
-        if res.state == "Pending":
-            res.remedies = res.remedies if res.reason.startswith(("budget", "borrow")) else tuple(forecast.AtRisk(ctx).remedies(_short_of(line, key)))
+        if res.state == "Pending" and not res.reason.startswith(("budget", "borrow")):
+            res.remedies = tuple(risk.remedies(shorts.get(key, {})))
     runs = {key: status.run_status(ctx, key, by_run.get(key, [])) for key in sorted(ctx.records)}
     budgets = status.budget_status(ctx, meters)
     retained = [x for x in ctx.leases if x.open or (x.ended is not None and now - x.ended < settings.retention)]
@@ -105,13 +104,6 @@ def plan(world: World) -> Plan:
     state = FleetState(now, sorted(retained, key=lambda x: (x.run, x.start, x.name)), reservations, ctx.records, meters, frozenset(prev.cordoned | ctx.cordon), frozenset(book.unfunded))
     violations = invariants.check([x for x in ctx.leases if x.open], book, pods, set(ctx.records))
     return Plan(state, ctx.events, runs, budgets, pods, sorted(ctx.cordon), list(topo.problems), violations)
-
-
-def _short_of(line: admission.Line, key: str) -> dict[str, int]:
-    for k, short, _ in line.order:
-        if k == key:
-            return short
-    return {}
 
 
 def _meter_runs(ctx: Pass, since: int | None) -> None:

@@ -78,6 +78,7 @@ class Topology:
             self.nodes[obs.name] = node
             self.domains[node.domain].append(node)
         self.domain_free: dict[str, int] = {}
+        self.domain_cap = {d: sum(n.gpus for n in ns if n.usable) for d, ns in self.domains.items()}
         self._by_label: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._by_key: dict[str, set[str]] = defaultdict(set)
         for node in self.nodes.values():
@@ -85,6 +86,7 @@ class Topology:
                 self._by_label[(k, v)].add(node.name)
                 self._by_key[k].add(node.name)
         self._match_cache: dict[tuple[str, tuple[tuple[str, str], ...]], frozenset[str]] = {}
+        self._members_cache: dict[tuple[int, ...], tuple[dict[str, list[Node]], set[str], object]] = {}
 
     # -- occupancy -------------------------------------------------------------------------------
     def occupy(self, lease: Lease) -> None:
@@ -127,6 +129,22 @@ class Topology:
         out = frozenset(names)
         self._match_cache[key] = out
         return out
+
+    def members(self, sets: tuple[frozenset[str], ...]) -> tuple[dict[str, list[Node]], set[str]]:
+        """Usable-or-not nodes in any of the sets, by domain, and the domains matched whole."""
+        key = tuple(sorted({id(s) for s in sets}))
+        hit = self._members_cache.get(key)
+        if hit is None:
+            names = frozenset().union(*set(sets)) if sets else frozenset()
+            by_domain: dict[str, list[Node]] = defaultdict(list)
+            for name in sorted(names):
+                node = self.nodes.get(name)
+                if node is not None:
+                    by_domain[node.domain].append(node)
+            full = {d for d, ns in by_domain.items() if len(ns) == len(self.domains[d])}
+            hit = (dict(by_domain), full, sets)
+            self._members_cache[key] = hit
+        return hit[0], hit[1]
 
     def node_matches(self, node: Node, flavor: str, selector: dict[str, str]) -> bool:
         if node.flavor != flavor:
