@@ -48,6 +48,7 @@ class Simulation:
     raw: dict[str, Any]
     start: int = 0
     objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    texts: dict[tuple[str, str, str], bytes] = field(default_factory=dict)
     state: FleetState = field(default_factory=FleetState)
     ledger: list[dict[str, Any]] = field(default_factory=list)
     checkpoints: dict[str, Any] = field(default_factory=dict)
@@ -66,9 +67,12 @@ class Simulation:
     # -- spec files ------------------------------------------------------------------------------
     def files(self) -> dict[str, bytes]:
         out = {"jobtree.yaml": self.fleet_file}
-        for (kind, ns, name), obj in sorted(self.objects.items()):
+        for key, obj in sorted(self.objects.items()):
+            kind, ns, name = key
             path = f"budgets/{name}.yaml" if kind == "Budget" else f"runs/{ns}/{name}.yaml"
-            out[path] = statefiles.dump(obj)
+            if key not in self.texts:
+                self.texts[key] = statefiles.dump(obj)
+            out[path] = self.texts[key]
         return out
 
     def apply_step(self, step: Any, index: int, now: int) -> None:
@@ -79,7 +83,9 @@ class Simulation:
                 if kind not in ("Budget", "Run") or not meta.get("name"):
                     self.notes.append(f"step {index}: apply needs Budget or Run objects with metadata.name")
                     continue
-                self.objects[(kind, meta.get("namespace") or "", str(meta["name"]))] = copy.deepcopy(obj)
+                key = (str(kind), str(meta.get("namespace") or ""), str(meta["name"]))
+                self.objects[key] = copy.deepcopy(obj)
+                self.texts.pop(key, None)
         elif step.patch is not None:
             p = step.patch
             key = (p.kind, p.namespace or "", p.name)
@@ -87,6 +93,7 @@ class Simulation:
                 self.notes.append(f"step {index}: patch of unknown {p.kind} {p.namespace or ''}/{p.name}")
             else:
                 self.objects[key] = merge_patch(self.objects[key], p.merge)
+                self.texts.pop(key, None)
         elif step.delete is not None:
             d = step.delete
             self.objects.pop((d.kind, d.namespace or "", d.name), None)

@@ -7,7 +7,7 @@ and decides nothing about GPUs; an invalid object is excluded and reported, its 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -159,7 +159,22 @@ def check_fleet(files: Mapping[str, bytes]) -> ValidatedFleet:
     )
 
 
+_PARSED: dict[tuple[str, str, bytes], list[_Entry]] = {}
+_PARSED_LIMIT = 50_000
+
+
 def _load_file(path: str, kind: str, text: bytes) -> list[_Entry]:
+    """Parse cache by content: an unchanged file (the same Git blob) is parsed once per process."""
+    key = (path, kind, text)
+    hit = _PARSED.get(key)
+    if hit is None:
+        if len(_PARSED) >= _PARSED_LIMIT:
+            _PARSED.clear()
+        hit = _PARSED[key] = _parse_file(path, kind, text)
+    return [replace(e, diagnostics=list(e.diagnostics)) for e in hit]
+
+
+def _parse_file(path: str, kind: str, text: bytes) -> list[_Entry]:
     deep = _too_deep(path, text)
     docs, diags = ([], [deep]) if deep else load_documents(path, text)
     if diags:
@@ -198,7 +213,7 @@ def _too_deep(path: str, text: bytes) -> Diagnostic | None:
     """Nesting past MAX_DEPTH, found from the event stream (which never recurses)."""
     depth = 0
     try:
-        for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+        for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
