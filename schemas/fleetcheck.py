@@ -211,6 +211,8 @@ def _load_inventory(path: str, docs: list[Document]) -> list[_Entry]:
 
 def _too_deep(path: str, text: bytes) -> Diagnostic | None:
     """Nesting past MAX_DEPTH, found from the event stream (which never recurses)."""
+    if sum(text.count(c) for c in (b"[", b"{", b"-", b"?", b"\n", b"\r")) < MAX_DEPTH:
+        return None  # every nesting level needs one of these bytes
     depth = 0
     try:
         for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
