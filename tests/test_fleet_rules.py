@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from schemas import cycles, rules
 from schemas import diagnostics as codes
-from schemas import rules
 from schemas.fleetcheck import check_fleet
 from tests.corpus_support import FLEETS, Expected, fleet_expectations, fleet_files, materialize
 
@@ -93,16 +93,16 @@ def test_a_parent_cycle_names_the_whole_cycle() -> None:
         ("b", "c"): ["b", "c", "a", "b"],
         ("c", "a"): ["c", "a", "b", "c"],
     }
-    assert rules.cyclic_edges({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == want
+    assert cycles.cyclic_edges({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == want
 
 
 def test_a_self_parent_is_a_cycle_of_one() -> None:
-    assert rules.cyclic_edges({"a": ["a"]}) == {("a", "a"): ["a", "a"]}
+    assert cycles.cyclic_edges({"a": ["a"]}) == {("a", "a"): ["a", "a"]}
 
 
 def test_a_deep_acyclic_family_is_not_a_cycle_and_does_not_recurse() -> None:
     chain = {f"o{i}": [f"o{i + 1}"] for i in range(5000)}
-    assert rules.cyclic_edges(chain) == {}
+    assert cycles.cyclic_edges(chain) == {}
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,7 @@ SCALARS = st.one_of(
     st.booleans(),
     st.integers(min_value=-3, max_value=300),
     st.sampled_from([0.0, 8.0, 0.5, 1.5, -1.0, 1e20]),
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12),
+    st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=12),
     st.sampled_from(
         [
             "",
