@@ -79,6 +79,7 @@ CRDS = (
         ],
     ),
 )
+INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]
 OPEN_STATUS = ("Budget", "Run")  # status written by jobtree, kept as-is by the API server
 
 
@@ -120,9 +121,11 @@ def structural(node: Any) -> Any:
             return {**structural({**inner, **rest}), "nullable": True}
         types = sorted(b.get("type", "") for b in branches)
         if types == ["integer", "string"]:
-            node["x-kubernetes-int-or-string"] = True
-            node["anyOf"] = sorted(([structural(b) for b in branches]), key=lambda b: str(b.get("type")))
-            return node
+            # Kubernetes accepts exactly anyOf [integer, string]; each branch's own checks move up
+            # (pattern applies to strings only, minimum to numbers only, so nothing changes).
+            lifted = {k: v for b in branches for k, v in b.items() if k in ("pattern", "minimum")}
+            rest = {k: v for k, v in node.items() if k != "anyOf"}
+            return {**rest, **lifted, "x-kubernetes-int-or-string": True, "anyOf": INT_OR_STRING}
     if "const" in node:
         node["enum"] = [node.pop("const")]
     if node.get("type") == "object":

@@ -226,8 +226,10 @@ def _assert_structural(node: Any, where: str) -> None:
     """Every schema node has a type (or is int-or-string / open), with no $ref, const or title."""
     assert isinstance(node, dict), where
     assert not {"$ref", "$defs", "const", "title", "default"} & set(node), where
-    if not node.get("x-kubernetes-int-or-string"):
-        assert "type" in node, where
+    if node.get("x-kubernetes-int-or-string"):
+        assert node["anyOf"] == [{"type": "integer"}, {"type": "string"}], where  # the only form allowed
+    else:
+        assert "type" in node and "anyOf" not in node, where
     if "properties" in node:
         assert "additionalProperties" not in node, where
         for name, sub in node["properties"].items():
