@@ -52,6 +52,8 @@ def _read(file: Path) -> bytes:
 
 def read_tree(repo_path: str | os.PathLike[str], rev: str) -> dict[str, bytes]:
     """Spec files at `rev` (any revision Git understands), for the folder `repo_path` inside its repo."""
+    if not Path(repo_path).is_dir():
+        raise GitReadError(f"{repo_path} is not a directory; pass the fleet repository's folder")
     try:
         found = pygit2.discover_repository(str(repo_path))
         if found is None:

@@ -1,0 +1,50 @@
+"""The read-only fleet reader: a folder and its commit give the same spec files, and nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from reconciler import gitread
+
+
+def _fleet(root: Path) -> None:
+    for rel, text in {
+        "jobtree.yaml": "kind: FleetConfig\n",
+        "budgets/a.yaml": "kind: Budget\n",
+        "runs/ns/deep/r.yml": "kind: Run\n",
+        "runs/ns/README.md": "not a manifest\n",
+        "inventory/nodes.yaml": "domains: []\n",
+        "inventory/other.yaml": "ignored\n",
+        "state/leases/ns/r.yaml": "machine-written\n",
+        "rendered/c/ns/p.yaml": "machine-written\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "runs" / "ns" / "link.yaml").symlink_to(root / "budgets" / "a.yaml")
+
+
+WANT = {"jobtree.yaml", "budgets/a.yaml", "runs/ns/deep/r.yml", "inventory/nodes.yaml"}
+
+
+def test_the_worktree_reader_returns_only_spec_yaml_and_skips_symlinks(tmp_path: Path) -> None:
+    _fleet(tmp_path)
+    assert set(gitread.read_worktree(tmp_path)) == WANT
+
+
+def test_a_commit_reads_exactly_what_its_working_tree_reads(tmp_path: Path) -> None:
+    _fleet(tmp_path)
+    repo = pygit2.init_repository(str(tmp_path))
+    repo.index.add_all()
+    repo.index.write()
+    sig = pygit2.Signature("t", "t@example.com", 1767225600, 0)
+    repo.create_commit("HEAD", sig, sig, "fleet", repo.index.write_tree(), [])
+    assert gitread.read_tree(tmp_path, "HEAD") == gitread.read_worktree(tmp_path)
+
+
+def test_an_empty_repository_has_no_revision_to_read(tmp_path: Path) -> None:
+    pygit2.init_repository(str(tmp_path))
+    with pytest.raises(gitread.GitReadError, match="HEAD"):
+        gitread.read_tree(tmp_path, "HEAD")
