@@ -6,6 +6,7 @@ and decides nothing about GPUs; an invalid object is excluded and reported, its 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -22,6 +23,7 @@ from schemas.load import FLEET_FILE, INVENTORY_FILE, Loaded, load_documents, loa
 from schemas.run import Run
 from schemas.yamldoc import Document
 
+_OWNER_LINE = re.compile(rb"^[ \t-]*owner:[ \t]*[\"']?([^\s\"'#,}]+)", re.M)
 MAX_DEPTH = 64  # deeper YAML is not a manifest; refuse it before the parser recurses
 SPEC_KINDS = (("budgets/", "Budget"), ("runs/", "Run"))
 
@@ -178,7 +180,7 @@ def _parse_file(path: str, kind: str, text: bytes) -> list[_Entry]:
     deep = _too_deep(path, text)
     docs, diags = ([], [deep]) if deep else load_documents(path, text)
     if diags:
-        return [_Entry(kind, path, -1, diags[0].line, diagnostics=list(diags))]
+        return [_Entry(kind, path, -1, diags[0].line, text, diagnostics=list(diags))]  # raw bytes for salvage
     if kind == "Inventory":
         return _load_inventory(path, docs)
     out = []
@@ -294,7 +296,9 @@ def _salvaged_owners(entries: list[_Entry]) -> set[str]:
     """Owners named by budgets that failed to load, so their neighbours' links still resolve."""
     owners: set[str] = set()
     for e in entries:
-        if e.kind == "Budget" and e.loaded is None and isinstance(e.data, dict):
+        if e.kind == "Budget" and isinstance(e.data, bytes):  # did not parse: take any `owner:` line
+            owners |= {m.decode(errors="replace") for m in _OWNER_LINE.findall(e.data)}
+        elif e.kind == "Budget" and e.loaded is None and isinstance(e.data, dict):
             spec = e.data.get("spec")
             owner = spec.get("owner") if isinstance(spec, dict) else None
             if isinstance(owner, str) and owner:
