@@ -285,14 +285,14 @@ def _malleable_rules(found: Findings, obj: Loaded) -> None:
             obj,
             ("spec", "resources", "totalGPUs"),
             codes.ALIGNMENT,
-            f"totalGPUs {total} is not a multiple of stepGPUs {step}; use {_nearest(total, step)}",
+            f"totalGPUs {total} is not a multiple of stepGPUs {step}; use {_nearest(total, step, lo, hi)}",
         )
     if desired is not None and desired % step:
         found.add(
             obj,
             (*mall, "desiredTotalGPUs"),
             codes.ALIGNMENT,
-            f"desiredTotalGPUs {desired} is not a multiple of stepGPUs {step}; use {_nearest(desired, step)}",
+            f"desiredTotalGPUs {desired} is not a multiple of stepGPUs {step}; use {_nearest(desired, step, lo, hi)}",
         )
     elif desired is None and hi % step:
         found.add(
@@ -300,7 +300,7 @@ def _malleable_rules(found: Findings, obj: Loaded) -> None:
             (*mall, "maxTotalGPUs"),
             codes.ALIGNMENT,
             f"maxTotalGPUs {hi} (the default desiredTotalGPUs) is not a multiple of stepGPUs {step}; "
-            f"use {_nearest(hi, step)} or set desiredTotalGPUs",
+            f"use {_nearest(hi, step, lo)} or set desiredTotalGPUs",
         )
     if group is not None and step % group:
         found.add(
@@ -312,9 +312,13 @@ def _malleable_rules(found: Findings, obj: Loaded) -> None:
         )
 
 
-def _nearest(value: int, step: int) -> str:
-    below = value // step * step
-    return f"{below + step}" if below == 0 else f"{below} or {below + step}"
+def _nearest(value: int, step: int, lo: int = 1, hi: int | None = None) -> str:
+    """The step multiples either side of `value`, kept inside [lo, hi] when any multiple is."""
+    below, above = value // step * step, (value // step + 1) * step
+    inside = [v for v in (below, above) if v >= max(lo, 1) and (hi is None or v <= hi)]
+    if not inside and hi is not None:
+        inside = [v for v in (hi // step * step, -(-lo // step) * step) if lo <= v <= hi][:1]
+    return " or ".join(str(v) for v in inside or [v for v in (below, above) if v > 0])
 
 
 def _parent_cycles(found: Findings, budgets: Sequence[Loaded]) -> None:
