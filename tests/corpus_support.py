@@ -27,7 +27,7 @@ CORPUS = Path(__file__).parent / "corpus"
 VALID = CORPUS / "valid"
 INVALID = CORPUS / "invalid"
 FLEETS = CORPUS / "fleets"
-EXPECT = re.compile(r"^# expect: ([A-Z_]+) at line (\d+)\s*$", re.M)
+EXPECT = re.compile(r"^# expect: ([A-Z_]+|JT[0-9]{3}) at line (\d+)\s*$", re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +38,11 @@ class Expected:
 
 
 def expectations(text: str, path: str) -> set[Expected]:
-    """`# expect: CODE at line N` comments (CODE is a name from schemas.diagnostics)."""
-    return {Expected(path, getattr(codes, name), int(line)) for name, line in EXPECT.findall(text)}
+    """`# expect: CODE at line N` comments (CODE is a name from schemas.diagnostics, or JTnnn itself)."""
+    return {
+        Expected(path, code if code.startswith("JT") else getattr(codes, code), int(line))
+        for code, line in EXPECT.findall(text)
+    }
 
 
 def sentence(path: Path) -> str:

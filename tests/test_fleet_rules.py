@@ -150,3 +150,14 @@ def test_yaml_nested_past_the_limit_is_a_diagnostic_not_a_crash() -> None:
     deep = b"[" * 100_000 + b"]" * 100_000
     fleet = check_fleet({"runs/ns/deep.yaml": deep})
     assert {d.code for d in fleet.diagnostics} == {codes.YAML_SYNTAX, codes.TENANT}
+
+
+@pytest.mark.parametrize(
+    "name", ["broken", "seeds"], ids=lambda n: f"fleet {n} gives the same verdicts in any file order"
+)
+def test_the_order_files_arrive_in_changes_nothing(name: str, tmp_path: Path) -> None:
+    files = fleet_files(materialize(name, tmp_path))
+    shuffled = dict(reversed(list(files.items())))
+    want, got = check_fleet(files), check_fleet(shuffled)
+    assert (got.diagnostics, got.objects, got.rejected) == (want.diagnostics, want.objects, want.rejected)
+    assert [r.metadata.name for r in got.runs] == [r.metadata.name for r in want.runs]
