@@ -28,7 +28,7 @@ README = Path(__file__).resolve().parent / "README.md"
 TABLE_START, TABLE_END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"
 NOW = generate.START
 WARM_NOW = "2026-03-02T09:05:00Z"
-TIMEOUT = 900
+LIMIT = {"timeout": 300}  # seconds per measured command (--timeout); slower is reported as timed out
 
 # One fresh process per measurement, so RUSAGE_CHILDREN sees only the measured command.
 _WRAPPER = """
@@ -61,7 +61,7 @@ class Measured:
 
     def problem(self) -> str:
         if self.rc is None:
-            return f"timed out after {TIMEOUT}s"
+            return f"timed out after {LIMIT['timeout']}s"
         last = [line for line in self.stderr.strip().splitlines() if line.strip()]
         return f"failed (exit {self.rc}): {last[-1][:120] if last else 'no output'}"
 
@@ -79,7 +79,7 @@ class Row:
 
 def measure(cmd: list[str], stdout_path: str | None = None, cwd: Path = ROOT) -> Measured:
     sink = stdout_path or os.devnull
-    wrapper = [sys.executable, "-c", _WRAPPER, json.dumps(cmd), sink, str(cwd), str(TIMEOUT)]
+    wrapper = [sys.executable, "-c", _WRAPPER, json.dumps(cmd), sink, str(cwd), str(LIMIT["timeout"])]
     proc = subprocess.run(wrapper, capture_output=True, text=True, check=True)
     data = json.loads(proc.stdout)
     return Measured(data["rc"], data["wall"], data["rss_kb"] / 1024, data["stderr"], sink)
@@ -158,6 +158,7 @@ def simulate_row(
     max_wall: float,
     max_rss: float | None,
     available: bool,
+    details: bool = False,
 ) -> Row:
     target = f"<= {max_wall:g} s" + (f", <= {max_rss / 1024:g} GB" if max_rss else "")
     row = Row(name, target)
@@ -171,6 +172,8 @@ def simulate_row(
     row.wall, row.rss = f"{m.wall:.2f} s", f"{m.rss_mb:.0f} MB"
     row.throughput = f"{fleet.gpus / m.wall:,.0f} GPUs/s, {len(fleet.runs) / m.wall:,.0f} runs/s"
     row.verdict = _verdict(m.wall, m.rss_mb, max_wall, max_rss)
+    if not details:
+        return row
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
         detail = fh.name
     try:  # an untimed second run, only to describe what the pass did
@@ -304,9 +307,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regenerate", action="store_true", help="generate even if the files exist")
     parser.add_argument("--write-readme", action="store_true", help="put the table into bench/README.md")
     parser.add_argument("--skip-git", action="store_true", help="skip the reconcile rows")
+    parser.add_argument(
+        "--details", action="store_true", help="rerun each simulate untimed and summarise its JSON"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=LIMIT["timeout"],
+        help="seconds before a measured command counts as timed out",
+    )
     parser.add_argument("--jobtree", help="the jobtree executable (default: the one beside this Python)")
     args = parser.parse_args(argv)
 
+    LIMIT["timeout"] = int(args.timeout)
     fleet = ensure_generated(args.out, args.seed, args.scale, args.regenerate)
     jobtree = args.jobtree or jobtree_bin()
     have = verbs(jobtree)
@@ -323,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
             5.0,
             1024.0,
             "simulate" in have,
+            args.details,
         ),
         simulate_row(
             "simulate, contended (+20m surge, until +40m)",
@@ -332,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             5.0,
             None,
             "simulate" in have,
+            args.details,
         ),
     ]
     if not args.skip_git:
