@@ -56,7 +56,10 @@ def admits(pattern: str, owner: str) -> bool:
 def envelopes(budgets: Iterable[Budget]) -> dict[str, Env]:
     out: dict[str, Env] = {}
     for b in sorted(budgets, key=lambda b: b.metadata.name):
-        caps = tuple((c.name, c.maxConcurrency, tuple(f"{b.metadata.name}/{e}" for e in c.envelopes)) for c in b.spec.aggregateCaps)
+        caps = tuple(
+            (c.name, c.maxConcurrency, tuple(f"{b.metadata.name}/{e}" for e in c.envelopes))
+            for c in b.spec.aggregateCaps
+        )
         for e in b.spec.envelopes:
             key = f"{b.metadata.name}/{e.name}"
             lend = e.lending
@@ -118,6 +121,8 @@ class Book:
         self.unfunded: set[GroupKey] = set()
         self.frozen: set[str] = set()
         self.cover_cache: dict[object, list[tuple[Env, str]]] = {}
+        self.sources_cache: dict[object, tuple[int, list[object]]] = {}
+        self.version = 0  # bumped on every change of funded claims, so derived rooms can be cached
 
     def category(self, run_owner: str, env: Env) -> str:
         if env.owner == run_owner:
@@ -161,6 +166,7 @@ class Book:
 
     def add(self, env_key: str, category: str, gpus: int) -> None:
         self.funded[env_key][category] += gpus
+        self.version += 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,12 +201,17 @@ def classify(
     for (env_key, cat, rank, group), gpus in claims.items():
         per_env[env_key].append(Claim(env_key, cat, rank, group, gpus))
     book.funded = {k: {OWN: 0, FAMILY: 0, LOAN: 0} for k in book.envs}
+    book.version += 1
     order = {LOAN: 0, OWN: 1, FAMILY: 2}
     for env_key, env_claims in per_env.items():
         env = book.envs[env_key]
         cap = book.capacity(env)
         lend_room = cap if env.lend_max is None else min(cap, env.lend_max)
-        if env.lend_hours is not None and book.lent_hours[env_key] >= env.lend_hours and env_key not in book.frozen:
+        if (
+            env.lend_hours is not None
+            and book.lent_hours[env_key] >= env.lend_hours
+            and env_key not in book.frozen
+        ):
             lend_room = 0
         used = 0
         blocked: set[str] = set()

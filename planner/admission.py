@@ -22,7 +22,9 @@ class Line:
     order: list[tuple[str, dict[str, int], int]] = field(default_factory=list)  # capacity reservations
 
 
-def _request(spec: Run, width: int, srcs: list[pack.Source], held: dict[str, int], fill: bool = False) -> pack.Request:
+def _request(
+    spec: Run, width: int, srcs: list[pack.Source], held: dict[str, int], fill: bool = False
+) -> pack.Request:
     sizes = pack.group_sizes(width, elastic.group_size(spec))
     return pack.Request(
         sizes, width, 0, spec.spec.sparesPerGroup, srcs,
@@ -52,7 +54,9 @@ def run_line(ctx: Pass, lookahead_hours: float) -> Line:
     return line
 
 
-def _start(ctx: Pass, key: str, spec: Run, placed: pack.Packing, reason: str = "Start", role: str = "Active") -> None:
+def _start(
+    ctx: Pass, key: str, spec: Run, placed: pack.Packing, reason: str = "Start", role: str = "Active"
+) -> None:
     bind.bind(ctx, key, spec.spec.owner, placed.groups, reason, role)
     rec = ctx.records[key]
     rec.phase, rec.started = "Running", ctx.now
@@ -108,14 +112,25 @@ def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float)
         ctx.messages[key] = f"reserved: {short.reason}"
         return
     sizes = pack.group_sizes(width, elastic.group_size(spec)) or [width]
-    sc = forecast.scope(ctx.topo, srcs, sizes, spec.spec.sparesPerGroup, line.held, not spec.spec.locality.allowCrossGroupSpread)
+    sc = forecast.scope(
+        ctx.topo,
+        srcs,
+        sizes,
+        spec.spec.sparesPerGroup,
+        line.held,
+        not spec.spec.locality.allowCrossGroupSpread,
+    )
     res.domains, res.nodes = tuple(sorted(sc.claims)), tuple(sorted(sc.nodes))
     if sc.unplaceable and not spec.spec.locality.allowCrossGroupSpread:
         res.reason = pack.REASON_GROUPING
     else:
         res.reason = f"cluster short by {sc.deficit} GPUs in scope"
     res.deficit = sc.deficit
-    if now >= res.earliest_start and not sc.unplaceable and _activate(ctx, key, spec, res, sc, srcs, line, width):
+    if (
+        now >= res.earliest_start
+        and not sc.unplaceable
+        and _activate(ctx, key, spec, res, sc, srcs, line, width)
+    ):
         return
     forecast.hold(line.held, sc)
     line.order.append((key, sc.short, res.earliest_start))
@@ -129,7 +144,16 @@ def _paying(srcs: list[pack.Source]) -> Payer | None:
     return Payer(env.owner, env.budget, env.name)
 
 
-def _activate(ctx: Pass, key: str, spec: Run, res: Reservation, sc: forecast.Scope, srcs: list[pack.Source], line: Line, width: int) -> bool:
+def _activate(
+    ctx: Pass,
+    key: str,
+    spec: Run,
+    res: Reservation,
+    sc: forecast.Scope,
+    srcs: list[pack.Source],
+    line: Line,
+    width: int,
+) -> bool:
     """Due, funded, short of capacity: clear the deficit with the resolver, then start."""
     unfunded = _unfunded_with(ctx, spec, srcs, need_gpus(spec, width))
     resolver = Resolver(ctx, res, sc.short, unfunded)
@@ -159,7 +183,19 @@ def _unfunded_with(ctx: Pass, spec: Run, srcs: list[pack.Source], need: int) -> 
         if left <= 0:
             break
         n = min(left, src.room)
-        extra.append(Lease("probe", key, 0, "Active", "", tuple(range(n)), Payer(src.env.owner, src.env.budget, src.env.name), ctx.now, "Start"))
+        extra.append(
+            Lease(
+                "probe",
+                key,
+                0,
+                "Active",
+                "",
+                tuple(range(n)),
+                Payer(src.env.owner, src.env.budget, src.env.name),
+                ctx.now,
+                "Start",
+            )
+        )
         left -= n
     accounting.classify(probe, [*ctx.leases, *extra], ctx.owner_of, ctx.rank)
     return probe.unfunded

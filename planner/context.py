@@ -41,7 +41,9 @@ class Event:
 
 def lease_name(run: str, group: int, role: str, node: str, payer: Payer, start: int) -> str:
     ns_name = run.split("/", 1)[1]
-    digest = hashlib.sha256(f"{run}|{group}|{role}|{node}|{payer.owner}|{payer.budget}|{payer.envelope}|{start}".encode()).hexdigest()[:8]
+    digest = hashlib.sha256(
+        f"{run}|{group}|{role}|{node}|{payer.owner}|{payer.budget}|{payer.envelope}|{start}".encode()
+    ).hexdigest()[:8]
     return f"{ns_name[:40].rstrip('-')}-g{group}-{role[0].lower()}{digest}"
 
 
@@ -85,8 +87,20 @@ class Pass:
         rec = self.records.get(run)
         return (rec.submitted if rec else self.now, run)
 
-    def open_lease(self, run: str, group: int, role: str, node: str, slots: tuple[int, ...], payer: Payer, reason: str) -> Lease:
-        lease = Lease(lease_name(run, group, role, node, payer, self.now), run, group, role, node, slots, payer, self.now, reason)
+    def open_lease(
+        self, run: str, group: int, role: str, node: str, slots: tuple[int, ...], payer: Payer, reason: str
+    ) -> Lease:
+        lease = Lease(
+            lease_name(run, group, role, node, payer, self.now),
+            run,
+            group,
+            role,
+            node,
+            slots,
+            payer,
+            self.now,
+            reason,
+        )
         self.leases.append(lease)
         self.by_run[run].append(lease)
         self.topo.occupy(lease)
@@ -100,9 +114,13 @@ class Pass:
         self.topo.release(lease)
         self.events.append(Event(self.now, "End", lease, closure))
 
-    def close_run(self, run: str, closure: str, *, first: Lease | None = None, first_closure: str | None = None) -> None:
+    def close_run(
+        self, run: str, closure: str, *, first: Lease | None = None, first_closure: str | None = None
+    ) -> None:
         """Close every open lease of a run (fill leases included), `first` with its own reason."""
-        for lease in sorted(self.open_leases(run), key=lambda x: (x.group, x.role != "Active", x.node, x.name)):
+        for lease in sorted(
+            self.open_leases(run), key=lambda x: (x.group, x.role != "Active", x.node, x.name)
+        ):
             self.close_lease(lease, first_closure if lease is first and first_closure else closure)
         self.by_run[run] = []
 

@@ -66,11 +66,21 @@ def _candidates(book: Book, run: Run) -> list[tuple[Env, str]]:
 
 
 def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> list[Source]:
-    """Funding sources in cover order with their room now (possibly none) and the nodes they admit."""
-    return [
+    """Funding sources in cover order with their room now (possibly none) and the nodes they admit.
+
+    Cached per funding shape until the book changes: most runs in a long line leave it untouched.
+    """
+    f = run.spec.funding
+    key = (run.spec.owner, run.spec.resources.gpuType, f.allowBorrow, tuple(f.sponsors), lookahead_hours)
+    hit = book.sources_cache.get(key)
+    if hit is not None and hit[0] == book.version:
+        return hit[1]  # type: ignore[return-value]
+    out = [
         Source(env, cat, book.headroom(env, cat, lookahead_hours), topo.matching(env.flavor, env.selector))
         for env, cat in candidates(book, run)
     ]
+    book.sources_cache[key] = (book.version, out)  # type: ignore[assignment]
+    return out
 
 
 def fundable(srcs: list[Source], max_borrow: int | None) -> int:
@@ -81,7 +91,9 @@ def fundable(srcs: list[Source], max_borrow: int | None) -> int:
     return own + loans
 
 
-def shortfall(book: Book, run: Run, need: int, srcs: list[Source], lookahead_hours: float) -> Shortfall | None:
+def shortfall(
+    book: Book, run: Run, need: int, srcs: list[Source], lookahead_hours: float
+) -> Shortfall | None:
     """None when `need` GPUs are fundable now; otherwise the funding reason (window, borrow, headroom)."""
     max_borrow = run.spec.funding.maxBorrowGPUs if run.spec.funding.allowBorrow else 0
     have = fundable(srcs, max_borrow)
@@ -96,12 +108,19 @@ def shortfall(book: Book, run: Run, need: int, srcs: list[Source], lookahead_hou
             env.concurrency for env, cat in candidates(book, run) if env.start == start and cat != LOAN
         )
         if have + extra >= need:
-            return Shortfall(f"budget window opens at {format_time(start)}", need - have, REMEDY_WINDOW, start)
+            return Shortfall(
+                f"budget window opens at {format_time(start)}", need - have, REMEDY_WINDOW, start
+            )
     unlimited = fundable(srcs, None)
     if max_borrow is not None and unlimited > have:
-        return Shortfall(f"borrow limit of {max_borrow} GPUs exhausted for requested width", need - have, REMEDY_BORROW)
+        return Shortfall(
+            f"borrow limit of {max_borrow} GPUs exhausted for requested width", need - have, REMEDY_BORROW
+        )
     refused = run.spec.funding.allowBorrow and any(
-        not any(env.lends_to(run.spec.owner) and env.flavor == run.spec.resources.gpuType for env in book.by_owner.get(s, []))
+        not any(
+            env.lends_to(run.spec.owner) and env.flavor == run.spec.resources.gpuType
+            for env in book.by_owner.get(s, [])
+        )
         for s in run.spec.funding.sponsors
     )
     remedy = REMEDY_ACL if refused else REMEDY_HEADROOM

@@ -56,7 +56,9 @@ def shrink_to_desired(ctx: Pass) -> None:
         for group in sorted(ctx.groups(key), reverse=True):
             if ctx.allocated(key) <= target:
                 break
-            for lease in sorted((x for x in ctx.open_leases(key) if x.group == group), key=lambda x: (x.role, x.node, x.name)):
+            for lease in sorted(
+                (x for x in ctx.open_leases(key) if x.group == group), key=lambda x: (x.role, x.node, x.name)
+            ):
                 ctx.close_lease(lease, "Shrink")
         ctx.messages[key] = f"shrunk to {ctx.allocated(key)} GPUs"
 
@@ -79,12 +81,16 @@ def grow(ctx: Pass, held: dict[str, int], lookahead_hours: float) -> None:
             first += 1
         size = group_size(spec)
         sizes = pack.group_sizes(step, size)
-        used = tuple(sorted({ctx.topo.nodes[x.node].domain for x in ctx.open_leases(key) if x.node in ctx.topo.nodes}))
+        used = tuple(
+            sorted({ctx.topo.nodes[x.node].domain for x in ctx.open_leases(key) if x.node in ctx.topo.nodes})
+        )
         if spec.spec.opportunistic:
             srcs: list[pack.Source] = []
         else:
             srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
-            if cover.shortfall(ctx.book, spec, step + spec.spec.sparesPerGroup * len(sizes or [step]), srcs, lookahead_hours):
+            if cover.shortfall(
+                ctx.book, spec, step + spec.spec.sparesPerGroup * len(sizes or [step]), srcs, lookahead_hours
+            ):
                 continue
         req = pack.Request(
             sizes, step, first, spec.spec.sparesPerGroup, srcs,

@@ -25,7 +25,10 @@ def failed_nodes(ctx: Pass) -> list[str]:
 def handle_failures(ctx: Pass) -> None:
     touched_fill: set[str] = set()
     for node in failed_nodes(ctx):
-        on_node = sorted((x for x in ctx.leases if x.open and x.node == node), key=lambda x: (ctx.rank(x.run), x.group, x.name))
+        on_node = sorted(
+            (x for x in ctx.leases if x.open and x.node == node),
+            key=lambda x: (ctx.rank(x.run), x.group, x.name),
+        )
         for lease in on_node:
             if lease.role in ("Spare", "Borrowed") and lease.open:
                 if lease.role == "Borrowed":
@@ -60,7 +63,11 @@ def _swap(ctx: Pass, run: str, group: int, failed: list[Lease], touched_fill: se
             break
         take = spare.slots[: min(left, spare.gpus)]
         keep = spare.slots[len(take) :]
-        for fill in [x for x in ctx.leases if x.open and x.role == "Borrowed" and x.node == spare.node and set(x.slots) & set(take)]:
+        for fill in [
+            x
+            for x in ctx.leases
+            if x.open and x.role == "Borrowed" and x.node == spare.node and set(x.slots) & set(take)
+        ]:
             touched_fill.add(fill.run)
             ctx.close_lease(fill, "ReclaimedBySpare")
         ctx.close_lease(spare, "Swap")
@@ -87,7 +94,9 @@ def _lose_group(ctx: Pass, run: str, group: int, failed: list[Lease]) -> None:
     remaining = ctx.allocated(run) - lost
     malleable = spec.spec.malleable if spec is not None else None
     if malleable is not None and remaining >= malleable.minTotalGPUs:
-        for lease in sorted((x for x in ctx.open_leases(run) if x.group == group), key=lambda x: (x.node, x.name)):
+        for lease in sorted(
+            (x for x in ctx.open_leases(run) if x.group == group), key=lambda x: (x.node, x.name)
+        ):
             ctx.close_lease(lease, "NodeFailure")
         ctx.messages[run] = f"group {group} lost after node failure; continuing at {remaining} GPUs"
         return
@@ -98,9 +107,17 @@ def _lose_group(ctx: Pass, run: str, group: int, failed: list[Lease]) -> None:
     if rec is None:
         return
     if spec is not None and spec.spec.runtime.checkpoint is not None:
-        rec.phase, rec.message, rec.started = "Pending", f"group {group} lost after node failure; requeued to restart from checkpoint", None
+        rec.phase, rec.message, rec.started = (
+            "Pending",
+            f"group {group} lost after node failure; requeued to restart from checkpoint",
+            None,
+        )
     else:
-        rec.phase, rec.message, rec.finished = "Failed", f"group {group} lost after node failure with no usable spare", ctx.now
+        rec.phase, rec.message, rec.finished = (
+            "Failed",
+            f"group {group} lost after node failure with no usable spare",
+            ctx.now,
+        )
 
 
 def settle_fill_run(ctx: Pass, run: str) -> None:
@@ -115,4 +132,8 @@ def settle_fill_run(ctx: Pass, run: str) -> None:
         ctx.messages[run] = f"fill leases reclaimed by spares; running with {left} GPUs"
         return
     ctx.close_run(run, "ReclaimedBySpare")
-    rec.phase, rec.message, rec.started = "Pending", "fill leases reclaimed by spares; waiting for spare capacity", None
+    rec.phase, rec.message, rec.started = (
+        "Pending",
+        "fill leases reclaimed by spares; waiting for spare capacity",
+        None,
+    )

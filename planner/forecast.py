@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from planner.context import Pass
@@ -34,7 +35,9 @@ class Scope:
         return sum(self.short.values()) + self.unplaceable
 
 
-def scope(topo: Topology, srcs: list[Source], sizes: list[int], spares: int, held: dict[str, int], single: bool) -> Scope:
+def scope(
+    topo: Topology, srcs: list[Source], sizes: list[int], spares: int, held: dict[str, int], single: bool
+) -> Scope:
     """Pack over all capacity the run's funding can pay for, preferring domains with free GPUs."""
     members, full = topo.members(tuple(s.nodes for s in srcs if s.room > 0))
     cap: dict[str, int] = {}
@@ -153,9 +156,20 @@ def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> di
 
         def alive(run: str, at: int = at) -> bool:
             rec = ctx.records.get(run)
-            return run not in gone and rec is not None and rec.phase == "Running" and (rec.started or 0) + protect <= at
+            return (
+                run not in gone
+                and rec is not None
+                and rec.phase == "Running"
+                and (rec.started or 0) + protect <= at
+            )
 
-        def cut(run: str, group: int | None, freed_domains: dict[str, int]) -> None:
+        def cut(
+            run: str,
+            group: int | None,
+            freed_domains: dict[str, int],
+            deficit: dict[str, int] = deficit,
+            members: dict[str, float] = members,
+        ) -> None:
             for d, gpus in freed_domains.items():
                 if d in deficit:
                     deficit[d] -= gpus
@@ -163,7 +177,12 @@ def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> di
 
         # (1) unfunded groups, lowest-ranked first; a fixed-width run goes whole
         unfunded = sorted(
-            {g for d in short for g in risk.active[d] if g in ctx.book.unfunded and alive(g[0]) and g not in gone_groups},
+            {
+                g
+                for d in short
+                for g in risk.active[d]
+                if g in ctx.book.unfunded and alive(g[0]) and g not in gone_groups
+            },
             key=lambda g: (ctx.rank(g[0]), g[1]),
             reverse=True,
         )
@@ -178,7 +197,9 @@ def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> di
             if not any(v > 0 for v in deficit.values()):
                 break
             cut(run, None, {d: risk.spares[d][run] for d in short if risk.spares[d].get(run)})
-        for run in sorted({g[0] for d in short for g in risk.active[d] if alive(g[0])}, key=ctx.rank, reverse=True):
+        for run in sorted(
+            {g[0] for d in short for g in risk.active[d] if alive(g[0])}, key=ctx.rank, reverse=True
+        ):
             if not any(v > 0 for v in deficit.values()):
                 break
             if _shrinkable(ctx, run):
@@ -186,12 +207,18 @@ def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> di
                 m = spec.spec.malleable
                 assert m is not None
                 room = ctx.allocated(run) - m.minTotalGPUs
-                freed = {d: min(room, sum(v for (r, _), v in risk.active[d].items() if r == run)) for d in short}
+                freed = {
+                    d: min(room, sum(v for (r, _), v in risk.active[d].items() if r == run)) for d in short
+                }
                 cut(run, None, freed)
         # (4) lottery
         need = {d: v for d, v in deficit.items() if v > 0}
         if need:
-            pool = {d: sum(v for (r, g), v in risk.active[d].items() if alive(r) and (r, g) not in gone_groups) - taken[d] for d in need}
+            pool = {
+                d: sum(v for (r, g), v in risk.active[d].items() if alive(r) and (r, g) not in gone_groups)
+                - taken[d]
+                for d in need
+            }
             if all(pool[d] >= need[d] for d in need):
                 for run, p in _lottery_odds(ctx, risk, key, need, alive, gone_groups).items():
                     members[run] = max(members.get(run, 0.0), p)
@@ -204,7 +231,9 @@ def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> di
     return out
 
 
-def _freed(risk: AtRisk, ctx: Pass, run: str, group: int, gone_groups: set[tuple[str, int]]) -> dict[str, int]:
+def _freed(
+    risk: AtRisk, ctx: Pass, run: str, group: int, gone_groups: set[tuple[str, int]]
+) -> dict[str, int]:
     spec = ctx.specs.get(run)
     whole = spec is None or spec.spec.malleable is None
     freed: dict[str, int] = defaultdict(int)
@@ -216,11 +245,23 @@ def _freed(risk: AtRisk, ctx: Pass, run: str, group: int, gone_groups: set[tuple
     return freed
 
 
-def _lottery_odds(ctx: Pass, risk: AtRisk, key: str, need: dict[str, int], alive: object, gone_groups: set[tuple[str, int]]) -> dict[str, float]:
+def _lottery_odds(
+    ctx: Pass,
+    risk: AtRisk,
+    key: str,
+    need: dict[str, int],
+    alive: Callable[[str], bool],
+    gone_groups: set[tuple[str, int]],
+) -> dict[str, float]:
     from planner.resolve import draw  # the real draw, replayed with forecast seeds
 
     candidates = sorted(
-        {(r, g, d, v) for d in need for (r, g), v in risk.active[d].items() if alive(r) and (r, g) not in gone_groups}  # type: ignore[operator]
+        {
+            (r, g, d, v)
+            for d in need
+            for (r, g), v in risk.active[d].items()
+            if alive(r) and (r, g) not in gone_groups
+        }
     )
     hits: dict[str, int] = defaultdict(int)
     for s in range(SAMPLES):
@@ -234,7 +275,12 @@ def _lottery_odds(ctx: Pass, risk: AtRisk, key: str, need: dict[str, int], alive
             run, group = draw(seed, k, [(owner_of[c], c[0], c[1]) for c in pool])
             k += 1
             spec = ctx.specs.get(run)
-            whole = spec is None or spec.spec.malleable is None or ctx.allocated(run) - sum(c[3] for c in pool if c[0] == run and c[1] == group) < spec.spec.malleable.minTotalGPUs
+            whole = (
+                spec is None
+                or spec.spec.malleable is None
+                or ctx.allocated(run) - sum(c[3] for c in pool if c[0] == run and c[1] == group)
+                < spec.spec.malleable.minTotalGPUs
+            )
             for c in [c for c in pool if c[0] == run and (whole or c[1] == group)]:
                 if c[2] in left:
                     left[c[2]] -= c[3]
@@ -252,4 +298,6 @@ def publish(ctx: Pass, sets: dict[str, dict[str, float]]) -> None:
     for key, members in sets.items():
         res = ctx.reservations[key]
         before = {e.run: e.since for e in res.conflicts}
-        res.conflicts = [ConflictEntry(run, p, before.get(run, ctx.now)) for run, p in sorted(members.items())]
+        res.conflicts = [
+            ConflictEntry(run, p, before.get(run, ctx.now)) for run, p in sorted(members.items())
+        ]

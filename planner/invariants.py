@@ -29,13 +29,17 @@ def check(leases: list[Lease], book: Book, pods: dict[str, dict[str, Any]], runs
         solid = [x for x in holders if x.role != "Borrowed"]
         fill = [x for x in holders if x.role == "Borrowed"]
         if len(solid) > 1:
-            problems.append(f"slot {node}#{s} held by {len(solid)} leases: {', '.join(sorted(x.name for x in solid))}")
+            problems.append(
+                f"slot {node}#{s} held by {len(solid)} leases: {', '.join(sorted(x.name for x in solid))}"
+            )
         if fill and (len(fill) > 1 or not any(x.role == "Spare" for x in solid)):
             problems.append(f"fill lease on {node}#{s} does not overlay exactly one spare")
     for key, env in book.envs.items():
         f = book.funded[key]
         if f["own"] + f["family"] + f["loan"] > max(book.capacity(env), 0):
-            problems.append(f"envelope {key} funds {f['own'] + f['family'] + f['loan']} GPUs over its concurrency {book.capacity(env)}")
+            problems.append(
+                f"envelope {key} funds {f['own'] + f['family'] + f['loan']} GPUs over its concurrency {book.capacity(env)}"
+            )
         if env.lend_max is not None and f["loan"] > env.lend_max:
             problems.append(f"envelope {key} lends {f['loan']} GPUs over its lending cap {env.lend_max}")
     covered: dict[tuple[str, int, str, str], int] = defaultdict(int)
@@ -50,11 +54,21 @@ def check(leases: list[Lease], book: Book, pods: dict[str, dict[str, Any]], runs
         role = labels["rq.davidlangworthy.io/role"]
         if role == "Spare":
             continue
-        key = (f"{pod['metadata']['namespace']}/{labels['rq.davidlangworthy.io/run']}", int(labels["rq.davidlangworthy.io/group-index"]), pod["spec"]["nodeName"], role)
-        seen[key] += 1
-        if covered.get(key) != pod_gpus(pod):
-            problems.append(f"pod {path} requests {pod_gpus(pod)} GPUs but its leases hold {covered.get(key, 0)}")
-    for key, _ in covered.items():
-        if seen.get(key) != 1:
-            problems.append(f"leases of {key[0]} group {key[1]} on {key[2]} are covered by {seen.get(key, 0)} pods")
+        pod_key = (
+            f"{pod['metadata']['namespace']}/{labels['rq.davidlangworthy.io/run']}",
+            int(labels["rq.davidlangworthy.io/group-index"]),
+            pod["spec"]["nodeName"],
+            role,
+        )
+        seen[pod_key] += 1
+        if covered.get(pod_key) != pod_gpus(pod):
+            problems.append(
+                f"pod {path} requests {pod_gpus(pod)} GPUs but its leases hold {covered.get(pod_key, 0)}"
+            )
+    for lease_key in covered:
+        if seen.get(lease_key) != 1:
+            problems.append(
+                f"leases of {lease_key[0]} group {lease_key[1]} on {lease_key[2]} are covered by "
+                f"{seen.get(lease_key, 0)} pods"
+            )
     return problems

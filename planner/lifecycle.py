@@ -48,7 +48,9 @@ def fold_workload(ctx: Pass) -> None:
                 ctx.close_run(ev.run, "Completed")
                 _finish(ctx, rec, "Succeeded", "all groups completed")
         else:
-            failed = next((x for x in ctx.open_leases(ev.run) if ev.group is None or x.group == ev.group), None)
+            failed = next(
+                (x for x in ctx.open_leases(ev.run) if ev.group is None or x.group == ev.group), None
+            )
             for lease in sorted(ctx.open_leases(ev.run), key=lambda x: (x.group, x.node, x.name)):
                 same_group = ev.group is None or lease.group == ev.group
                 ctx.close_lease(lease, "WorkloadFailed" if same_group else "RunFailed")
@@ -58,7 +60,9 @@ def fold_workload(ctx: Pass) -> None:
 
 
 def _group_leases(ctx: Pass, run: str, group: int) -> list:  # type: ignore[type-arg]
-    return sorted((x for x in ctx.open_leases(run) if x.group == group), key=lambda x: (x.role, x.node, x.name))
+    return sorted(
+        (x for x in ctx.open_leases(run) if x.group == group), key=lambda x: (x.role, x.node, x.name)
+    )
 
 
 def _finish(ctx: Pass, rec: RunRecord, phase: str, message: str) -> None:

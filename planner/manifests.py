@@ -49,7 +49,9 @@ def render(leases: list[Lease], specs: dict[str, Run], clusters: dict[str, str])
     return out
 
 
-def _rank_bases(active: list[tuple[int, str, str, list[Lease]]], spec: Run | None) -> dict[tuple[int, str], int]:
+def _rank_bases(
+    active: list[tuple[int, str, str, list[Lease]]], spec: Run | None
+) -> dict[tuple[int, str], int]:
     """Stable ranks: group i starts at i × groupGPUs (or after the groups before it), nodes by name."""
     group_size = spec.spec.locality.groupGPUs if spec is not None else None
     if group_size is None and spec is not None and spec.spec.malleable is not None:
@@ -72,7 +74,16 @@ def _rank_bases(active: list[tuple[int, str, str, list[Lease]]], spec: Run | Non
     return out
 
 
-def _pod(run: str, group: int, node: str, role: str, leases: list[Lease], spec: Run | None, world: int, rank_base: int) -> dict[str, Any]:
+def _pod(
+    run: str,
+    group: int,
+    node: str,
+    role: str,
+    leases: list[Lease],
+    spec: Run | None,
+    world: int,
+    rank_base: int,
+) -> dict[str, Any]:
     ns, name = run.split("/", 1)
     gpus = sum(x.gpus for x in leases)
     template = spec.spec.template if spec is not None else None
@@ -94,7 +105,11 @@ def _pod(run: str, group: int, node: str, role: str, leases: list[Lease], spec: 
         env.append({"name": "JOBTREE_WORLD_SIZE", "value": str(world)})
     if template is not None:
         env += [{"name": e.name, "value": e.value} for e in template.env]
-    container: dict[str, Any] = {"name": "workload" if role != "Spare" else "spare", "image": image, "env": env}
+    container: dict[str, Any] = {
+        "name": "workload" if role != "Spare" else "spare",
+        "image": image,
+        "env": env,
+    }
     if role == "Spare":
         container["command"] = ["sleep", "infinity"]
     else:
@@ -136,7 +151,11 @@ def _service(ns: str, name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": name, "namespace": ns, "labels": {f"{GROUP}/run": name, "app.kubernetes.io/managed-by": "jobtree"}},
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": {f"{GROUP}/run": name, "app.kubernetes.io/managed-by": "jobtree"},
+        },
         "spec": {"clusterIP": "None", "selector": {f"{GROUP}/run": name}, "publishNotReadyAddresses": True},
     }
 

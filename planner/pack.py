@@ -77,7 +77,7 @@ class _Cursor:
         self.held = dict(req.held)
         if req.fill:
             self.members: dict[str, list[Node]] = {}
-            for n in topo.nodes.values():
+            for n in (topo.nodes[name] for name in sorted(topo.spare_nodes)):
                 if n.flavor == flavor and n.fill_slots():
                     self.members.setdefault(n.domain, []).append(n)
             self.full: set[str] = set()
@@ -108,7 +108,10 @@ class _Cursor:
         room = list(self.room)
         borrowed = self.borrowed
         left = want
-        nodes = sorted((n for n in self.members.get(domain, ()) if self.avail(n) > 0), key=lambda n: (-self.avail(n), n.name))
+        nodes = sorted(
+            (n for n in self.members.get(domain, ()) if self.avail(n) > 0),
+            key=lambda n: (-self.avail(n), n.name),
+        )
         for node in nodes:
             if left == 0:
                 break
@@ -145,8 +148,10 @@ class _Cursor:
 
 def place(topo: Topology, req: Request, flavor: str) -> Packing:
     """All of the request's groups and spares, or a failure with the reason; nothing is changed."""
-    cur = _Cursor(topo, req, flavor)
     need = req.total + req.spares_per_group * (len(req.sizes) if req.sizes else 1)
+    if not req.fill and topo.flavor_free.get(flavor, 0) < need:
+        return Packing([], "capacity")
+    cur = _Cursor(topo, req, flavor)
     if cur.total_free() < need:  # fast refusal: not enough fundable free GPUs anywhere
         return Packing([], "capacity")
     used: list[str] = list(req.prefer)
@@ -183,7 +188,10 @@ def place(topo: Topology, req: Request, flavor: str) -> Packing:
 def _choose(cur: _Cursor, used: Sequence[str], want: int, chunked: bool) -> str | None:
     need = 1 if chunked else want
     for d in used:
-        if cur.domain_free(d) >= need and cur.take(d, min(want, cur.domain_free(d)) if chunked else want, commit=False) is not None:
+        if (
+            cur.domain_free(d) >= need
+            and cur.take(d, min(want, cur.domain_free(d)) if chunked else want, commit=False) is not None
+        ):
             return d
     best: tuple[int, str] | None = None
     for d in cur.domains:

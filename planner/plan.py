@@ -10,7 +10,17 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner import accounting, admission, elastic, failover, forecast, invariants, lifecycle, manifests, status
+from planner import (
+    accounting,
+    admission,
+    elastic,
+    failover,
+    forecast,
+    invariants,
+    lifecycle,
+    manifests,
+    status,
+)
 from planner.context import Event, Pass
 from planner.topology import Topology
 from planner.world import FleetState, World, run_key
@@ -80,7 +90,11 @@ def plan(world: World) -> Plan:
     )
     forecast.publish(ctx, forecast.conflict_sets(ctx, order))
     for key, res in ctx.reservations.items():
-        if res.state == "Pending" and key not in {o[0] for o in order} and not res.reason.startswith(("budget", "borrow")):
+        if (
+            res.state == "Pending"
+            and key not in {o[0] for o in order}
+            and not res.reason.startswith(("budget", "borrow"))
+        ):
             res.conflicts = []
     _settle_phases(ctx)
     # 6. report
@@ -94,14 +108,26 @@ def plan(world: World) -> Plan:
             res.remedies = tuple(risk.remedies(shorts.get(key, {})))
     runs = {key: status.run_status(ctx, key, by_run.get(key, [])) for key in sorted(ctx.records)}
     budgets = status.budget_status(ctx, meters)
-    retained = [x for x in ctx.leases if x.open or (x.ended is not None and now - x.ended < settings.retention)]
+    retained = [
+        x for x in ctx.leases if x.open or (x.ended is not None and now - x.ended < settings.retention)
+    ]
     reservations = {
-        k: v for k, v in sorted(ctx.reservations.items()) if v.state == "Pending" or (v.ended is not None and now - v.ended < settings.retention)
+        k: v
+        for k, v in sorted(ctx.reservations.items())
+        if v.state == "Pending" or (v.ended is not None and now - v.ended < settings.retention)
     }
     for key, rec in ctx.records.items():
         if key in ctx.messages:
             rec.message = ctx.messages[key]
-    state = FleetState(now, sorted(retained, key=lambda x: (x.run, x.start, x.name)), reservations, ctx.records, meters, frozenset(prev.cordoned | ctx.cordon), frozenset(book.unfunded))
+    state = FleetState(
+        now,
+        sorted(retained, key=lambda x: (x.run, x.start, x.name)),
+        reservations,
+        ctx.records,
+        meters,
+        frozenset(prev.cordoned | ctx.cordon),
+        frozenset(book.unfunded),
+    )
     violations = invariants.check([x for x in ctx.leases if x.open], book, pods, set(ctx.records))
     return Plan(state, ctx.events, runs, budgets, pods, sorted(ctx.cordon), list(topo.problems), violations)
 

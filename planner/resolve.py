@@ -41,7 +41,9 @@ def replay(seed: str, rounds: Sequence[Sequence[tuple[str, str, int]]]) -> list[
 class Resolver:
     """One activation: what it may cut, and the cuts in order until the deficit is gone."""
 
-    def __init__(self, ctx: Pass, res: Reservation, short: dict[str, int], unfunded: set[tuple[str, int]]) -> None:
+    def __init__(
+        self, ctx: Pass, res: Reservation, short: dict[str, int], unfunded: set[tuple[str, int]]
+    ) -> None:
         self.ctx = ctx
         self.res = res
         self.left = {d: v for d, v in short.items() if v > 0}
@@ -123,7 +125,14 @@ class Resolver:
         for run in eligible:
             for lease in sorted(ctx.open_leases(run), key=lambda x: (-x.group, x.node)):
                 if self.short() and lease.role == "Spare" and self._domain(lease.node) in self.left:
-                    for fill in [x for x in ctx.leases if x.open and x.role == "Borrowed" and x.node == lease.node and set(x.slots) & set(lease.slots)]:
+                    for fill in [
+                        x
+                        for x in ctx.leases
+                        if x.open
+                        and x.role == "Borrowed"
+                        and x.node == lease.node
+                        and set(x.slots) & set(lease.slots)
+                    ]:
                         ctx.close_lease(fill, "ReclaimedBySpare")
                     self._free(lease)
                     ctx.close_lease(lease, "DropSpare")
@@ -138,7 +147,9 @@ class Resolver:
                 gpus = sum(x.gpus for x in ctx.open_leases(run) if x.group == group and x.role == "Active")
                 if not self.short() or ctx.allocated(run) - gpus < m.minTotalGPUs:
                     continue
-                for lease in sorted((x for x in ctx.open_leases(run) if x.group == group), key=lambda x: (x.role, x.node)):
+                for lease in sorted(
+                    (x for x in ctx.open_leases(run) if x.group == group), key=lambda x: (x.role, x.node)
+                ):
                     self._free(lease)
                     ctx.close_lease(lease, "Shrink")
                 ctx.cut.add(run)

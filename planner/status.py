@@ -86,12 +86,20 @@ def conflicts_by_run(reservations: dict[str, Reservation]) -> dict[str, list[dic
         if res.state != "Pending":
             continue
         for entry in res.conflicts:
-            out[entry.run].append({"reservation": key, "probability": entry.probability, "earliestStart": format_time(res.earliest_start)})
+            out[entry.run].append(
+                {
+                    "reservation": key,
+                    "probability": entry.probability,
+                    "earliestStart": format_time(res.earliest_start),
+                }
+            )
     return out
 
 
 def budget_status(ctx: Pass, meters: dict[tuple[str, str], EnvelopeMeter]) -> dict[str, dict[str, Any]]:
-    usage: dict[str, dict[str, int]] = defaultdict(lambda: {"active": 0, "spare": 0, "out": 0, "lent": 0, "unfunded": 0})
+    usage: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"active": 0, "spare": 0, "out": 0, "lent": 0, "unfunded": 0}
+    )
     for lease in ctx.leases:
         if not lease.open or lease.role == "Borrowed" or lease.payer.key is None:
             continue

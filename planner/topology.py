@@ -60,7 +60,9 @@ def is_fenced(node: NodeObs, now: int, grace: int | None) -> bool:
 class Topology:
     """Nodes by name and domain, with slot occupancy kept current as a pass binds and closes leases."""
 
-    def __init__(self, nodes: Iterable[NodeObs], now: int, grace: int | None, cordoned: Iterable[str] = ()) -> None:
+    def __init__(
+        self, nodes: Iterable[NodeObs], now: int, grace: int | None, cordoned: Iterable[str] = ()
+    ) -> None:
         self.nodes: dict[str, Node] = {}
         self.problems: list[tuple[str, str]] = []  # (node, message)
         self.domains: dict[str, list[Node]] = defaultdict(list)
@@ -70,14 +72,29 @@ class Topology:
                 continue
             missing = [k for k in REQUIRED_LABELS if not obs.labels.get(k)]
             if missing:
-                self.problems.append((obs.name, f"node {obs.name} lacks label {', '.join(missing)}; it is left out until labelled"))
+                self.problems.append(
+                    (
+                        obs.name,
+                        f"node {obs.name} lacks label {', '.join(missing)}; it is left out until labelled",
+                    )
+                )
                 continue
             fenced = is_fenced(obs, now, grace)
             usable = not fenced and obs.ready and not obs.cordoned and obs.name not in jobtree_cordoned
-            node = Node(obs.name, obs.gpus, dict(obs.labels), domain_key(obs.labels), obs.labels["gpu.flavor"], usable, fenced)
+            node = Node(
+                obs.name,
+                obs.gpus,
+                dict(obs.labels),
+                domain_key(obs.labels),
+                obs.labels["gpu.flavor"],
+                usable,
+                fenced,
+            )
             self.nodes[obs.name] = node
             self.domains[node.domain].append(node)
         self.domain_free: dict[str, int] = {}
+        self.flavor_free: dict[str, int] = {}
+        self.spare_nodes: set[str] = set()
         self.domain_cap = {d: sum(n.gpus for n in ns if n.usable) for d, ns in self.domains.items()}
         self._by_label: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._by_key: dict[str, set[str]] = defaultdict(set)
@@ -97,8 +114,10 @@ class Topology:
         target.update(lease.slots)
         if lease.role == "Spare":
             node.spare.update(lease.slots)
+            self.spare_nodes.add(node.name)
         if lease.role != "Borrowed" and node.usable:
             self.domain_free[node.domain] = self.domain_free.get(node.domain, 0) - lease.gpus
+            self.flavor_free[node.flavor] = self.flavor_free.get(node.flavor, 0) - lease.gpus
 
     def release(self, lease: Lease) -> None:
         node = self.nodes.get(lease.node)
@@ -110,9 +129,13 @@ class Topology:
             node.spare.difference_update(lease.slots)
         if lease.role != "Borrowed" and node.usable:
             self.domain_free[node.domain] = self.domain_free.get(node.domain, 0) + lease.gpus
+            self.flavor_free[node.flavor] = self.flavor_free.get(node.flavor, 0) + lease.gpus
 
     def recount(self) -> None:
         self.domain_free = {d: sum(n.free for n in nodes) for d, nodes in self.domains.items()}
+        self.flavor_free = {}
+        for n in self.nodes.values():
+            self.flavor_free[n.flavor] = self.flavor_free.get(n.flavor, 0) + n.free
 
     # -- matching --------------------------------------------------------------------------------
     def matching(self, flavor: str, selector: dict[str, str]) -> frozenset[str]:
@@ -149,7 +172,9 @@ class Topology:
     def node_matches(self, node: Node, flavor: str, selector: dict[str, str]) -> bool:
         if node.flavor != flavor:
             return False
-        return all(node.labels.get(k) is not None and (v == "*" or node.labels[k] == v) for k, v in selector.items())
+        return all(
+            node.labels.get(k) is not None and (v == "*" or node.labels[k] == v) for k, v in selector.items()
+        )
 
     def ordered(self, domain: str) -> list[Node]:
         """Nodes of a domain by most free GPUs, then name (the pack order)."""

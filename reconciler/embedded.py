@@ -19,7 +19,12 @@ def nodes_from_inventory(inv: Inventory | None) -> dict[str, NodeObs]:
     for block in inv.domains:
         for i in range(block.nodes):
             name = f"{block.name}-n{i:02d}"
-            labels = {"region": block.region, "cluster": block.cluster, "fabric.domain": block.name, "gpu.flavor": block.flavor}
+            labels = {
+                "region": block.region,
+                "cluster": block.cluster,
+                "fabric.domain": block.name,
+                "gpu.flavor": block.flavor,
+            }
             if block.rack:
                 labels["rack"] = block.rack
             out[name] = NodeObs(name, block.gpusPerNode, labels)
@@ -72,7 +77,15 @@ class EmbeddedCluster:
         out: dict[str, dict[str, object]] = {}
         for name in sorted(self.nodes):
             n = self.nodes[name]
-            state = "Deleted" if n.deleted else "Failed" if n.out_of_service else "NotReady" if not n.ready else "Ready"
+            state = (
+                "Deleted"
+                if n.deleted
+                else "Failed"
+                if n.out_of_service
+                else "NotReady"
+                if not n.ready
+                else "Ready"
+            )
             if state != "Ready" or n.cordoned:
                 out[name] = {"cordoned": n.cordoned, "state": state}
         return out

@@ -39,10 +39,19 @@ def read_spec(files: Mapping[str, bytes]) -> Spec:
         rules = None  # type: ignore[assignment]
     if rules is not None and hasattr(rules, "check_fleet"):
         v = rules.check_fleet(files)
-        return Spec(v.config, list(v.budgets), list(v.runs), v.inventory, list(v.diagnostics), list(v.rejected))
+        return Spec(
+            v.config, list(v.budgets), list(v.runs), v.inventory, list(v.diagnostics), list(v.rejected)
+        )
     loaded = load_fleet(files)
     fleet = loaded.config.model.spec if loaded.config is not None else FleetSpec()
-    return Spec(fleet, [b.model for b in loaded.budgets], [r.model for r in loaded.runs], loaded.inventory, loaded.diagnostics, loaded.rejected)
+    return Spec(
+        fleet,
+        [b.model for b in loaded.budgets],
+        [r.model for r in loaded.runs],
+        loaded.inventory,
+        loaded.diagnostics,
+        loaded.rejected,
+    )
 
 
 def settings(fleet: FleetSpec) -> Settings:
@@ -79,7 +88,17 @@ def frozen(spec: Spec, state: FleetState) -> tuple[frozenset[str], frozenset[str
 def run_pass(spec: Spec, cluster: Cluster, state: FleetState, now: int) -> planner_plan.Plan:
     nodes, workload = cluster.observe()
     frozen_runs, frozen_budgets = frozen(spec, state)
-    world = World(now, settings(spec.fleet), tuple(spec.budgets), tuple(spec.runs), nodes, state, workload, frozen_runs, frozen_budgets)
+    world = World(
+        now,
+        settings(spec.fleet),
+        tuple(spec.budgets),
+        tuple(spec.runs),
+        nodes,
+        state,
+        workload,
+        frozen_runs,
+        frozen_budgets,
+    )
     result = planner_plan.plan(world)
     if result.violations:
         raise InvariantViolation(result.violations)

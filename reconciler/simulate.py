@@ -61,7 +61,14 @@ class Simulation:
         self.start = parse_time(spec.start) if not spec.start.startswith("+") else 0
         self.cluster = EmbeddedCluster(spec.inventory)
         fleet_raw = self.raw.get("spec", {}).get("fleet") or {}
-        self.fleet_file = statefiles.dump({"apiVersion": "rq.davidlangworthy.io/v1", "kind": "FleetConfig", "metadata": {"name": "scenario"}, "spec": fleet_raw})
+        self.fleet_file = statefiles.dump(
+            {
+                "apiVersion": "rq.davidlangworthy.io/v1",
+                "kind": "FleetConfig",
+                "metadata": {"name": "scenario"},
+                "spec": fleet_raw,
+            }
+        )
         self.spec_cache: pipeline.Spec | None = None
 
     # -- spec files ------------------------------------------------------------------------------
@@ -79,7 +86,9 @@ class Simulation:
         if step.apply is not None:
             for obj in step.apply:
                 kind = obj.get("kind") if isinstance(obj, dict) else None
-                meta = obj.get("metadata") if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict) else {}
+                meta = obj.get("metadata") if isinstance(obj, dict) else None
+                if not isinstance(meta, dict):
+                    meta = {}
                 if kind not in ("Budget", "Run") or not meta.get("name"):
                     self.notes.append(f"step {index}: apply needs Budget or Run objects with metadata.name")
                     continue
@@ -104,7 +113,9 @@ class Simulation:
         elif step.workload is not None:
             from planner.world import WorkloadEvent
 
-            self.cluster.workload.append(WorkloadEvent(step.workload.run, step.workload.event, step.workload.group))
+            self.cluster.workload.append(
+                WorkloadEvent(step.workload.run, step.workload.event, step.workload.group)
+            )
         self.spec_cache = None
 
     # -- passes ----------------------------------------------------------------------------------
@@ -143,7 +154,9 @@ class Simulation:
     def play(self) -> dict[str, Any]:
         spec = self.scenario.spec
         until = at_time(spec.until, self.start)
-        steps = sorted(((at_time(s.at, self.start), i, s) for i, s in enumerate(spec.steps)), key=lambda t: (t[0], t[1]))
+        steps = sorted(
+            ((at_time(s.at, self.start), i, s) for i, s in enumerate(spec.steps)), key=lambda t: (t[0], t[1])
+        )
         tick = spec.tick
         next_tick = self.start if tick else None
         last_pass: int | None = None
@@ -194,7 +207,9 @@ def _summary(events: list[Any]) -> str:
             starts[ev.lease.run] = starts.get(ev.lease.run, 0) + ev.lease.gpus
         elif ev.event == "End":
             ends.setdefault(ev.lease.run, ev.reason)
-    parts = [f"+{r} {n} GPUs" for r, n in sorted(starts.items())] + [f"-{r} ({why})" for r, why in sorted(ends.items())]
+    parts = [f"+{r} {n} GPUs" for r, n in sorted(starts.items())] + [
+        f"-{r} ({why})" for r, why in sorted(ends.items())
+    ]
     return ", ".join(parts) if parts else "no lease changes"
 
 
@@ -209,7 +224,13 @@ def load_scenario(path: str) -> tuple[Scenario | None, dict[str, Any], list[str]
     if loaded is None:
         return None, {}, [str(d) for d in diags]
     if loaded.model.spec.start.startswith("+"):
-        return None, {}, [f"{path}:{docs[0].where(('spec', 'start'))[0]}:1: JT010 spec.start must be an absolute RFC 3339 time"]
+        return (
+            None,
+            {},
+            [
+                f"{path}:{docs[0].where(('spec', 'start'))[0]}:1: JT010 spec.start must be an absolute RFC 3339 time"
+            ],
+        )
     return loaded.model, docs[0].data, []
 
 
@@ -226,10 +247,14 @@ def render_text(result: dict[str, Any], sim_timeline: list[str]) -> str:
     for label, st in result["checkpoints"].items():
         lines.append(f"checkpoint {label} at {st['at']}:")
         for run, s in st["runs"].items():
-            lines.append(f"  {run:<32} {s['phase']:<10} {s['width'].get('allocated', 0):>6} GPUs  {s['message']}")
+            lines.append(
+                f"  {run:<32} {s['phase']:<10} {s['width'].get('allocated', 0):>6} GPUs  {s['message']}"
+            )
         for key, r in st["reservations"].items():
             rs = r["status"]
-            lines.append(f"  reservation {key}: {rs['state']} earliestStart {r['spec']['earliestStart']} — {rs['reason']}")
+            lines.append(
+                f"  reservation {key}: {rs['state']} earliestStart {r['spec']['earliestStart']} — {rs['reason']}"
+            )
     return "\n".join(lines) + "\n"
 
 

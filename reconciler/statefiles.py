@@ -26,11 +26,15 @@ except ImportError:  # pragma: no cover
 
 
 def dump(obj: Any) -> bytes:
-    return yaml.dump(obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=4096).encode()
+    return yaml.dump(
+        obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=4096
+    ).encode()
 
 
 def dump_all(objs: list[Any]) -> bytes:
-    return yaml.dump_all(objs, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=4096).encode()
+    return yaml.dump_all(
+        objs, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=4096
+    ).encode()
 
 
 def _t(v: int | None) -> str | None:
@@ -87,21 +91,37 @@ def reservation_obj(r: Reservation) -> dict[str, Any]:
         "earliestStart": format_time(r.earliest_start),
     }
     if r.paying is not None:
-        spec["payingEnvelope"] = {"owner": r.paying.owner, "budget": r.paying.budget, "envelope": r.paying.envelope}
+        spec["payingEnvelope"] = {
+            "owner": r.paying.owner,
+            "budget": r.paying.budget,
+            "envelope": r.paying.envelope,
+        }
     status: dict[str, Any] = {
         "state": r.state,
         "reason": r.reason,
         "forecast": {"deficitGPUs": r.deficit, "confidence": r.confidence, "remedies": list(r.remedies)},
-        "conflictSet": [{"run": c.run, "probability": c.probability, "since": format_time(c.since)} for c in r.conflicts],
+        "conflictSet": [
+            {"run": c.run, "probability": c.probability, "since": format_time(c.since)} for c in r.conflicts
+        ],
     }
     if r.seed:
         status["seed"] = r.seed
     if r.ended is not None:
         status["ended"] = format_time(r.ended)
-    meta: dict[str, Any] = {"name": name, "namespace": ns, "annotations": {"rq.davidlangworthy.io/created": format_time(r.created)}}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": ns,
+        "annotations": {"rq.davidlangworthy.io/created": format_time(r.created)},
+    }
     if r.window_basis is not None:
         meta["annotations"]["rq.davidlangworthy.io/window"] = format_time(r.window_basis)
-    return {"apiVersion": API_VERSION, "kind": "Reservation", "metadata": meta, "spec": spec, "status": status}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Reservation",
+        "metadata": meta,
+        "spec": spec,
+        "status": status,
+    }
 
 
 def reservation_from(obj: dict[str, Any]) -> Reservation:
@@ -128,7 +148,9 @@ def encode(plan: Plan) -> dict[str, bytes]:
     for lease in st.leases:
         by_run[lease.run].append(lease)
     for run, leases in sorted(by_run.items()):
-        files[f"state/leases/{run}.yaml"] = dump_all([lease_obj(x) for x in sorted(leases, key=lambda x: (x.start, x.name))])
+        files[f"state/leases/{run}.yaml"] = dump_all(
+            [lease_obj(x) for x in sorted(leases, key=lambda x: (x.start, x.name))]
+        )
     for run, res in sorted(st.reservations.items()):
         files[f"state/reservations/{run}.yaml"] = dump(reservation_obj(res))
     for run, rec in sorted(st.runs.items()):
@@ -139,11 +161,21 @@ def encode(plan: Plan) -> dict[str, bytes]:
         files[f"state/status/runs/{run}.yaml"] = dump({"run": run, "status": body})
     meters: dict[str, dict[str, Any]] = defaultdict(dict)
     for (b, e), m in sorted(st.meters.items()):
-        meters[b][e] = {"consumed": round(m.consumed, 6), "spare": round(m.spare, 6), "lent": round(m.lent, 6)}
+        meters[b][e] = {
+            "consumed": round(m.consumed, 6),
+            "spare": round(m.spare, 6),
+            "lent": round(m.lent, 6),
+        }
     for name in sorted(set(plan.budgets) | set(meters)):
-        files[f"state/status/budgets/{name}.yaml"] = dump({"budget": name, "status": plan.budgets.get(name, {}), "meters": meters.get(name, {})})
+        files[f"state/status/budgets/{name}.yaml"] = dump(
+            {"budget": name, "status": plan.budgets.get(name, {}), "meters": meters.get(name, {})}
+        )
     files["state/fleet.yaml"] = dump(
-        {"asOf": _t(st.as_of), "cordoned": sorted(st.cordoned), "unfunded": [f"{r}#{g}" for r, g in sorted(st.unfunded)]}
+        {
+            "asOf": _t(st.as_of),
+            "cordoned": sorted(st.cordoned),
+            "unfunded": [f"{r}#{g}" for r, g in sorted(st.unfunded)],
+        }
     )
     for path, manifest in sorted(plan.manifests.items()):
         files[f"rendered/{path}"] = dump(manifest)
@@ -159,7 +191,9 @@ def decode(files: dict[str, bytes]) -> FleetState:
             doc = yaml.load(data, Loader=_Loader) or {}
             st.as_of = _ts(doc["asOf"]) if doc.get("asOf") else None
             st.cordoned = frozenset(doc.get("cordoned") or ())
-            st.unfunded = frozenset((g.rsplit("#", 1)[0], int(g.rsplit("#", 1)[1])) for g in doc.get("unfunded") or ())
+            st.unfunded = frozenset(
+                (g.rsplit("#", 1)[0], int(g.rsplit("#", 1)[1])) for g in doc.get("unfunded") or ()
+            )
         elif path.startswith("state/leases/"):
             st.leases += [lease_from(o) for o in yaml.load_all(data, Loader=_Loader) if o]
         elif path.startswith("state/reservations/"):
@@ -177,7 +211,9 @@ def decode(files: dict[str, bytes]) -> FleetState:
         elif path.startswith("state/status/budgets/"):
             doc = yaml.load(data, Loader=_Loader)
             for env, m in (doc.get("meters") or {}).items():
-                st.meters[(doc["budget"], env)] = EnvelopeMeter(float(m["consumed"]), float(m["spare"]), float(m["lent"]))
+                st.meters[(doc["budget"], env)] = EnvelopeMeter(
+                    float(m["consumed"]), float(m["spare"]), float(m["lent"])
+                )
     st.leases.sort(key=lambda x: (x.run, x.start, x.name))
     return st
 
@@ -186,5 +222,7 @@ def ledger_lines(plan: Plan) -> dict[str, bytes]:
     """Ledger events of this pass grouped by day: `state/ledger/<YYYY-MM-DD>.jsonl` -> appended lines."""
     out: dict[str, list[str]] = defaultdict(list)
     for ev in plan.events:
-        out[f"state/ledger/{format_time(ev.at)[:10]}.jsonl"].append(json.dumps(ev.as_json(format_time), sort_keys=True))
+        out[f"state/ledger/{format_time(ev.at)[:10]}.jsonl"].append(
+            json.dumps(ev.as_json(format_time), sort_keys=True)
+        )
     return {p: ("\n".join(lines) + "\n").encode() for p, lines in out.items()}

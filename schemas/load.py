@@ -104,7 +104,9 @@ def validate_document(doc: Document, model: type[BaseModel]) -> tuple[Any | None
 def _object_name(data: Any) -> str:
     if not isinstance(data, dict):
         return ""
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    meta = data.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     name, ns = meta.get("name"), meta.get("namespace")
     kind = data.get("kind", "?")
     return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
@@ -121,13 +123,30 @@ def load_object(doc: Document, allowed: Iterable[str]) -> tuple[Loaded | None, l
     """A document as one of the allowed kinds, or the diagnostics explaining why not."""
     data = doc.data
     if not isinstance(data, dict):
-        return None, [Diagnostic(doc.path, doc.line, doc.col, codes.NOT_AN_OBJECT, "expected a mapping with apiVersion, kind, metadata and spec")]
+        return None, [
+            Diagnostic(
+                doc.path,
+                doc.line,
+                doc.col,
+                codes.NOT_AN_OBJECT,
+                "expected a mapping with apiVersion, kind, metadata and spec",
+            )
+        ]
     kind = data.get("kind")
     allowed = tuple(allowed)
     if kind not in allowed:
         line, col = doc.where(("kind",))
         hint = " or ".join(allowed)
-        return None, [Diagnostic(doc.path, line, col, codes.UNKNOWN_KIND, f"kind {kind!r} does not belong here; expected {hint}", _object_name(data))]
+        return None, [
+            Diagnostic(
+                doc.path,
+                line,
+                col,
+                codes.UNKNOWN_KIND,
+                f"kind {kind!r} does not belong here; expected {hint}",
+                _object_name(data),
+            )
+        ]
     model, diags = validate_document(doc, KINDS[kind])
     return (Loaded(model, doc) if model is not None else None), diags
 
@@ -164,7 +183,15 @@ def load_fleet(files: Mapping[str, bytes]) -> FleetFiles:
                 continue
             if loaded.model.kind == "FleetConfig":
                 if fleet.config is not None:
-                    fleet.diagnostics.append(Diagnostic(path, doc.line, doc.col, codes.DUPLICATE_OBJECT, "only one FleetConfig per fleet; merge them"))
+                    fleet.diagnostics.append(
+                        Diagnostic(
+                            path,
+                            doc.line,
+                            doc.col,
+                            codes.DUPLICATE_OBJECT,
+                            "only one FleetConfig per fleet; merge them",
+                        )
+                    )
                     continue
                 fleet.config = loaded
             elif loaded.model.kind == "Budget":

@@ -68,7 +68,9 @@ def _scalar(node: yaml.ScalarNode) -> Any:
             return value
     if tag in ("tag:yaml.org,2002:str", "tag:yaml.org,2002:timestamp"):
         return value
-    raise YamlError(node.start_mark.line + 1, node.start_mark.column + 1, f"unsupported YAML tag {tag}; use plain values")
+    raise YamlError(
+        node.start_mark.line + 1, node.start_mark.column + 1, f"unsupported YAML tag {tag}; use plain values"
+    )
 
 
 class _Builder:
@@ -79,7 +81,9 @@ class _Builder:
     def build(self, node: yaml.Node, path: Path) -> Any:
         self.count += 1
         if self.count > MAX_NODES:
-            raise YamlError(node.start_mark.line + 1, 1, f"document expands to more than {MAX_NODES} values (alias bomb?)")
+            raise YamlError(
+                node.start_mark.line + 1, 1, f"document expands to more than {MAX_NODES} values (alias bomb?)"
+            )
         self.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if isinstance(node, yaml.ScalarNode):
             return _scalar(node)
@@ -89,12 +93,20 @@ class _Builder:
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
-                    raise YamlError(key_node.start_mark.line + 1, key_node.start_mark.column + 1, "merge keys (<<) are not supported; write the fields out")
+                    raise YamlError(
+                        key_node.start_mark.line + 1,
+                        key_node.start_mark.column + 1,
+                        "merge keys (<<) are not supported; write the fields out",
+                    )
                 key = self.build(key_node, (*path, "<key>"))
                 if not isinstance(key, str):
                     key = str(key).lower() if isinstance(key, bool) else str(key)
                 if key in out:
-                    raise YamlError(key_node.start_mark.line + 1, key_node.start_mark.column + 1, f"duplicate key {key!r}; keep one")
+                    raise YamlError(
+                        key_node.start_mark.line + 1,
+                        key_node.start_mark.column + 1,
+                        f"duplicate key {key!r}; keep one",
+                    )
                 self.positions[(*path, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
                 out[key] = self.build(value_node, (*path, key))
             return out
@@ -113,7 +125,11 @@ def parse(text: str | bytes, path: str) -> list[Document]:
                 break
             builder = _Builder()
             data = builder.build(node, ())
-            docs.append(Document(path, index, data, node.start_mark.line + 1, node.start_mark.column + 1, builder.positions))
+            docs.append(
+                Document(
+                    path, index, data, node.start_mark.line + 1, node.start_mark.column + 1, builder.positions
+                )
+            )
             index += 1
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark

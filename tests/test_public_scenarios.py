@@ -69,7 +69,12 @@ def test_cofunded_rerun_is_guarded_by_its_borrow_limit(cofunded: dict[str, Any])
 def test_elastic_run_starts_at_its_requested_width(elastic: dict[str, Any]) -> None:
     run = elastic["checkpoints"]["T0"]["runs"]["rai/train"]
     assert run["phase"] == "Running"
-    assert {k: run["width"][k] for k in ("min", "max", "desired", "allocated")} == {"min": 96, "max": 160, "desired": 160, "allocated": 96}
+    assert {k: run["width"][k] for k in ("min", "max", "desired", "allocated")} == {
+        "min": 96,
+        "max": 160,
+        "desired": 160,
+        "allocated": 96,
+    }
     assert run["message"] == "bound 96 GPUs"
     assert {x["spec"]["group"] for x in leases_of(elastic["checkpoints"]["T0"], "rai/train")} == {0, 1, 2}
 
@@ -109,7 +114,10 @@ def test_spares_sit_after_the_active_groups_in_the_same_domain(spares: dict[str,
         active[x["spec"]["group"]] |= nodes_of(x)
     assert active[0] == {f"A-n{i:02d}" for i in range(0, 8)}
     assert active[1] == {f"A-n{i:02d}" for i in range(8, 16)}
-    spare = {x["spec"]["group"]: (nodes_of(x), len(x["spec"]["slice"]["nodes"])) for x in _by_role(st, "alpha/j1", "Spare")}
+    spare = {
+        x["spec"]["group"]: (nodes_of(x), len(x["spec"]["slice"]["nodes"]))
+        for x in _by_role(st, "alpha/j1", "Spare")
+    }
     assert spare == {0: ({"A-n16"}, 4), 1: ({"A-n17"}, 4)}
 
 
@@ -118,7 +126,9 @@ def test_opportunistic_run_fills_spare_held_gpus_without_debiting_a_budget(spare
     j2 = st["runs"]["beta/j2"]
     assert j2["phase"] == "Running" and j2["width"]["allocated"] == 8
     leases = leases_of(st, "beta/j2")
-    assert leases and all(x["spec"]["slice"]["role"] == "Borrowed" and x["spec"]["reason"] == "Fill" for x in leases)
+    assert leases and all(
+        x["spec"]["slice"]["role"] == "Borrowed" and x["spec"]["reason"] == "Fill" for x in leases
+    )
     assert set().union(*(nodes_of(x) for x in leases)) == {"A-n16", "A-n17"}
     usage = st["budgets"]["beta"]["envelopes"][0]["usage"]
     assert usage == {"activeGPUs": 0, "spareGPUs": 0, "borrowedOutGPUs": 0, "unfundedGPUs": 0}
@@ -128,7 +138,9 @@ def test_failed_node_swaps_group_zero_onto_its_spare(spares: dict[str, Any]) -> 
     st, ledger = spares["checkpoints"]["T2"], spares["ledger"]
     at = "2026-03-02T09:05:00Z"
     j2_ends = ended(ledger, "beta/j2", at)
-    assert j2_ends and all(e["reason"] == "ReclaimedBySpare" and e["nodes"][0].startswith("A-n16#") for e in j2_ends)
+    assert j2_ends and all(
+        e["reason"] == "ReclaimedBySpare" and e["nodes"][0].startswith("A-n16#") for e in j2_ends
+    )
     assert st["runs"]["beta/j2"]["phase"] == "Running" and st["runs"]["beta/j2"]["width"]["allocated"] == 4
     assert set().union(*(nodes_of(x) for x in leases_of(st, "beta/j2"))) == {"A-n17"}
     j1_ends = {(e["role"], e["nodes"][0].split("#")[0], e["reason"]) for e in ended(ledger, "alpha/j1", at)}
@@ -190,7 +202,9 @@ def test_new_run_gets_a_reservation_with_deficit_remedies_and_warnings(lottery: 
         "Run fair lottery if deficit remains",
     ]
     for run in ("team-a/j1", "team-a/j3"):
-        assert st["runs"][run]["conflicts"] == [{"reservation": "team-b/j4", "probability": 1.0, "earliestStart": "2026-03-02T09:25:00Z"}]
+        assert st["runs"][run]["conflicts"] == [
+            {"reservation": "team-b/j4", "probability": 1.0, "earliestStart": "2026-03-02T09:25:00Z"}
+        ]
     assert "conflicts" not in st["runs"]["team-b/j2"]
     assert {c["run"] for c in res["status"]["conflictSet"]} == {"team-a/j1", "team-a/j3"}
 
@@ -203,8 +217,12 @@ def test_activation_reclaims_unfunded_groups_lowest_ranked_first(lottery: dict[s
     assert all(e["reason"] == "ReclaimUnfunded" for e in ends)
     assert sum(e["gpus"] for e in ends if e["run"] == "team-a/j1") == 32
     assert st["runs"]["team-a/j1"]["phase"] == "Pending"
-    assert st["runs"]["team-b/j2"]["phase"] == "Running" and st["runs"]["team-b/j2"]["width"]["allocated"] == 24
-    assert st["runs"]["team-b/j4"]["phase"] == "Running" and st["runs"]["team-b/j4"]["width"]["allocated"] == 32
+    assert (
+        st["runs"]["team-b/j2"]["phase"] == "Running" and st["runs"]["team-b/j2"]["width"]["allocated"] == 24
+    )
+    assert (
+        st["runs"]["team-b/j4"]["phase"] == "Running" and st["runs"]["team-b/j4"]["width"]["allocated"] == 32
+    )
     assert st["reservations"]["team-b/j4"]["status"]["state"] == "Released"
     assert not any("RandomPreempt" in e["reason"] for e in ends)
 
@@ -223,7 +241,9 @@ def test_lottery_draw_follows_the_published_seed(lottery: dict[str, Any]) -> Non
     assert {e["run"] for e in ends} == {"team-c/c1", "team-b/b1"}
     assert st["runs"]["team-b/b1"]["phase"] == "Pending"
     assert st["runs"]["team-c/c1"]["width"]["allocated"] == 8
-    assert st["runs"]["team-c/c2"]["phase"] == "Running" and st["runs"]["team-c/c2"]["width"]["allocated"] == 16
+    assert (
+        st["runs"]["team-c/c2"]["phase"] == "Running" and st["runs"]["team-c/c2"]["width"]["allocated"] == 16
+    )
 
 
 def test_future_window_reservation_is_window_aligned(window: dict[str, Any]) -> None:
@@ -248,7 +268,11 @@ def test_run_starts_when_the_window_opens_before_its_eta(window: dict[str, Any])
         domains.setdefault(x["spec"]["group"], set()).update(n.split("-")[0] for n in nodes_of(x))
     assert sorted(domains) == list(range(8))
     assert all(len(d) == 1 for d in domains.values())
-    assert all(sum(len(x["spec"]["slice"]["nodes"]) for x in leases_of(st, "rai/big") if x["spec"]["group"] == g) == 512 for g in domains)
+    assert all(
+        sum(len(x["spec"]["slice"]["nodes"]) for x in leases_of(st, "rai/big") if x["spec"]["group"] == g)
+        == 512
+        for g in domains
+    )
     assert st["reservations"]["rai/big"]["status"]["state"] == "Released"
 
 
