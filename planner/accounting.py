@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from planner.world import EnvelopeMeter, Lease
 from schemas.budget import Budget
@@ -121,8 +122,9 @@ class Book:
         self.unfunded: set[GroupKey] = set()
         self.frozen: set[str] = set()
         self.cover_cache: dict[object, list[tuple[Env, str]]] = {}
-        self.sources_cache: dict[object, tuple[int, list[object]]] = {}
-        self.version = 0  # bumped on every change of funded claims, so derived rooms can be cached
+        self.sources_cache: dict[object, Any] = {}  # cover.sources' rooms, refreshed from `changes`
+        self.epoch = 0  # bumped when every claim is re-derived: all cached rooms are stale
+        self.changes: list[str] = []  # envelopes whose claims changed within this epoch, in order
 
     def category(self, run_owner: str, env: Env) -> str:
         if env.owner == run_owner:
@@ -166,7 +168,7 @@ class Book:
 
     def add(self, env_key: str, category: str, gpus: int) -> None:
         self.funded[env_key][category] += gpus
-        self.version += 1
+        self.changes.append(env_key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +203,8 @@ def classify(
     for (env_key, cat, rank, group), gpus in claims.items():
         per_env[env_key].append(Claim(env_key, cat, rank, group, gpus))
     book.funded = {k: {OWN: 0, FAMILY: 0, LOAN: 0} for k in book.envs}
-    book.version += 1
+    book.epoch += 1
+    book.changes = []
     order = {LOAN: 0, OWN: 1, FAMILY: 2}
     for env_key, env_claims in per_env.items():
         env = book.envs[env_key]

@@ -6,6 +6,7 @@ Places nothing (that is `pack`) and never counts physical capacity.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from planner.accounting import FAMILY, LOAN, OWN, Book, Env
@@ -68,24 +69,68 @@ def _candidates(book: Book, run: Run) -> list[tuple[Env, str]]:
 def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> list[Source]:
     """Funding sources in cover order with their room now (possibly none) and the nodes they admit.
 
-    Cached per funding shape until the book changes: most runs in a long line leave it untouched.
+    Cached per funding shape; between passes of the line only envelopes whose claims changed since
+    (`book.changes`) are recomputed, so a long line costs O(changes), not O(runs × envelopes).
     """
     f = run.spec.funding
     key = (run.spec.owner, run.spec.resources.gpuType, f.allowBorrow, tuple(f.sponsors), lookahead_hours)
-    hit = book.sources_cache.get(key)
-    if hit is not None and hit[0] == book.version:
-        return hit[1]  # type: ignore[return-value]
-    out = [
-        Source(env, cat, book.headroom(env, cat, lookahead_hours), topo.matching(env.flavor, env.selector))
-        for env, cat in candidates(book, run)
-    ]
-    book.sources_cache[key] = (book.version, out)  # type: ignore[assignment]
-    return out
+    hit: _Cached | None = book.sources_cache.get(key)
+    if hit is None or hit.epoch != book.epoch:
+        cands = candidates(book, run)
+        out = SourceList(
+            Source(
+                env, cat, book.headroom(env, cat, lookahead_hours), topo.matching(env.flavor, env.selector)
+            )
+            for env, cat in cands
+        )
+        index = {env.key: i for i, (env, _) in enumerate(cands)}
+        capped = [i for i, (env, _) in enumerate(cands) if env.caps]
+        book.sources_cache[key] = _Cached(book.epoch, len(book.changes), out, index, capped)
+        return out
+    if hit.seen == len(book.changes) and not hit.capped:
+        return hit.out
+    dirty = {hit.index[k] for k in book.changes[hit.seen :] if k in hit.index} | set(hit.capped)
+    hit.seen = len(book.changes)
+    rooms = {i: book.headroom(hit.out[i].env, hit.out[i].category, lookahead_hours) for i in dirty}
+    if all(hit.out[i].room == room for i, room in rooms.items()):
+        return hit.out
+    items = list(hit.out)
+    for i, room in rooms.items():
+        if room != items[i].room:
+            items[i] = Source(items[i].env, items[i].category, room, items[i].nodes)
+    hit.out = SourceList(items)
+    return hit.out
+
+
+class SourceList(list[Source]):
+    """Sources with their fundable totals counted once (the line asks for them thousands of times)."""
+
+    own: int
+    loans: int
+    nodesets: tuple[frozenset[str], ...]  # node sets of the sources with room
+
+    def __init__(self, items: Iterable[Source]) -> None:
+        super().__init__(items)
+        self.own = sum(s.room for s in self if s.category != LOAN)
+        self.loans = sum(s.room for s in self if s.category == LOAN)
+        self.nodesets = tuple(s.nodes for s in self if s.room > 0)
+
+
+@dataclass(slots=True)
+class _Cached:
+    epoch: int
+    seen: int  # how much of book.changes the rooms reflect
+    out: SourceList
+    index: dict[str, int]  # envelope key -> position in `out`
+    capped: list[int]  # envelopes under aggregate caps: their room depends on siblings' claims
 
 
 def fundable(srcs: list[Source], max_borrow: int | None) -> int:
-    own = sum(s.room for s in srcs if s.category != LOAN)
-    loans = sum(s.room for s in srcs if s.category == LOAN)
+    if isinstance(srcs, SourceList):
+        own, loans = srcs.own, srcs.loans
+    else:
+        own = sum(s.room for s in srcs if s.category != LOAN)
+        loans = sum(s.room for s in srcs if s.category == LOAN)
     if max_borrow is not None:
         loans = min(loans, max_borrow)
     return own + loans

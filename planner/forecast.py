@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from planner.context import Pass
-from planner.pack import Source
+from planner.pack import Source, funded_nodes
 from planner.topology import Topology
 from planner.world import ConflictEntry
 
@@ -38,39 +38,39 @@ class Scope:
 def scope(
     topo: Topology, srcs: list[Source], sizes: list[int], spares: int, held: dict[str, int], single: bool
 ) -> Scope:
-    """Pack over all capacity the run's funding can pay for, preferring domains with free GPUs."""
-    members, full = topo.members(tuple(s.nodes for s in srcs if s.room > 0))
-    cap: dict[str, int] = {}
-    free: dict[str, int] = {}
-    for d, nodes in members.items():
-        if d in full:
-            cap[d], free[d] = topo.domain_cap[d], topo.domain_free.get(d, 0)
-        else:
-            cap[d] = sum(n.gpus for n in nodes if n.usable)
-            free[d] = sum(n.free for n in nodes)
-    avail = {d: max(0, free[d] - held.get(d, 0)) for d in cap}
+    """Pack over all capacity the run's funding can pay for, preferring domains with free GPUs.
+
+    Domains are tried by most available (free minus held), then most capacity, then name; the
+    capacity-ordered list is cached per set of envelopes, so a long line of reservations stays cheap.
+    """
+    view = topo.member_view(funded_nodes(srcs))
+    cap0 = view.cap
+    avail = {d: v - held.get(d, 0) for d, v in topo.member_free(view).items()}
+    avail = {d: v for d, v in avail.items() if v > 0}
+    order = sorted(avail, key=lambda d: (-avail[d], -cap0[d], d))
+    order += [d for d in view.by_cap if d not in avail]
+    claimed: dict[str, int] = {}
     out = Scope()
     used: list[str] = []
     for size in sizes:
         want = size + spares
-        choice = next((d for d in used if cap[d] >= want), None)
+        choice = next((d for d in used if cap0[d] - claimed.get(d, 0) >= want), None)
         if choice is None and not (single and used):
-            fits = [d for d in cap if cap[d] >= want]
-            if fits:
-                choice = min(fits, key=lambda d: (-avail[d], -cap[d], d))
+            # domains already used cannot take it (checked above), so the static order is still right
+            choice = next((d for d in order if d not in claimed and cap0[d] >= want), None)
         if choice is None:
             out.unplaceable += want
             continue
         if choice not in used:
             used.append(choice)
-        out.claims[choice] = out.claims.get(choice, 0) + want
-        cap[choice] -= want
-    for d, claim in out.claims.items():
+        claimed[choice] = claimed.get(choice, 0) + want
+    out.claims = claimed
+    for d, claim in claimed.items():
         short = claim - avail.get(d, 0)
         if short > 0:
             out.short[d] = short
         left = claim
-        for node in sorted(members[d], key=lambda n: (-n.free, n.name)):
+        for node in sorted(view.by_domain[d], key=lambda n: (-n.free, n.name)):
             if left <= 0:
                 break
             if node.usable:

@@ -66,84 +66,111 @@ class Request:
 
 
 class _Cursor:
-    """Mutable funding and capacity during one packing attempt (rolled back by discarding it)."""
+    """Mutable funding and capacity during one packing attempt (rolled back by discarding it).
+
+    Free GPUs per domain are read once when the cursor opens; domains with none are dropped, so a
+    nearly full fleet costs a pass over the few domains that still have room.
+    """
 
     def __init__(self, topo: Topology, req: Request, flavor: str) -> None:
         self.topo, self.req, self.flavor = topo, req, flavor
         self.room = [s.room for s in req.sources]
         self.borrowed = 0
         self.taken: dict[str, int] = {}  # node -> GPUs taken in this attempt
-        self.taken_domain: dict[str, int] = {}
         self.held = dict(req.held)
         if req.fill:
-            self.members: dict[str, list[Node]] = {}
+            members: dict[str, list[Node]] = {}
             for n in (topo.nodes[name] for name in sorted(topo.spare_nodes)):
                 if n.flavor == flavor and n.fill_slots():
-                    self.members.setdefault(n.domain, []).append(n)
-            self.full: set[str] = set()
+                    members.setdefault(n.domain, []).append(n)
+            self.members = members
+            base = {d: sum(len(n.fill_slots()) for n in ns) for d, ns in members.items()}
         else:
-            self.members, self.full = topo.members(tuple(s.nodes for s in req.sources if s.room > 0))
-        self.domains = sorted(self.members)
+            view = topo.member_view(funded_nodes(req.sources))
+            self.members = view.by_domain
+            base = topo.member_free(view)
+        held = self.held
+        self.free = {d: v - held.get(d, 0) for d, v in base.items() if v > 0}
+        self.domains = sorted(d for d, v in self.free.items() if v > 0)
+        self._probe: tuple[str, int, tuple[list[Piece], list[int], int]] | None = None
 
     def avail(self, node: Node) -> int:
         base = len(node.fill_slots()) if self.req.fill else node.free
         return base - self.taken.get(node.name, 0)
 
     def domain_free(self, domain: str) -> int:
-        if domain in self.full:
-            free = self.topo.domain_free.get(domain, 0) - self.taken_domain.get(domain, 0)
-        else:
-            free = sum(self.avail(n) for n in self.members.get(domain, ()))
-        return free - self.held.get(domain, 0)
+        return self.free.get(domain, 0)
 
     def total_free(self) -> int:
-        return sum(max(0, self.domain_free(d)) for d in self.domains)
+        return sum(v for v in self.free.values() if v > 0)
 
     def take(self, domain: str, want: int, commit: bool) -> list[Piece] | None:
-        """Up to `want` GPUs in the domain, nodes by most free then name, each GPU paid in cover order."""
-        budget = self.domain_free(domain)
-        if budget < want:
+        """Up to `want` GPUs in the domain, nodes by most free then name, each GPU paid in cover order.
+
+        A probe (commit=False) is remembered, so committing the same take right after is free.
+        """
+        if self.domain_free(domain) < want:
             return None
+        probe = self._probe
+        if probe is not None and probe[0] == domain and probe[1] == want:
+            pieces, room, borrowed = probe[2]
+        else:
+            found = self._take(domain, want)
+            self._probe = (domain, want, found) if found is not None else None
+            if found is None:
+                return None
+            pieces, room, borrowed = found
+        if commit:
+            self._probe = None
+            self.room, self.borrowed = room, borrowed
+            for p in pieces:
+                self.taken[p.node] = self.taken.get(p.node, 0) + p.gpus
+            self.free[domain] -= want
+        return pieces
+
+    def _take(self, domain: str, want: int) -> tuple[list[Piece], list[int], int] | None:
         pieces: list[Piece] = []
         room = list(self.room)
         borrowed = self.borrowed
         left = want
-        nodes = sorted(
-            (n for n in self.members.get(domain, ()) if self.avail(n) > 0),
-            key=lambda n: (-self.avail(n), n.name),
-        )
-        for node in nodes:
+        taken = self.taken
+        fill = self.req.fill
+        nodes = [
+            (a, n.name, n)
+            for n in self.members.get(domain, ())
+            if (a := (len(n.fill_slots()) if fill else n.free) - taken.get(n.name, 0)) > 0
+        ]
+        nodes.sort(key=lambda t: (-t[0], t[1]))
+        sources = self.req.sources
+        live = [(i, sources[i]) for i in range(len(sources)) if room[i] > 0]
+        max_borrow = self.req.max_borrow
+        for avail, name, node in nodes:
             if left == 0:
                 break
-            free = min(self.avail(node), left)
-            if self.req.fill:
+            free = min(avail, left)
+            if fill:
                 if node.flavor == self.flavor:
-                    pieces.append(Piece(node.name, free, None))
+                    pieces.append(Piece(name, free, None))
                     left -= free
                 continue
-            for i, src in enumerate(self.req.sources):
+            for i, src in live:
                 if free == 0:
                     break
-                if room[i] <= 0 or node.name not in src.nodes:
+                if room[i] <= 0 or name not in src.nodes:
                     continue
                 n = min(free, room[i])
-                if src.category == LOAN and self.req.max_borrow is not None:
-                    n = min(n, self.req.max_borrow - borrowed)
+                if src.category == LOAN and max_borrow is not None:
+                    n = min(n, max_borrow - borrowed)
                     if n <= 0:
                         continue
                     borrowed += n
                 room[i] -= n
                 free -= n
                 left -= n
-                pieces.append(Piece(node.name, n, src))
+                pieces.append(Piece(name, n, src))
         if left > 0:
             return None
-        if commit:
-            self.room, self.borrowed = room, borrowed
-            for p in pieces:
-                self.taken[p.node] = self.taken.get(p.node, 0) + p.gpus
-                self.taken_domain[domain] = self.taken_domain.get(domain, 0) + p.gpus
-        return pieces
+        return pieces, room, borrowed
 
 
 def place(topo: Topology, req: Request, flavor: str) -> Packing:
@@ -207,6 +234,14 @@ def _choose(cur: _Cursor, used: Sequence[str], want: int, chunked: bool) -> str 
                 return d
         return None
     return best[1]
+
+
+def funded_nodes(sources: Sequence[Source]) -> tuple[frozenset[str], ...]:
+    """The node sets of the sources that can still pay (cached on a SourceList)."""
+    cached = getattr(sources, "nodesets", None)
+    if isinstance(cached, tuple):
+        return cached
+    return tuple(s.nodes for s in sources if s.room > 0)
 
 
 def group_sizes(total: int, group: int | None) -> list[int] | None:

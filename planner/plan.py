@@ -89,12 +89,9 @@ def plan(world: World) -> Plan:
         key=lambda o: (o[2], ctx.rank(o[0])),
     )
     forecast.publish(ctx, forecast.conflict_sets(ctx, order))
+    ordered = {o[0] for o in order}
     for key, res in ctx.reservations.items():
-        if (
-            res.state == "Pending"
-            and key not in {o[0] for o in order}
-            and not res.reason.startswith(("budget", "borrow"))
-        ):
+        if res.state == "Pending" and key not in ordered and not res.reason.startswith(("budget", "borrow")):
             res.conflicts = []
     _settle_phases(ctx)
     # 6. report

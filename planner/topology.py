@@ -57,6 +57,18 @@ def is_fenced(node: NodeObs, now: int, grace: int | None) -> bool:
     return False
 
 
+@dataclass(slots=True)
+class Members:
+    """The nodes a set of envelopes can pay for, grouped by domain (cached per set of node sets)."""
+
+    by_domain: dict[str, list[Node]]
+    full: set[str]  # domains every node of which is a member
+    partial: list[str]  # the other member domains, sorted
+    cap: dict[str, int]  # usable member GPUs per domain
+    by_cap: list[str]  # member domains by most capacity, then name
+    sets: object  # keeps the node sets alive so their ids stay unique while cached
+
+
 class Topology:
     """Nodes by name and domain, with slot occupancy kept current as a pass binds and closes leases."""
 
@@ -103,7 +115,8 @@ class Topology:
                 self._by_label[(k, v)].add(node.name)
                 self._by_key[k].add(node.name)
         self._match_cache: dict[tuple[str, tuple[tuple[str, str], ...]], frozenset[str]] = {}
-        self._members_cache: dict[tuple[int, ...], tuple[dict[str, list[Node]], set[str], object]] = {}
+        self._members_cache: dict[tuple[int, ...], Members] = {}
+        self.open_domains: set[str] = set()  # domains with a free GPU now
 
     # -- occupancy -------------------------------------------------------------------------------
     def occupy(self, lease: Lease) -> None:
@@ -116,8 +129,7 @@ class Topology:
             node.spare.update(lease.slots)
             self.spare_nodes.add(node.name)
         if lease.role != "Borrowed" and node.usable:
-            self.domain_free[node.domain] = self.domain_free.get(node.domain, 0) - lease.gpus
-            self.flavor_free[node.flavor] = self.flavor_free.get(node.flavor, 0) - lease.gpus
+            self._count(node, -lease.gpus)
 
     def release(self, lease: Lease) -> None:
         node = self.nodes.get(lease.node)
@@ -128,11 +140,19 @@ class Topology:
         if lease.role == "Spare":
             node.spare.difference_update(lease.slots)
         if lease.role != "Borrowed" and node.usable:
-            self.domain_free[node.domain] = self.domain_free.get(node.domain, 0) + lease.gpus
-            self.flavor_free[node.flavor] = self.flavor_free.get(node.flavor, 0) + lease.gpus
+            self._count(node, lease.gpus)
+
+    def _count(self, node: Node, delta: int) -> None:
+        free = self.domain_free[node.domain] = self.domain_free.get(node.domain, 0) + delta
+        self.flavor_free[node.flavor] = self.flavor_free.get(node.flavor, 0) + delta
+        if free > 0:
+            self.open_domains.add(node.domain)
+        else:
+            self.open_domains.discard(node.domain)
 
     def recount(self) -> None:
         self.domain_free = {d: sum(n.free for n in nodes) for d, nodes in self.domains.items()}
+        self.open_domains = {d for d, free in self.domain_free.items() if free > 0}
         self.flavor_free = {}
         for n in self.nodes.values():
             self.flavor_free[n.flavor] = self.flavor_free.get(n.flavor, 0) + n.free
@@ -155,6 +175,10 @@ class Topology:
 
     def members(self, sets: tuple[frozenset[str], ...]) -> tuple[dict[str, list[Node]], set[str]]:
         """Usable-or-not nodes in any of the sets, by domain, and the domains matched whole."""
+        view = self.member_view(sets)
+        return view.by_domain, view.full
+
+    def member_view(self, sets: tuple[frozenset[str], ...]) -> Members:
         key = tuple(sorted({id(s) for s in sets}))
         hit = self._members_cache.get(key)
         if hit is None:
@@ -165,9 +189,28 @@ class Topology:
                 if node is not None:
                     by_domain[node.domain].append(node)
             full = {d for d, ns in by_domain.items() if len(ns) == len(self.domains[d])}
-            hit = (dict(by_domain), full, sets)
+            partial = sorted(d for d in by_domain if d not in full)
+            cap = {
+                d: self.domain_cap[d] if d in full else sum(n.gpus for n in ns if n.usable)
+                for d, ns in by_domain.items()
+            }
+            by_cap = sorted(cap, key=lambda d: (-cap[d], d))
+            hit = Members(dict(by_domain), full, partial, cap, by_cap, sets)
             self._members_cache[key] = hit
-        return hit[0], hit[1]
+        return hit
+
+    def member_free(self, view: Members) -> dict[str, int]:
+        """Free GPUs per member domain that has any (whole domains from the running count)."""
+        free = self.domain_free
+        if len(view.full) < len(self.open_domains):
+            out = {d: free[d] for d in view.full if free.get(d, 0) > 0}
+        else:
+            out = {d: free[d] for d in self.open_domains if d in view.full}
+        for d in view.partial:
+            v = sum(n.free for n in view.by_domain[d])
+            if v > 0:
+                out[d] = v
+        return out
 
     def node_matches(self, node: Node, flavor: str, selector: dict[str, str]) -> bool:
         if node.flavor != flavor:
