@@ -125,6 +125,8 @@ class Book:
         self.sources_cache: dict[object, Any] = {}  # cover.sources' rooms, refreshed from `changes`
         self.epoch = 0  # bumped when every claim is re-derived: all cached rooms are stale
         self.changes: list[str] = []  # envelopes whose claims changed within this epoch, in order
+        self.touched: dict[str, int] = defaultdict(int)  # envelope -> changes to its claims so far
+        self._rooms: dict[tuple[str, str, float], tuple[int, int, int]] = {}
 
     def category(self, run_owner: str, env: Env) -> str:
         if env.owner == run_owner:
@@ -169,6 +171,20 @@ class Book:
     def add(self, env_key: str, category: str, gpus: int) -> None:
         self.funded[env_key][category] += gpus
         self.changes.append(env_key)
+        self.touched[env_key] += 1
+
+    def room(self, env: Env, category: str, lookahead_hours: float) -> int:
+        """`headroom`, remembered until this envelope's claims change (or every claim is re-derived)."""
+        if env.caps:
+            return self.headroom(env, category, lookahead_hours)
+        key = (env.key, category, lookahead_hours)
+        hit = self._rooms.get(key)
+        mark = self.touched[env.key]
+        if hit is not None and hit[0] == self.epoch and hit[1] == mark:
+            return hit[2]
+        room = self.headroom(env, category, lookahead_hours)
+        self._rooms[key] = (self.epoch, mark, room)
+        return room
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,9 +78,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
     if hit is None or hit.epoch != book.epoch:
         cands = candidates(book, run)
         out = SourceList(
-            Source(
-                env, cat, book.headroom(env, cat, lookahead_hours), topo.matching(env.flavor, env.selector)
-            )
+            Source(env, cat, book.room(env, cat, lookahead_hours), topo.matching(env.flavor, env.selector))
             for env, cat in cands
         )
         index = {env.key: i for i, (env, _) in enumerate(cands)}
@@ -91,14 +89,22 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
         return hit.out
     dirty = {hit.index[k] for k in book.changes[hit.seen :] if k in hit.index} | set(hit.capped)
     hit.seen = len(book.changes)
-    rooms = {i: book.headroom(hit.out[i].env, hit.out[i].category, lookahead_hours) for i in dirty}
+    rooms = {i: book.room(hit.out[i].env, hit.out[i].category, lookahead_hours) for i in dirty}
     if all(hit.out[i].room == room for i, room in rooms.items()):
         return hit.out
     items = list(hit.out)
+    own, loans, crossed = hit.out.own, hit.out.loans, False
     for i, room in rooms.items():
-        if room != items[i].room:
-            items[i] = Source(items[i].env, items[i].category, room, items[i].nodes)
-    hit.out = SourceList(items)
+        src = items[i]
+        if room == src.room:
+            continue
+        if src.category == LOAN:
+            loans += room - src.room
+        else:
+            own += room - src.room
+        crossed = crossed or (room > 0) != (src.room > 0)
+        items[i] = Source(src.env, src.category, room, src.nodes)
+    hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets))
     return hit.out
 
 
@@ -109,11 +115,19 @@ class SourceList(list[Source]):
     loans: int
     nodesets: tuple[frozenset[str], ...]  # node sets of the sources with room
 
-    def __init__(self, items: Iterable[Source]) -> None:
+    def __init__(
+        self,
+        items: Iterable[Source],
+        totals: tuple[int, int, tuple[frozenset[str], ...] | None] | None = None,
+    ) -> None:
         super().__init__(items)
-        self.own = sum(s.room for s in self if s.category != LOAN)
-        self.loans = sum(s.room for s in self if s.category == LOAN)
-        self.nodesets = tuple(s.nodes for s in self if s.room > 0)
+        if totals is None:
+            self.own = sum(s.room for s in self if s.category != LOAN)
+            self.loans = sum(s.room for s in self if s.category == LOAN)
+            nodesets = None
+        else:
+            self.own, self.loans, nodesets = totals
+        self.nodesets = nodesets if nodesets is not None else tuple(s.nodes for s in self if s.room > 0)
 
 
 @dataclass(slots=True)

@@ -15,24 +15,32 @@ from planner.world import Lease
 
 def check(leases: list[Lease], book: Book, pods: dict[str, dict[str, Any]], runs: set[str]) -> list[str]:
     problems: list[str] = []
-    slots: dict[tuple[str, int], list[Lease]] = defaultdict(list)
+    holder: dict[tuple[str, int], str] = {}  # slot -> the Active or Spare lease holding it
+    doubled: dict[tuple[str, int], list[str]] = {}
+    fills: dict[tuple[str, int], int] = defaultdict(int)
+    spare_slots: set[tuple[str, int]] = set()
     for lease in leases:
         if not lease.open:
             continue
         for s in lease.slots:
-            slots[(lease.node, s)].append(lease)
+            slot = (lease.node, s)
+            if lease.role == "Borrowed":
+                fills[slot] += 1
+                continue
+            if slot in holder:
+                doubled.setdefault(slot, [holder[slot]]).append(lease.name)
+            else:
+                holder[slot] = lease.name
+            if lease.role == "Spare":
+                spare_slots.add(slot)
         if lease.run not in runs:
             problems.append(f"open lease {lease.name} has no run {lease.run}")
         if not lease.payer.owner:
             problems.append(f"open lease {lease.name} has no payer")
-    for (node, s), holders in sorted(slots.items()):
-        solid = [x for x in holders if x.role != "Borrowed"]
-        fill = [x for x in holders if x.role == "Borrowed"]
-        if len(solid) > 1:
-            problems.append(
-                f"slot {node}#{s} held by {len(solid)} leases: {', '.join(sorted(x.name for x in solid))}"
-            )
-        if fill and (len(fill) > 1 or not any(x.role == "Spare" for x in solid)):
+    for (node, s), names in sorted(doubled.items()):
+        problems.append(f"slot {node}#{s} held by {len(names)} leases: {', '.join(sorted(names))}")
+    for (node, s), n in sorted(fills.items()):
+        if n > 1 or (node, s) not in spare_slots:
             problems.append(f"fill lease on {node}#{s} does not overlay exactly one spare")
     for key, env in book.envs.items():
         f = book.funded[key]

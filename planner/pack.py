@@ -178,6 +178,9 @@ def place(topo: Topology, req: Request, flavor: str) -> Packing:
     need = req.total + req.spares_per_group * (len(req.sizes) if req.sizes else 1)
     if not req.fill and topo.flavor_free.get(flavor, 0) < need:
         return Packing([], "capacity")
+    smallest = min(req.sizes) if req.sizes else 1
+    if not req.fill and topo.max_domain_free(flavor) < smallest + req.spares_per_group:
+        return Packing([], "capacity")  # no domain could hold even the smallest group with its spares
     cur = _Cursor(topo, req, flavor)
     if cur.total_free() < need:  # fast refusal: not enough fundable free GPUs anywhere
         return Packing([], "capacity")

@@ -117,6 +117,12 @@ class Topology:
         self._match_cache: dict[tuple[str, tuple[tuple[str, str], ...]], frozenset[str]] = {}
         self._members_cache: dict[tuple[int, ...], Members] = {}
         self.open_domains: set[str] = set()  # domains with a free GPU now
+        self._views_by_tuple: dict[int, tuple[object, Members]] = {}
+        self.version = 0  # bumped whenever free capacity changes
+        self._max_free: dict[str, tuple[int, int]] = {}
+        self._flavor_domains: dict[str, set[str]] = defaultdict(set)
+        for node in self.nodes.values():
+            self._flavor_domains[node.flavor].add(node.domain)
 
     # -- occupancy -------------------------------------------------------------------------------
     def occupy(self, lease: Lease) -> None:
@@ -142,7 +148,18 @@ class Topology:
         if lease.role != "Borrowed" and node.usable:
             self._count(node, lease.gpus)
 
+    def max_domain_free(self, flavor: str) -> int:
+        """The most free GPUs any one domain with this flavor has (an upper bound for one group)."""
+        hit = self._max_free.get(flavor)
+        if hit is not None and hit[0] == self.version:
+            return hit[1]
+        doms = self._flavor_domains.get(flavor, set())
+        best = max((self.domain_free.get(d, 0) for d in self.open_domains if d in doms), default=0)
+        self._max_free[flavor] = (self.version, best)
+        return best
+
     def _count(self, node: Node, delta: int) -> None:
+        self.version += 1
         free = self.domain_free[node.domain] = self.domain_free.get(node.domain, 0) + delta
         self.flavor_free[node.flavor] = self.flavor_free.get(node.flavor, 0) + delta
         if free > 0:
@@ -153,6 +170,7 @@ class Topology:
     def recount(self) -> None:
         self.domain_free = {d: sum(n.free for n in nodes) for d, nodes in self.domains.items()}
         self.open_domains = {d for d, free in self.domain_free.items() if free > 0}
+        self.version += 1
         self.flavor_free = {}
         for n in self.nodes.values():
             self.flavor_free[n.flavor] = self.flavor_free.get(n.flavor, 0) + n.free
@@ -179,6 +197,9 @@ class Topology:
         return view.by_domain, view.full
 
     def member_view(self, sets: tuple[frozenset[str], ...]) -> Members:
+        same = self._views_by_tuple.get(id(sets))
+        if same is not None and same[0] is sets:
+            return same[1]
         key = tuple(sorted({id(s) for s in sets}))
         hit = self._members_cache.get(key)
         if hit is None:
@@ -197,6 +218,7 @@ class Topology:
             by_cap = sorted(cap, key=lambda d: (-cap[d], d))
             hit = Members(dict(by_domain), full, partial, cap, by_cap, sets)
             self._members_cache[key] = hit
+        self._views_by_tuple[id(sets)] = (sets, hit)
         return hit
 
     def member_free(self, view: Members) -> dict[str, int]:

@@ -5,6 +5,7 @@ Exit codes: 0 success / no changes, 1 changes (with --exit-code), 2 usage, 3 inv
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 
@@ -38,6 +39,10 @@ class _Lazy(click.Group):
 @click.version_option(package_name="jobtree")
 def main() -> None:
     """Run a GPU fleet from Git: budgets, runs, leases and reservations."""
+    # A pass allocates millions of small acyclic objects (leases, models, manifests); CPython's
+    # default cyclic-GC threshold (700) rescans them thousands of times, which measured at ~40% of a
+    # 100k-GPU pass. Collect young objects every 100k allocations instead.
+    gc.set_threshold(100_000, 50, 100)
 
 
 if __name__ == "__main__":  # pragma: no cover

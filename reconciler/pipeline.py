@@ -12,11 +12,12 @@ from typing import Protocol
 
 from planner import plan as planner_plan
 from planner.world import FleetState, NodeObs, Settings, WorkloadEvent, World
+from schemas import fleetcheck
 from schemas.budget import Budget
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import FleetSpec, Inventory
-from schemas.load import load_fleet
 from schemas.run import Run
+from schemas.yamldoc import Document
 
 
 @dataclass(slots=True)
@@ -31,27 +32,13 @@ class Spec:
     rejected: list[str] = field(default_factory=list)
 
 
-def read_spec(files: Mapping[str, bytes]) -> Spec:
-    """Validate the spec files (per document and across objects) and keep the valid objects."""
-    try:
-        from schemas import rules  # cross-object rules
-    except ImportError:  # pragma: no cover - rules arrive with the contract work
-        rules = None  # type: ignore[assignment]
-    if rules is not None and hasattr(rules, "check_fleet"):
-        v = rules.check_fleet(files)
-        return Spec(
-            v.config, list(v.budgets), list(v.runs), v.inventory, list(v.diagnostics), list(v.rejected)
-        )
-    loaded = load_fleet(files)
-    fleet = loaded.config.model.spec if loaded.config is not None else FleetSpec()
-    return Spec(
-        fleet,
-        [b.model for b in loaded.budgets],
-        [r.model for r in loaded.runs],
-        loaded.inventory,
-        loaded.diagnostics,
-        loaded.rejected,
-    )
+def read_spec(files: Mapping[str, bytes], parsed: Mapping[str, list[Document]] | None = None) -> Spec:
+    """Validate the spec files (per document and across objects) and keep the valid objects.
+
+    `parsed`: files the caller already holds as documents (the simulator), checked the same way.
+    """
+    v = fleetcheck.check_fleet(files, parsed)
+    return Spec(v.config, list(v.budgets), list(v.runs), v.inventory, list(v.diagnostics), list(v.rejected))
 
 
 def settings(fleet: FleetSpec) -> Settings:

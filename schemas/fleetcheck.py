@@ -100,12 +100,23 @@ def spec_kind(path: str) -> str | None:
     return None
 
 
-def check_fleet(files: Mapping[str, bytes]) -> ValidatedFleet:
-    """Validate a fleet repository given as relative POSIX path -> file bytes."""
+def check_fleet(
+    files: Mapping[str, bytes], parsed: Mapping[str, list[Document]] | None = None
+) -> ValidatedFleet:
+    """Validate a fleet repository given as relative POSIX path -> file bytes.
+
+    `parsed` holds files already turned into documents by the caller (the simulator's objects):
+    they skip YAML entirely and are checked exactly like the rest.
+    """
     entries: list[_Entry] = []
-    for path in sorted(files):
+    parsed = parsed or {}
+    for path in sorted({*files, *parsed}):
         kind = spec_kind(path)
-        if kind is not None:
+        if kind is None:
+            continue
+        if path in parsed:
+            entries += _entries(path, kind, parsed[path])
+        else:
             entries += _load_file(path, kind, files[path])
     configs = [e for e in entries if e.loaded is not None and e.kind == "FleetConfig"]
     for extra in configs[1:]:
@@ -116,7 +127,7 @@ def check_fleet(files: Mapping[str, bytes]) -> ValidatedFleet:
         )
         extra.loaded = None
     config = configs[0].loaded if configs else None
-    tenants, note = _tenancy(entries, config, FLEET_FILE in files)
+    tenants, note = _tenancy(entries, config, FLEET_FILE in files or FLEET_FILE in parsed)
     found = rules.check(
         config,
         [e.loaded for e in entries if e.loaded is not None and e.kind == "Budget"],
@@ -132,7 +143,7 @@ def check_fleet(files: Mapping[str, bytes]) -> ValidatedFleet:
         meta = _meta(e)
         objects.append(ObjectVerdict(e.kind, meta[0], meta[1], e.path, e.line, tuple(diags)))
     missing = []
-    if FLEET_FILE not in files:
+    if FLEET_FILE not in files and FLEET_FILE not in parsed:
         missing.append(
             Diagnostic(
                 FLEET_FILE,
@@ -181,6 +192,10 @@ def _parse_file(path: str, kind: str, text: bytes) -> list[_Entry]:
     docs, diags = ([], [deep]) if deep else load_documents(path, text)
     if diags:
         return [_Entry(kind, path, -1, diags[0].line, text, diagnostics=list(diags))]  # raw bytes for salvage
+    return _entries(path, kind, docs)
+
+
+def _entries(path: str, kind: str, docs: list[Document]) -> list[_Entry]:
     if kind == "Inventory":
         return _load_inventory(path, docs)
     out = []
