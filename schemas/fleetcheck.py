@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from schemas import diagnostics as codes
@@ -24,7 +23,6 @@ from schemas.run import Run
 from schemas.yamldoc import Document
 
 _OWNER_LINE = re.compile(rb"^[ \t-]*owner:[ \t]*[\"']?([^\s\"'#,}]+)", re.M)
-MAX_DEPTH = 64  # deeper YAML is not a manifest; refuse it before the parser recurses
 SPEC_KINDS = (("budgets/", "Budget"), ("runs/", "Run"))
 
 
@@ -188,8 +186,7 @@ def _load_file(path: str, kind: str, text: bytes) -> list[_Entry]:
 
 
 def _parse_file(path: str, kind: str, text: bytes) -> list[_Entry]:
-    deep = _too_deep(path, text)
-    docs, diags = ([], [deep]) if deep else load_documents(path, text)
+    docs, diags = load_documents(path, text)
     if diags:
         return [_Entry(kind, path, -1, diags[0].line, text, diagnostics=list(diags))]  # raw bytes for salvage
     return _entries(path, kind, docs)
@@ -224,32 +221,6 @@ def _load_inventory(path: str, docs: list[Document]) -> list[_Entry]:
             )
         out.append(entry)
     return out
-
-
-def _too_deep(path: str, text: bytes) -> Diagnostic | None:
-    """Nesting past MAX_DEPTH, found from the event stream (which never recurses)."""
-    if sum(text.count(c) for c in (b"[", b"{", b"-", b"?", b"\n", b"\r")) < MAX_DEPTH:
-        return None  # every nesting level needs one of these bytes
-    depth = 0
-    try:
-        for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    mark = event.start_mark
-                    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-                    return Diagnostic(
-                        path,
-                        line,
-                        col,
-                        codes.YAML_SYNTAX,
-                        f"YAML nests deeper than {MAX_DEPTH} levels; flatten it",
-                    )
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-    except yaml.YAMLError:
-        return None  # the real parser reports syntax errors with their position
-    return None
 
 
 def _rejected_keys(objects: list[ObjectVerdict]) -> list[str]:

@@ -19,6 +19,7 @@ except ImportError:  # pragma: no cover
 
 Path = tuple[str | int, ...]
 MAX_NODES = 200_000
+MAX_DEPTH = 64  # no fleet object nests anywhere near this; deeper input is hostile or broken
 
 
 class YamlError(Exception):
@@ -84,6 +85,12 @@ class _Builder:
             raise YamlError(
                 node.start_mark.line + 1, 1, f"document expands to more than {MAX_NODES} values (alias bomb?)"
             )
+        if len(path) > MAX_DEPTH:
+            raise YamlError(
+                node.start_mark.line + 1,
+                node.start_mark.column + 1,
+                f"YAML nests deeper than {MAX_DEPTH} levels; flatten it",
+            )
         self.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if isinstance(node, yaml.ScalarNode):
             return _scalar(node)
@@ -113,8 +120,44 @@ class _Builder:
         raise YamlError(node.start_mark.line + 1, 1, "unsupported YAML node")  # pragma: no cover
 
 
+def _may_nest_past(text: bytes, limit: int) -> bool:
+    """A cheap upper bound on nesting: indentation, `-`/`?` indicators and open brackets per line.
+
+    Quoted brackets and dashes only overestimate, which costs the exact event scan, never a miss.
+    """
+    open_brackets = 0
+    for line in text.splitlines():
+        body = line.lstrip(b" ")
+        opened = body.count(b"[") + body.count(b"{")
+        bound = len(line) - len(body) + body.count(b"-") + body.count(b"?") + open_brackets + opened
+        if bound >= limit:
+            return True
+        open_brackets += opened - body.count(b"]") - body.count(b"}")
+    return False
+
+
+def check_depth(text: bytes) -> None:
+    """Refuse nesting past MAX_DEPTH before the composer recurses (it would crash the process)."""
+    if not _may_nest_past(text, MAX_DEPTH):
+        return
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+                    raise YamlError(line, col, f"YAML nests deeper than {MAX_DEPTH} levels; flatten it")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return  # the composer reports syntax errors with their position
+
+
 def parse(text: str | bytes, path: str) -> list[Document]:
     """Every document of a file. Raises YamlError (with line and column) on the first bad one."""
+    check_depth(text.encode() if isinstance(text, str) else text)
     loader = _Loader(text)
     docs: list[Document] = []
     try:
