@@ -127,6 +127,11 @@ class Book:
         self.changes: list[str] = []  # envelopes whose claims changed within this epoch, in order
         self.touched: dict[str, int] = defaultdict(int)  # envelope -> changes to its claims so far
         self._rooms: dict[tuple[str, str, float], tuple[int, int, int]] = {}
+        self.claims: dict[str, list[Claim]] = {}  # open claims per envelope, as of the last classify
+        self.blocked: dict[str, set[GroupKey]] = {}  # groups each envelope leaves unfunded
+        self.orphaned: set[GroupKey] = set()  # groups paid by an envelope that no longer exists
+        self.seen = 0  # how many leases the last classify read (later ones were appended since)
+        self.closures_at = -1  # the pass's closure count at the last classify (set by the caller)
 
     def category(self, run_owner: str, env: Env) -> str:
         if env.owner == run_owner:
@@ -202,8 +207,36 @@ def classify(
     owner_of: Callable[[str], str],
     rank_of: Callable[[str], tuple[object, ...]],
 ) -> None:
-    """Re-derive funded/unfunded for every open claim; sets `book.funded` and `book.unfunded`."""
+    """Re-derive funded/unfunded for every open claim; sets `book.funded` and `book.unfunded`.
+
+    Also keeps each envelope's claims and the groups it leaves unfunded (`book.claims`,
+    `book.blocked`), so `unfunded_with` can answer "what if this run claimed too" per envelope.
+    """
+    per_env, orphaned = claims_of(book, leases, owner_of, rank_of)
+    book.unfunded |= orphaned
+    book.orphaned = orphaned
+    book.funded = {k: {OWN: 0, FAMILY: 0, LOAN: 0} for k in book.envs}
+    book.epoch += 1
+    book.changes = []
+    book.claims = per_env
+    book.seen = len(leases)
+    book.blocked = {}
+    for env_key, env_claims in per_env.items():
+        funded, blocked = settle(book, env_key, env_claims)
+        book.funded[env_key] = funded
+        book.blocked[env_key] = blocked
+        book.unfunded |= blocked
+
+
+def claims_of(
+    book: Book,
+    leases: Iterable[Lease],
+    owner_of: Callable[[str], str],
+    rank_of: Callable[[str], tuple[object, ...]],
+) -> tuple[dict[str, list[Claim]], set[GroupKey]]:
+    """Open claims per envelope (GPUs summed per group and class), and groups whose envelope is gone."""
     claims: dict[tuple[str, str, tuple[object, ...], GroupKey], int] = defaultdict(int)
+    orphaned: set[GroupKey] = set()
     for lease in leases:
         if not lease.open or lease.role == "Borrowed" or lease.payer.key is None:
             continue
@@ -211,37 +244,82 @@ def classify(
         group = (lease.run, lease.group)
         env = book.envs.get(env_key)
         if env is None:  # the envelope is gone: nobody funds this claim
-            book.unfunded.add(group)
+            orphaned.add(group)
             continue
         cat = book.category(owner_of(lease.run), env)
         claims[(env_key, cat, rank_of(lease.run), group)] += lease.gpus
     per_env: dict[str, list[Claim]] = defaultdict(list)
     for (env_key, cat, rank, group), gpus in claims.items():
         per_env[env_key].append(Claim(env_key, cat, rank, group, gpus))
-    book.funded = {k: {OWN: 0, FAMILY: 0, LOAN: 0} for k in book.envs}
-    book.epoch += 1
-    book.changes = []
-    order = {LOAN: 0, OWN: 1, FAMILY: 2}
-    for env_key, env_claims in per_env.items():
-        env = book.envs[env_key]
-        cap = book.capacity(env)
-        lend_room = cap if env.lend_max is None else min(cap, env.lend_max)
-        if (
-            env.lend_hours is not None
-            and book.lent_hours[env_key] >= env.lend_hours
-            and env_key not in book.frozen
-        ):
-            lend_room = 0
-        used = 0
-        blocked: set[str] = set()
-        for c in sorted(env_claims, key=lambda c: (order[c.category], c.rank, c.group[1])):
-            limit = lend_room if c.category == LOAN else cap
-            if c.category not in blocked and used + c.gpus <= limit:
-                used += c.gpus
-                book.funded[env_key][c.category] += c.gpus
-            else:
-                blocked.add(c.category)
-                book.unfunded.add(c.group)
+    return dict(per_env), orphaned
+
+
+_ORDER = {LOAN: 0, OWN: 1, FAMILY: 2}
+
+
+def settle(book: Book, env_key: str, env_claims: Iterable[Claim]) -> tuple[dict[str, int], set[GroupKey]]:
+    """One envelope: loans first, then its owner, then family, each in ranking order, until full."""
+    env = book.envs[env_key]
+    cap = book.capacity(env)
+    lend_room = cap if env.lend_max is None else min(cap, env.lend_max)
+    if (
+        env.lend_hours is not None
+        and book.lent_hours[env_key] >= env.lend_hours
+        and env_key not in book.frozen
+    ):
+        lend_room = 0
+    funded = {OWN: 0, FAMILY: 0, LOAN: 0}
+    unfunded: set[GroupKey] = set()
+    used = 0
+    blocked: set[str] = set()
+    for c in sorted(env_claims, key=lambda c: (_ORDER[c.category], c.rank, c.group[1])):
+        limit = lend_room if c.category == LOAN else cap
+        if c.category not in blocked and used + c.gpus <= limit:
+            used += c.gpus
+            funded[c.category] += c.gpus
+        else:
+            blocked.add(c.category)
+            unfunded.add(c.group)
+    return funded, unfunded
+
+
+def unfunded_with(
+    book: Book,
+    leases: Sequence[Lease],
+    extra: Sequence[Lease],
+    owner_of: Callable[[str], str],
+    rank_of: Callable[[str], tuple[object, ...]],
+    appended_only: bool,
+) -> set[GroupKey]:
+    """The unfunded groups if `extra` leases were open too, as `classify` would find them.
+
+    `appended_only`: since the last `classify`, leases were only appended (none closed), so only
+    the envelopes the new and extra leases pay from re-settle. Otherwise every envelope does. The
+    book is left unchanged either way.
+    """
+    if not appended_only:
+        per_env, orphaned = claims_of(book, [*leases, *extra], owner_of, rank_of)
+        out = set(orphaned)
+        for env_key, claims in per_env.items():
+            out |= settle(book, env_key, claims)[1]
+        return out
+    more, orphaned = claims_of(book, [*leases[book.seen :], *extra], owner_of, rank_of)
+    out = set(book.orphaned) | orphaned
+    for env_key, blocked in book.blocked.items():
+        if env_key not in more:
+            out |= blocked
+    for env_key, claims in more.items():
+        out |= settle(book, env_key, _merge(book.claims.get(env_key, []), claims))[1]
+    return out
+
+
+def _merge(old: list[Claim], new: list[Claim]) -> list[Claim]:
+    """Claims of one envelope with GPUs of the same (class, rank, group) summed, as classify sums them."""
+    total: dict[tuple[str, tuple[object, ...], GroupKey], int] = defaultdict(int)
+    for c in (*old, *new):
+        total[(c.category, c.rank, c.group)] += c.gpus
+    env = old[0].env if old else new[0].env
+    return [Claim(env, cat, rank, group, gpus) for (cat, rank, group), gpus in total.items()]
 
 
 def meter(

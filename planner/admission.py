@@ -155,11 +155,12 @@ def _activate(
     width: int,
 ) -> bool:
     """Due, funded, short of capacity: clear the deficit with the resolver, then start."""
-    unfunded = _unfunded_with(ctx, spec, srcs, need_gpus(spec, width))
-    resolver = Resolver(ctx, res, sc.short, unfunded)
+    resolver = Resolver(ctx, res, sc.short, set())
     if not resolver.feasible():
         ctx.messages[key] = f"reserved: {res.reason}; waiting for warned runs to clear it"
         return False
+    # only now worth knowing which groups this run's own claims would leave unfunded
+    resolver.unfunded = _unfunded_with(ctx, spec, srcs, need_gpus(spec, width))
     resolver.run()
     lookahead_hours = ctx.world.settings.lookahead / 3600
     accounting_refresh(ctx)
@@ -173,9 +174,6 @@ def _activate(
 
 def _unfunded_with(ctx: Pass, spec: Run, srcs: list[pack.Source], need: int) -> set[tuple[str, int]]:
     """Groups that become unfunded once this run's claims are counted (family claims it recalls)."""
-    book = ctx.book
-    probe = accounting.Book(book.envs, book.relatives, book.now)
-    probe.consumed, probe.lent_hours, probe.frozen = book.consumed, book.lent_hours, book.frozen
     extra: list[Lease] = []
     left = need
     key = f"{spec.metadata.namespace}/{spec.metadata.name}"
@@ -197,10 +195,12 @@ def _unfunded_with(ctx: Pass, spec: Run, srcs: list[pack.Source], need: int) -> 
             )
         )
         left -= n
-    accounting.classify(probe, [*ctx.leases, *extra], ctx.owner_of, ctx.rank)
-    return probe.unfunded
+    return accounting.unfunded_with(
+        ctx.book, ctx.leases, extra, ctx.owner_of, ctx.rank, ctx.closures == ctx.book.closures_at
+    )
 
 
 def accounting_refresh(ctx: Pass) -> None:
     ctx.book.unfunded = set()
     accounting.classify(ctx.book, ctx.leases, ctx.owner_of, ctx.rank)
+    ctx.book.closures_at = ctx.closures

@@ -62,6 +62,7 @@ class Pass:
     started: set[str] = field(default_factory=set)  # runs (re)started this pass
     cordon: set[str] = field(default_factory=set)
     messages: dict[str, str] = field(default_factory=dict)
+    closures: int = 0  # leases closed so far this pass (accounting snapshots compare against it)
 
     @property
     def now(self) -> int:
@@ -111,6 +112,7 @@ class Pass:
         if not lease.open:
             return
         lease.ended, lease.closure = self.now, closure
+        self.closures += 1
         self.topo.release(lease)
         self.events.append(Event(self.now, "End", lease, closure))
 
