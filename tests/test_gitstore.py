@@ -6,8 +6,6 @@ import os
 import random
 import socket
 import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pygit2
@@ -15,6 +13,9 @@ import pytest
 
 from reconciler import gitremote, gitstore, writerlock
 from reconciler.gitremote import PushStatus, SyncOutcome
+from tests.git_support import daemon, free_port, write_tree
+
+__all__ = ["daemon"]  # a fixture: imported for pytest, used by name
 
 NOW = 1_767_600_000  # 2026-01-05T08:00:00Z
 SPEC_SHA = "a" * 40
@@ -28,13 +29,6 @@ SEED_FILES = {
     "state/status/runs/team-a/r1.yaml": b"phase: Pending\n",
     "rendered/gpu-a/team-a/r1-g0.yaml": b"kind: Pod\n",
 }
-
-
-def write_tree(repo: pygit2.Repository, files: dict[str, bytes]) -> pygit2.Oid:
-    index = pygit2.Index()
-    for path, data in files.items():
-        index.add(pygit2.IndexEntry(path, repo.create_blob(data), pygit2.GIT_FILEMODE_BLOB))
-    return index.write_tree(repo)
 
 
 def human_commit(repo: pygit2.Repository, files: dict[str, bytes], message: str = "edit by hand\n") -> str:
@@ -82,51 +76,6 @@ NEW_STATE = {
 @pytest.fixture
 def local(tmp_path: Path) -> pygit2.Repository:
     return clone(str(make_remote(tmp_path)), tmp_path / "clone.git")
-
-
-# ---------------------------------------------------------------------------------------- daemon
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    """`git daemon` with receive-pack on 127.0.0.1, so pushes run the remote's checks and hooks."""
-    base = tmp_path_factory.mktemp("daemon")
-    for _ in range(3):
-        port = _free_port()
-        proc = subprocess.Popen(
-            ["git", "daemon", "--reuseaddr", "--listen=127.0.0.1", f"--port={port}", f"--base-path={base}"]
-            + ["--export-all", "--enable=receive-pack", str(base)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.02)
-        else:
-            proc.kill()
-            proc.wait(timeout=5)
-            continue
-        try:
-            yield base, f"git://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-        return
-    pytest.fail("git daemon did not start on 127.0.0.1")
 
 
 @pytest.fixture
@@ -306,7 +255,7 @@ def test_a_server_hook_refusal_is_a_clear_result_not_an_exception(
 
 
 def test_an_unreachable_remote_raises_git_unavailable_naming_the_url(local: pygit2.Repository) -> None:
-    url = f"git://127.0.0.1:{_free_port()}/fleet.git"
+    url = f"git://127.0.0.1:{free_port()}/fleet.git"
     local.remotes.set_url("origin", url)
     bot_commit(local, NEW_STATE)
     with pytest.raises(gitstore.GitUnavailable, match=f"'origin' at {url}.*Check the URL") as err:

@@ -1,0 +1,258 @@
+"""`jobtree reconcile`: the pipeline with the Git source and sink — read, validate, plan, commit, push.
+
+One pass reads the fleet spec and `state/` at the branch head through pygit2 (no checkout
+needed), observes the embedded cluster (`inventory/nodes.yaml`), plans, and commits `state/` and
+`rendered/` only when a decision changed. With `--push` the commit goes to the remote as a
+compare-and-swap: a push that lost a race is thrown away, and the pass re-reads and re-plans.
+Every step before the push is local and the commit is one ref update, so a crash anywhere
+converges on the next pass. Applying to a real cluster is the cluster stage's job, not this one's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import click
+import pygit2
+
+from planner.plan import Plan
+from planner.world import FleetState
+from reconciler import gitremote, gitsink, gitstore, pipeline, statefiles
+from reconciler.embedded import EmbeddedCluster
+from reconciler.gitremote import PushStatus
+from reconciler.gitstore import GitStoreError, PermanentGitError, TemporaryGitError
+from reconciler.writerlock import writer_lock
+from schemas.common import format_time, parse_duration, parse_time
+
+SPEC_PREFIXES = ("jobtree.yaml", "budgets/", "runs/", "inventory/")
+STATE_PREFIX = "state/"
+EXIT_OTHER = 4
+TOKEN_ENV = "JOBTREE_GIT_TOKEN"
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one pass did, for people (`str`) and for callers (the webhook, tests)."""
+
+    commit: str | None = None  # the new state commit, None when nothing meaningful changed
+    head: str = ""  # the branch head after the pass
+    pushed: bool = False
+    attempts: int = 1
+    changed: list[str] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+    problems: int = 0  # spec diagnostics (invalid objects were left out of planning)
+    next_due: int | None = None  # the next instant something is due without a push
+
+    def __str__(self) -> str:
+        if self.commit is None:
+            return f"no change at {self.head[:12]}; nothing committed"
+        where = "pushed" if self.pushed else "committed"
+        return f"{where} {self.commit[:12]}: " + ("; ".join(self.summary[:3]) or "state refreshed")
+
+
+def _progress(enabled: bool) -> Callable[[str], None]:
+    start = time.monotonic()
+
+    def say(text: str) -> None:
+        if enabled:
+            click.echo(f"[{time.monotonic() - start:6.2f}s] {text}", err=True)
+
+    return say
+
+
+def _spec_commit(repo: pygit2.Repository, head: pygit2.Commit, email: str) -> str:
+    """The commit the spec was read from: the head, or what the reconciler's own head names."""
+    if head.author.email == email:
+        named = gitstore.spec_commit_of(head.message)
+        if named is not None:
+            return named
+    return str(head.id)
+
+
+def _due(plan_state: FleetState, spec: pipeline.Spec, now: int) -> int | None:
+    times = [r.earliest_start for r in plan_state.reservations.values() if r.state == "Pending"]
+    for b in spec.budgets:
+        for e in b.spec.envelopes:
+            times += [t for t in (e.start, e.end) if t is not None]
+    later = [t for t in times if t > now]
+    return min(later) if later else None
+
+
+def plan_once(
+    repo: pygit2.Repository, branch: str, now: int, say: Callable[[str], None]
+) -> tuple[pygit2.Commit, pipeline.Spec, gitsink.NextTree, Plan]:
+    """Read the branch head, validate, plan: the next tree (not yet committed) and the plan."""
+    head = gitstore.resolve(repo, branch)
+    spec_blobs = gitstore.read_blobs(repo, str(head.id), SPEC_PREFIXES)
+    spec = pipeline.read_spec({p: data for p, (_, data) in spec_blobs.items()})
+    say(
+        f"read {len(spec_blobs)} spec files at {str(head.id)[:12]}: {len(spec.budgets)} budgets, "
+        f"{len(spec.runs)} runs valid, {len(spec.diagnostics)} problems"
+    )
+    owned = gitstore.list_blobs(repo, str(head.id), gitstore.OWNED_PREFIXES)
+    state_files = {
+        p: gitstore.read_blob(repo, oid)
+        for p, oid in owned.items()
+        if p.startswith(STATE_PREFIX) and not p.startswith(gitsink.LEDGER)
+    }
+    state = statefiles.decode(state_files)
+    say(
+        f"read state: {sum(1 for x in state.leases if x.open)} open leases, {len(state.reservations)} reservations"
+    )
+    result = pipeline.run_pass(spec, EmbeddedCluster(spec.inventory), state, now)
+    say(f"planned: {len(result.events)} lease events")
+    tree = gitsink.next_tree(result, owned, lambda oid: gitstore.read_blob(repo, oid))
+    say(f"rendered {len(tree.files)} files, {len(tree.meaningful)} with changed decisions")
+    return head, spec, tree, result
+
+
+def reconcile_once(
+    repo_path: str | os.PathLike[str],
+    *,
+    now: int | None = None,
+    push: bool = False,
+    apply: bool = False,
+    remote: str = "origin",
+    branch: str | None = None,
+    attempts: int = 5,
+    progress: bool = False,
+) -> Outcome:
+    """One reconcile pass; raises GitStoreError (temporary or permanent) with a message for people."""
+    say = _progress(progress)
+    repo = gitstore.open_repo(repo_path)
+    token = os.environ.get(TOKEN_ENV)
+    outcome = Outcome(attempts=0)
+    with writer_lock(repo_path):
+        want_branch = branch or _configured_branch(repo)
+
+        def attempt() -> gitremote.PushResult:
+            outcome.attempts += 1
+            outcome.commit, outcome.changed, outcome.summary = None, [], []
+            moment = now if now is not None else int(time.time())
+            expected = None
+            if push:
+                gitremote.sync_with_remote(repo, remote, want_branch, discard_unpushed=True, token=token)
+                tracking = repo.references.get(f"refs/remotes/{remote}/{want_branch}")
+                expected = str(tracking.target) if tracking is not None else None
+            head, spec, tree, result = plan_once(repo, want_branch, moment, say)
+            outcome.problems = len(spec.diagnostics)
+            outcome.next_due = _due(result.state, spec, moment)
+            outcome.head = str(head.id)
+            if tree.meaningful:
+                author = spec.fleet.git.author
+                message = gitstore.format_message(
+                    gitsink.summary(result),
+                    _spec_commit(repo, head, author.email),
+                )
+                oid = gitstore.commit_files(
+                    repo, want_branch, str(head.id), tree.files, message=message,
+                    author_name=author.name, author_email=author.email, now=moment,
+                )  # fmt: skip
+                outcome.commit = str(oid) if oid is not None else None
+                outcome.head = outcome.commit or outcome.head
+                outcome.changed = tree.meaningful
+                outcome.summary = gitsink.summary(result)
+                say(f"committed {outcome.head[:12]} ({len(tree.meaningful)} files changed)")
+            if not push:
+                return gitremote.PushResult(PushStatus.UP_TO_DATE, remote, want_branch, outcome.head, None)
+            pushed = gitremote.push(repo, remote, want_branch, expected, token=token)
+            say(f"push to {remote}: {pushed.status.value}")
+            return pushed
+
+        result = gitremote.run_with_retry(attempt, attempts=attempts)
+        if push:
+            if result.status == PushStatus.REFUSED:
+                raise PermanentGitError(f"{remote} refused the state commit: {result.message}")
+            if result.status == PushStatus.STALE:
+                raise TemporaryGitError(
+                    f"{remote}/{want_branch} kept moving during {attempts} attempts; the next pass retries"
+                )
+            outcome.pushed = result.status == PushStatus.PUSHED
+    if apply:
+        outcome.summary.append("apply: the embedded cluster has nothing to apply")
+    return outcome
+
+
+def _configured_branch(repo: pygit2.Repository) -> str:
+    """The `git.branch` of jobtree.yaml at the current HEAD, else `main`."""
+    try:
+        files = gitstore.read_files(repo, "HEAD", ["jobtree.yaml"])
+        spec = pipeline.read_spec(files)
+        return spec.fleet.git.branch
+    except GitStoreError:
+        return "main"
+
+
+def _clusters_configured(repo_path: str) -> bool:
+    try:
+        repo = gitstore.open_repo(repo_path)
+        files = gitstore.read_files(repo, "HEAD", ["jobtree.yaml"])
+    except GitStoreError:
+        return False
+    return bool(pipeline.read_spec(files).fleet.clusters)
+
+
+@click.command("reconcile")
+@click.argument("repo", default=".", type=click.Path(file_okay=False))
+@click.option("--once", "mode", flag_value="once", default=True, help="One pass, then exit (default).")
+@click.option("--interval", default=None, help="Keep reconciling every DURATION (e.g. 60s), and when due.")
+@click.option("--now", "now_text", default=None, help="Plan as of this RFC 3339 time instead of the clock.")
+@click.option("--push", is_flag=True, help="Push the state commit to the remote (compare-and-swap).")
+@click.option("--apply", is_flag=True, help="Hand the pushed commit to the cluster stage.")
+@click.option("--remote", default="origin", show_default=True)
+@click.option("--branch", default=None, help="Branch to reconcile (default: git.branch of jobtree.yaml).")
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+def command(
+    repo: str,
+    mode: str,
+    interval: str | None,
+    now_text: str | None,
+    push: bool,
+    apply: bool,
+    remote: str,
+    branch: str | None,
+    quiet: bool,
+) -> None:
+    """Reconcile the fleet repository REPO: plan, commit state/ and rendered/, optionally push."""
+    try:
+        now = parse_time(now_text) if now_text else None
+    except ValueError as err:
+        raise click.UsageError(f"--now {now_text!r}: {err}") from err
+    try:
+        every = parse_duration(interval) if interval else None
+    except ValueError as err:
+        raise click.UsageError(f"--interval {interval!r}: {err}") from err
+    if every is not None and every <= 0:
+        raise click.UsageError("--interval must be positive, e.g. 60s")
+    if apply and _clusters_configured(repo):
+        click.echo(
+            "jobtree: applying to a configured cluster is not built yet (the cluster stage comes next); "
+            "run without --apply, or remove `clusters` from jobtree.yaml to use the embedded cluster",
+            err=True,
+        )
+        sys.exit(EXIT_OTHER)
+    while True:
+        try:
+            outcome = reconcile_once(
+                repo, now=now, push=push, apply=apply, remote=remote, branch=branch, progress=not quiet
+            )
+            click.echo(str(outcome))
+        except GitStoreError as err:
+            click.echo(f"jobtree: {err}", err=True)
+            if every is None:
+                sys.exit(EXIT_OTHER)
+            outcome = Outcome()
+        except pipeline.InvariantViolation as err:
+            click.echo(f"jobtree: {err}", err=True)
+            sys.exit(EXIT_OTHER)
+        if every is None:
+            return
+        wake = time.time() + every
+        if outcome.next_due is not None:
+            wake = min(wake, outcome.next_due)
+        click.echo(f"next pass at {format_time(int(wake))}", err=True)
+        time.sleep(max(0.0, wake - time.time()))

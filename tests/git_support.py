@@ -1,0 +1,61 @@
+"""Real Git for tests: `git daemon` on 127.0.0.1 (so pushes run server hooks), trees and clones."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pygit2
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_tree(repo: pygit2.Repository, files: dict[str, bytes]) -> pygit2.Oid:
+    index = pygit2.Index()
+    for path, data in sorted(files.items()):
+        index.add(pygit2.IndexEntry(path, repo.create_blob(data), pygit2.GIT_FILEMODE_BLOB))
+    return index.write_tree(repo)
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """`git daemon` with receive-pack on 127.0.0.1, so pushes run the remote's checks and hooks."""
+    base = tmp_path_factory.mktemp("daemon")
+    for _ in range(3):
+        port = free_port()
+        proc = subprocess.Popen(
+            ["git", "daemon", "--reuseaddr", "--listen=127.0.0.1", f"--port={port}", f"--base-path={base}"]
+            + ["--export-all", "--enable=receive-pack", str(base)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.02)
+        else:
+            proc.kill()
+            proc.wait(timeout=5)
+            continue
+        try:
+            yield base, f"git://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        return
+    pytest.fail("git daemon did not start on 127.0.0.1")

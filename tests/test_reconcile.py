@@ -1,0 +1,285 @@
+"""`jobtree reconcile` against real repositories: the template fleet, bare remotes, races and crashes.
+
+Expected numbers come from the template (fleet-repo-template/): two NVL72 GB200 domains of
+18×4 = 72 GPUs and one 8×8 H100 domain. Every run fits at once: GB200 asks 64 (pretrain-64) +
+32 + 2 groups × 4 spares (moe-spares) + 32 (train-cofunded) = 136 ≤ 144; H100 asks 8
+(whisper-finetune) + 16 (vit-elastic at totalGPUs) = 24 ≤ 64. Active GPUs: 64+32+32+8+16 = 152.
+vit-elastic (step 8, max 32, no desired width) then grows one step per pass: 24, then 32.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pygit2
+import pytest
+from click.testing import CliRunner
+
+from reconciler import gitstore, statefiles
+from reconciler.reconcile import command, reconcile_once
+from schemas.common import parse_time
+from tests.git_support import daemon, free_port, write_tree
+
+__all__ = ["daemon"]  # a fixture: imported for pytest, used by name
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "fleet-repo-template"
+T0 = parse_time("2026-03-02T09:00:00Z")
+HUMAN = pygit2.Signature("Ada", "ada@example.com", T0 - 3600, 0)
+BOT_EMAIL = "jobtree@acme.example"  # git.author in the template's jobtree.yaml
+WANT_ACTIVE_GPUS = 152
+
+
+def template_files() -> dict[str, bytes]:
+    return {
+        str(p.relative_to(TEMPLATE)): p.read_bytes()
+        for p in sorted(TEMPLATE.rglob("*"))
+        if p.is_file() and ".github" not in p.parts
+    }
+
+
+def steady_files() -> dict[str, bytes]:
+    """The template with vit-elastic's desired width at its admitted 16: no growth, so a fleet that
+    has been reconciled once has nothing left to do at the same instant."""
+    files = template_files()
+    path = "runs/media-vision/vit-elastic.yaml"
+    files[path] = files[path].replace(b"    stepGPUs: 8\n", b"    stepGPUs: 8\n    desiredTotalGPUs: 16\n")
+    assert b"desiredTotalGPUs: 16" in files[path]
+    return files
+
+
+def bare_remote(root: Path, files: dict[str, bytes] | None = None, name: str = "fleet.git") -> Path:
+    path = root / name
+    bare = pygit2.init_repository(str(path), bare=True, initial_head="main")
+    tree = write_tree(bare, files if files is not None else template_files())
+    bare.create_commit("refs/heads/main", HUMAN, HUMAN, "fleet from the template\n", tree, [])
+    return path
+
+
+def clone(url: str | Path, dest: Path) -> pygit2.Repository:
+    return pygit2.clone_repository(str(url), str(dest), checkout_branch="main")
+
+
+def state_at(repo: pygit2.Repository, rev: str = "main") -> statefiles.FleetState:
+    files = gitstore.read_files(repo, rev, ["state/"])
+    return statefiles.decode({p: b for p, b in files.items() if not p.startswith("state/ledger/")})
+
+
+def active_gpus(state: statefiles.FleetState) -> int:
+    return sum(x.gpus for x in state.leases if x.open and x.role == "Active")
+
+
+def slots(state: statefiles.FleetState) -> list[str]:
+    return [f"{x.node}#{s}" for x in state.leases if x.open and x.role != "Borrowed" for s in x.slots]
+
+
+def vit_width(state: statefiles.FleetState) -> int:
+    return sum(x.gpus for x in state.leases if x.open and x.run == "media-vision/vit-elastic")
+
+
+# -------------------------------------------------------------------------------------- one pass
+
+
+def test_the_template_fleet_is_reconciled_and_pushed_to_a_bare_remote(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path)
+    work = clone(remote, tmp_path / "work")
+    spec_sha = str(work.head.target)
+    outcome = reconcile_once(tmp_path / "work", now=T0, push=True)
+    assert outcome.pushed and outcome.commit is not None
+    served = pygit2.Repository(str(remote))
+    head = served.references["refs/heads/main"].peel(pygit2.Commit)
+    assert str(head.id) == outcome.commit and [str(p) for p in head.parent_ids] == [spec_sha]
+    assert head.message.rstrip().endswith(f"Spec-Commit: {spec_sha}")
+    assert "started or grew 5 runs (152 GPUs)" in head.message
+    state = state_at(served)
+    assert active_gpus(state) == WANT_ACTIVE_GPUS
+    assert {x.run for x in state.leases if x.open} == {
+        "media-audio/whisper-finetune", "media-vision/vit-elastic", "rai-llm/pretrain-64",
+        "rai-sys/moe-spares", "rai-sys/train-cofunded",
+    }  # fmt: skip
+    assert sum(x.gpus for x in state.leases if x.role == "Spare") == 8
+    rendered = gitstore.list_blobs(served, "main", ["rendered/"])
+    assert any(p.startswith("rendered/gb-west/rai-llm/pod-") for p in rendered)
+    assert "rendered/gb-west/rai-llm/service-pretrain-64.yaml" in rendered
+    ledger = gitstore.read_files(served, "main", ["state/ledger/"])
+    assert list(ledger) == ["state/ledger/2026-03-02.jsonl"]
+    # the checkout a person looks at shows the same files
+    assert (tmp_path / "work" / "state" / "fleet.yaml").read_bytes() == gitstore.read_files(
+        served, "main", ["state/fleet.yaml"]
+    )["state/fleet.yaml"]
+
+
+def test_reconciling_again_with_nothing_due_makes_no_commit(tmp_path: Path) -> None:
+    bare_remote(tmp_path)
+    path = tmp_path / "work"
+    repo = clone(tmp_path / "fleet.git", path)
+    first = reconcile_once(path, now=T0)
+    assert first.commit is not None and vit_width(state_at(repo)) == 16
+    # growth is one step per pass, whenever the pass runs: the next two passes each add 8 GPUs
+    assert reconcile_once(path, now=T0).commit is not None and vit_width(state_at(repo)) == 24
+    assert reconcile_once(path, now=T0 + 300).commit is not None and vit_width(state_at(repo)) == 32
+    head = str(repo.head.target)
+    for later in (T0 + 300, T0 + 900, T0 + 3600, T0 + 86400):  # GPU-hours accrue, nothing else
+        assert reconcile_once(path, now=later).commit is None
+    assert str(repo.head.target) == head
+
+
+def test_the_ledger_appends_each_passes_events_to_its_day(tmp_path: Path) -> None:
+    bare_remote(tmp_path)
+    path = tmp_path / "work"
+    repo = clone(tmp_path / "fleet.git", path)
+    reconcile_once(path, now=T0)
+    day = gitstore.read_files(repo, "main", ["state/ledger/"])["state/ledger/2026-03-02.jsonl"]
+    first = day.decode().splitlines()
+    reconcile_once(path, now=T0 + 300)
+    after = gitstore.read_files(repo, "main", ["state/ledger/"])["state/ledger/2026-03-02.jsonl"]
+    lines = after.decode().splitlines()
+    assert lines[: len(first)] == first and len(lines) == len(first) + 1
+    assert '"reason": "Grow"' in lines[-1] and '"run": "media-vision/vit-elastic"' in lines[-1]
+
+
+def test_metered_gpu_hours_land_with_the_next_meaningful_commit(tmp_path: Path) -> None:
+    bare_remote(tmp_path, steady_files())
+    path = tmp_path / "work"
+    repo = clone(tmp_path / "fleet.git", path)
+    reconcile_once(path, now=T0)
+    assert reconcile_once(path, now=T0 + 3600).commit is None
+    # a new run is a meaningful change; the hour since the last commit is metered with it
+    files = gitstore.read_files(repo, "main")
+    run = files["runs/media-audio/whisper-finetune.yaml"].replace(b"whisper-finetune", b"whisper-more")
+    parent = repo.head.peel(pygit2.Commit)
+    tree = write_tree(repo, {**files, "runs/media-audio/whisper-more.yaml": run})
+    repo.create_commit("refs/heads/main", HUMAN, HUMAN, "another run\n", tree, [parent.id])
+    repo.checkout_head(strategy=pygit2.GIT_CHECKOUT_FORCE)
+    assert reconcile_once(path, now=T0 + 3600).commit is not None
+    state = state_at(repo)
+    whisper = state.runs["media-audio/whisper-finetune"]
+    assert whisper.owned_hours == pytest.approx(8.0)  # 8 GPUs for exactly one hour
+
+
+# ------------------------------------------------------------------------------------- remotes
+
+
+def test_two_reconcilers_racing_on_one_remote_never_double_book_a_slot(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path)
+    paths = [tmp_path / "one", tmp_path / "two"]
+    for p in paths:
+        clone(remote, p)
+    errors: list[BaseException] = []
+
+    def run(path: Path, offset: int) -> None:
+        try:
+            for step in range(3):
+                reconcile_once(path, now=T0 + offset + step * 300, push=True, attempts=8)
+        except BaseException as err:  # noqa: BLE001 - surfaced by the assertion below
+            errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(p, i * 60)) for i, p in enumerate(paths)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    served = pygit2.Repository(str(remote))
+    walker = served.walk(served.references["refs/heads/main"].target)
+    assert all(len(c.parent_ids) <= 1 for c in walker)  # linear history
+    state = state_at(served)
+    taken = slots(state)
+    assert len(taken) == len(set(taken))
+    assert active_gpus(state) == WANT_ACTIVE_GPUS + 16  # vit-elastic grew twice, to 32
+
+
+def test_an_unreachable_remote_is_one_clear_error_and_exit_four(tmp_path: Path) -> None:
+    bare_remote(tmp_path)
+    repo = clone(tmp_path / "fleet.git", tmp_path / "work")
+    url = f"git://127.0.0.1:{free_port()}/fleet.git"
+    repo.remotes.set_url("origin", url)
+    result = CliRunner().invoke(
+        command, [str(tmp_path / "work"), "--push", "--now", "2026-03-02T09:00:00Z", "--quiet"]
+    )
+    assert result.exit_code == 4
+    assert url in result.output and "Traceback" not in result.output
+
+
+def test_a_server_that_refuses_the_push_is_reported_not_retried(
+    daemon: tuple[Path, str], tmp_path: Path
+) -> None:
+    base, url = daemon
+    bare_remote(base, name="refusing.git")
+    hook = base / "refusing.git" / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'state/ is protected on this server' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    clone(f"{url}/refusing.git", tmp_path / "work")
+    result = CliRunner().invoke(
+        command, [str(tmp_path / "work"), "--push", "--now", "2026-03-02T09:00:00Z", "--quiet"]
+    )
+    assert result.exit_code == 4
+    assert "refused the state commit" in result.output and "pre-receive hook declined" in result.output
+
+
+def test_apply_with_a_configured_cluster_says_the_stage_is_not_built(tmp_path: Path) -> None:
+    files = template_files()
+    files["jobtree.yaml"] += b"  clusters:\n    - {name: gb-west, context: prod}\n"
+    bare_remote(tmp_path, files)
+    clone(tmp_path / "fleet.git", tmp_path / "work")
+    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--apply", "--quiet"])
+    assert result.exit_code == 4 and "not built yet" in result.output
+
+
+# --------------------------------------------------------------------------------------- crashes
+
+
+def test_kill_nine_at_random_points_then_one_clean_pass_converges(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path, steady_files())
+    reference = tmp_path / "reference"
+    clone(remote, reference)
+    shutil.copytree(remote, tmp_path / "reference-remote.git")
+    pygit2.Repository(str(reference)).remotes.set_url("origin", str(tmp_path / "reference-remote.git"))
+    want = reconcile_once(reference, now=T0, push=True)
+    assert want.commit is not None
+    victim = tmp_path / "victim"
+    clone(remote, victim)
+    cmd = [sys.executable, "-m", "reconciler.cli", "reconcile", str(victim), "--push", "--quiet"]
+    cmd += ["--now", "2026-03-02T09:00:00Z"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for delay in (0.05, 0.2, 0.35, 0.5, 0.8):
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    reconcile_once(victim, now=T0, push=True)  # converges, whatever the kills left behind
+    assert reconcile_once(victim, now=T0, push=True).commit is None
+    got = state_at(pygit2.Repository(str(remote)))
+    expected = state_at(pygit2.Repository(str(tmp_path / "reference-remote.git")))
+    assert sorted(slots(got)) == sorted(slots(expected))
+    assert sorted(x.name for x in got.leases) == sorted(x.name for x in expected.leases)
+    ledger = gitstore.read_files(pygit2.Repository(str(remote)), "main", ["state/ledger/"])
+    starts = [line for line in b"".join(ledger.values()).splitlines() if b'"event": "Start"' in line]
+    assert len(starts) == len({line for line in starts})  # no event recorded twice
+
+
+def test_a_lock_left_by_a_killed_writer_is_taken_over(tmp_path: Path) -> None:
+    bare_remote(tmp_path)
+    path = tmp_path / "work"
+    repo = clone(tmp_path / "fleet.git", path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (Path(repo.path) / "jobtree.lock").write_text(f"pid={dead.pid} host={socket.gethostname()} since=0\n")
+    assert reconcile_once(path, now=T0).commit is not None
+
+
+def test_remote_history_after_pushes_is_the_spec_commit_then_state_commits(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path)
+    clone(remote, tmp_path / "work")
+    reconcile_once(tmp_path / "work", now=T0, push=True)
+    reconcile_once(tmp_path / "work", now=T0 + 300, push=True)
+    served = pygit2.Repository(str(remote))
+    authors = [c.author.email for c in served.walk(served.references["refs/heads/main"].target)]
+    assert authors == [BOT_EMAIL, BOT_EMAIL, "ada@example.com"]
