@@ -1,0 +1,160 @@
+"""What merging a change would do: two planner passes from one state, base spec versus head spec.
+
+Pure comparison of two `Plan`s into a versioned report (a plain dict, JSON-ready, sorted): runs
+that start, reservations with their ETA and remedies, cuts and shrinks, conflict-set warnings,
+budget usage before and after, and how other runs' ETAs move. Reads no Git and renders nothing.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from planner.plan import Plan
+from schemas.common import format_time, parse_time
+
+VERSION = 1
+
+
+def _minutes(seconds: int) -> str:
+    seconds = abs(seconds)
+    if seconds % 3600 == 0 and seconds >= 3600:
+        return f"{seconds // 3600}h"
+    if seconds % 60 == 0:
+        return f"{seconds // 60}m"
+    return f"{seconds}s"
+
+
+def _starts(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    payers: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for ev in plan.events:
+        lease = ev.lease
+        if ev.event != "Start" or lease.role not in ("Active", "Borrowed"):
+            continue
+        entry = out.setdefault(
+            lease.run, {"run": lease.run, "gpus": 0, "domains": set(), "reason": ev.reason}
+        )
+        entry["gpus"] += lease.gpus
+        entry["domains"].add(domain_of.get(lease.node, "?"))
+        who = (
+            "nobody (fill on spare GPUs)"
+            if lease.role == "Borrowed"
+            else f"{lease.payer.owner} ({lease.payer.budget}/{lease.payer.envelope})"
+        )
+        payers[lease.run][who] += lease.gpus
+    for run, entry in out.items():
+        entry["domains"] = sorted(entry["domains"])
+        entry["payers"] = [{"payer": p, "gpus": n} for p, n in sorted(payers[run].items())]
+    return out
+
+
+def _ends(plan: Plan) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = defaultdict(int)
+    for ev in plan.events:
+        if ev.event == "End" and ev.lease.role in ("Active", "Spare"):
+            out[(ev.lease.run, ev.reason)] += ev.lease.gpus
+    return out
+
+
+def _reserved(plan: Plan) -> dict[str, dict[str, Any]]:
+    return {
+        run: {
+            "run": run,
+            "earliestStart": format_time(r.earliest_start),
+            "confidence": r.confidence,
+            "deficitGPUs": r.deficit,
+            "reason": r.reason,
+            "remedies": list(r.remedies),
+            "conflicts": len(r.conflicts),
+        }
+        for run, r in sorted(plan.state.reservations.items())
+        if r.state == "Pending"
+    }
+
+
+def _conflicts(plan: Plan) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for run, status in plan.runs.items():
+        entries = status.get("conflicts") or []
+        if entries:
+            out[run] = sorted(f"{c.get('reservation')} ({c.get('probability')})" for c in entries)
+    return out
+
+
+def _usage(plan: Plan) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for budget, status in plan.budgets.items():
+        for env in status.get("envelopes", []):
+            u = env["usage"]
+            out[f"{budget}/{env['name']}"] = {
+                "active": u["activeGPUs"],
+                "spare": u["spareGPUs"],
+                "lentOrShared": u["borrowedOutGPUs"],
+                "unfunded": u["unfundedGPUs"],
+                "headroom": env["headroom"],
+            }
+    return out
+
+
+def compare(
+    before: Plan, after: Plan, domain_of: Mapping[str, str], *, base: str, head: str, now: int
+) -> dict[str, Any]:
+    """The report: only what differs between the base plan and the head plan."""
+    s_before, s_after = _starts(before, domain_of), _starts(after, domain_of)
+    starts = [v for k, v in sorted(s_after.items()) if s_before.get(k) != v]
+    no_longer = sorted(k for k in s_before if k not in s_after)
+    e_before, e_after = _ends(before), _ends(after)
+    cuts = [
+        {"run": run, "reason": reason, "gpus": gpus}
+        for (run, reason), gpus in sorted(e_after.items())
+        if e_before.get((run, reason)) != gpus
+    ]
+    r_before, r_after = _reserved(before), _reserved(after)
+    reserved = [v for k, v in r_after.items() if r_before.get(k) != v and k not in r_before]
+    eta: list[dict[str, Any]] = []
+    for run in sorted(set(r_before) & set(r_after)):
+        was, now_eta = r_before[run]["earliestStart"], r_after[run]["earliestStart"]
+        if was != now_eta:
+            delta = parse_time(now_eta) - parse_time(was)
+            verb = "delays" if delta > 0 else "advances"
+            eta.append({"run": run, "from": was, "to": now_eta, "seconds": delta,
+                        "text": f"{verb} {run} by {_minutes(delta)}"})  # fmt: skip
+        elif r_before[run]["deficitGPUs"] != r_after[run]["deficitGPUs"]:
+            eta.append({"run": run, "from": was, "to": now_eta, "seconds": 0,
+                        "text": f"{run}: deficit {r_before[run]['deficitGPUs']} -> {r_after[run]['deficitGPUs']} GPUs"})  # fmt: skip
+    for run in no_longer:
+        if run in r_after:
+            eta.append({"run": run, "from": format_time(now), "to": r_after[run]["earliestStart"],
+                        "seconds": None, "text": f"{run} no longer starts now; reserved for {r_after[run]['earliestStart']}"})  # fmt: skip
+    for run in sorted(set(r_before) - set(r_after)):
+        if run in s_after:
+            eta.append({"run": run, "from": r_before[run]["earliestStart"], "to": format_time(now),
+                        "seconds": None, "text": f"{run} now starts at once instead of {r_before[run]['earliestStart']}"})  # fmt: skip
+    c_before, c_after = _conflicts(before), _conflicts(after)
+    conflicts = [
+        {"run": run, "reservations": c_after[run]}
+        for run in sorted(c_after)
+        if c_before.get(run) != c_after[run]
+    ]
+    u_before, u_after = _usage(before), _usage(after)
+    budgets = [
+        {"envelope": key, "before": u_before.get(key), "after": u_after.get(key)}
+        for key in sorted(set(u_before) | set(u_after))
+        if u_before.get(key) != u_after.get(key)
+    ]
+    report = {
+        "version": VERSION,
+        "base": base,
+        "head": head,
+        "now": format_time(now),
+        "starts": starts,
+        "reserved": reserved,
+        "cuts": cuts,
+        "conflicts": conflicts,
+        "eta": eta,
+        "budgets": budgets,
+    }
+    report["changes"] = any(report[k] for k in ("starts", "reserved", "cuts", "conflicts", "eta", "budgets"))
+    return report

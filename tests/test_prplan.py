@@ -1,0 +1,217 @@
+"""`jobtree plan` on real repositories: what a pull request would change, in text, JSON and Markdown.
+
+The small fleet: one domain A of 2 nodes × 8 H100 (16 GPUs); team t owns envelope `now` (16 GPUs,
+always open) and envelope `later` (16 GPUs, window from 10:00). At 09:00 the base is reconciled:
+t/r1 (16 GPUs) starts on `now`; t/r2 (16 GPUs) cannot be funded until `later` opens, so it is
+reserved window-aligned for 10:00:10 (window start + 10 s, later than 09:00 + the 15m notice).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pygit2
+import pytest
+from click.testing import CliRunner
+
+from reconciler import gitstore
+from reconciler.plan import command
+from reconciler.reconcile import reconcile_once
+from schemas.common import parse_time
+from tests.git_support import write_tree
+
+T0 = parse_time("2026-03-02T09:00:00Z")
+NOW = "2026-03-02T09:05:00Z"
+HUMAN = pygit2.Signature("Ada", "ada@example.com", T0 - 3600, 0)
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+FLEET = b"""apiVersion: rq.davidlangworthy.io/v1
+kind: FleetConfig
+metadata: {name: fleet}
+spec:
+  tenants:
+    - {namespace: t, owner: "org:t"}
+  git:
+    author: {name: jobtree, email: jobtree@fleet.example}
+"""
+INVENTORY = b"""domains:
+  - {name: A, region: west, cluster: c1, flavor: H100-80GB, nodes: 2, gpusPerNode: 8}
+"""
+
+
+def budget(later_start: str = "2026-03-02T10:00:00Z", now_gpus: int = 16) -> bytes:
+    return f"""apiVersion: rq.davidlangworthy.io/v1
+kind: Budget
+metadata: {{name: t}}
+spec:
+  owner: "org:t"
+  envelopes:
+    - {{name: now, flavor: H100-80GB, concurrency: {now_gpus}}}
+    - {{name: later, flavor: H100-80GB, concurrency: 16, start: "{later_start}"}}
+""".encode()
+
+
+def run(name: str, gpus: int = 16) -> bytes:
+    return f"""apiVersion: rq.davidlangworthy.io/v1
+kind: Run
+metadata: {{name: {name}, namespace: t}}
+spec:
+  owner: "org:t"
+  resources: {{gpuType: H100-80GB, totalGPUs: {gpus}}}
+  locality: {{groupGPUs: 8}}
+  template: {{image: "busybox:1", command: ["true"]}}
+""".encode()
+
+
+BASE_FILES = {
+    "jobtree.yaml": FLEET,
+    "inventory/nodes.yaml": INVENTORY,
+    "budgets/t.yaml": budget(),
+    "runs/t/r1.yaml": run("r1"),
+    "runs/t/r2.yaml": run("r2"),
+}
+
+
+def commit(repo: pygit2.Repository, files: dict[str, bytes], message: str, branch: str = "main") -> str:
+    ref = repo.references.get(f"refs/heads/{branch}")
+    parent = ref.peel(pygit2.Commit) if ref is not None else None
+    current = gitstore.read_files(repo, str(parent.id)) if parent is not None else {}
+    tree = write_tree(repo, {**current, **files})
+    parents = [parent.id] if parent is not None else []
+    return str(repo.create_commit(f"refs/heads/{branch}", HUMAN, HUMAN, message, tree, parents))
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> pygit2.Repository:
+    """The base fleet, reconciled at 09:00, with branch `pr` at the same commit."""
+    repo = pygit2.init_repository(str(tmp_path / "fleet"), bare=True, initial_head="main")
+    commit(repo, BASE_FILES, "the fleet\n")
+    assert reconcile_once(tmp_path / "fleet", now=T0).commit is not None
+    repo.references.create("refs/heads/pr", repo.references["refs/heads/main"].target)
+    return repo
+
+
+def plan(repo: pygit2.Repository, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(command, [repo.path, "--base", "main", "--head", "pr", "--now", NOW, *args])
+    assert "Traceback" not in result.output
+    return result.exit_code, result.output
+
+
+def test_a_pull_request_adding_a_run_that_fits_shows_it_starting_and_who_pays(
+    fleet: pygit2.Repository,
+) -> None:
+    # a third 8-GPU run: nothing is free in A (r1 holds all 16), so it cannot start; widen A instead
+    commit(fleet, {"inventory/nodes.yaml": INVENTORY.replace(b"nodes: 2", b"nodes: 3"),
+                   "budgets/t.yaml": budget(now_gpus=24), "runs/t/small.yaml": run("small", 8)}, "small\n", "pr")  # fmt: skip
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    assert code == 1
+    report = json.loads(out)
+    assert report["version"] == 1
+    want_start = {
+        "run": "t/small", "gpus": 8, "domains": ["A"], "reason": "Start",
+        "payers": [{"payer": "org:t (t/now)", "gpus": 8}],
+    }  # fmt: skip
+    assert report["starts"] == [want_start]
+    assert [b["envelope"] for b in report["budgets"]] == ["t/now"]
+    assert report["budgets"][0]["after"]["active"] == 24
+
+
+def test_a_pull_request_adding_a_run_that_cannot_start_shows_its_reservation(
+    fleet: pygit2.Repository,
+) -> None:
+    commit(fleet, {"runs/t/big.yaml": run("big", 16)}, "big\n", "pr")
+    code, out = plan(fleet, "--format", "json")
+    assert code == 0  # no --exit-code: success
+    report = json.loads(out)
+    (reserved,) = report["reserved"]
+    # `now` is full (r1); the funding that exists soonest is the `later` window: 10:00 + 10 s,
+    # later than 09:05 + the 15m notice (the forecast looks at funding, not at r2's place in line)
+    assert reserved["run"] == "t/big"
+    assert reserved["earliestStart"] == "2026-03-02T10:00:10Z"
+    assert reserved["confidence"] == "window-aligned"
+    assert reserved["deficitGPUs"] == 16
+    assert reserved["reason"] == "budget window opens at 2026-03-02T10:00:00Z"
+    assert report["starts"] == [] and report["cuts"] == []
+
+
+def test_moving_a_budget_window_reports_how_it_delays_another_run(fleet: pygit2.Repository) -> None:
+    commit(fleet, {"budgets/t.yaml": budget(later_start="2026-03-02T12:00:00Z")}, "later window\n", "pr")
+    code, out = plan(fleet, "--exit-code")
+    assert code == 1
+    assert "eta      delays t/r2 by 2h" in out
+    code, out = plan(fleet, "--format", "json")
+    (eta,) = json.loads(out)["eta"]
+    assert eta == {
+        "run": "t/r2", "from": "2026-03-02T10:00:10Z", "to": "2026-03-02T12:00:10Z", "seconds": 7200,
+        "text": "delays t/r2 by 2h",
+    }  # fmt: skip
+
+
+def test_a_pull_request_that_changes_no_decision_exits_zero_with_exit_code(fleet: pygit2.Repository) -> None:
+    commit(fleet, {"README.md": b"# notes\n"}, "docs\n", "pr")
+    code, out = plan(fleet, "--exit-code")
+    assert code == 0 and out.rstrip().endswith("no change")
+    code, out = plan(fleet, "--format", "markdown", "--exit-code")
+    assert code == 0 and "No change" in out and out.startswith("<!-- jobtree-plan -->")
+
+
+def test_hand_edited_state_is_refused_naming_the_file(fleet: pygit2.Repository) -> None:
+    commit(fleet, {"state/leases/t/r1.yaml": b"kind: Lease\n"}, "fix a lease by hand\n", "pr")
+    code, out = plan(fleet)
+    assert code == 3
+    assert "state/leases/t/r1.yaml" in out and "written only by jobtree" in out
+
+
+def test_state_commits_made_by_the_reconciler_on_the_branch_are_accepted(
+    fleet: pygit2.Repository, tmp_path: Path
+) -> None:
+    commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
+    assert reconcile_once(tmp_path / "fleet", now=T0 + 60, branch="pr").commit is not None
+    code, out = plan(fleet, "--format", "json")
+    assert code == 0, out
+
+
+def test_an_unknown_base_revision_is_a_usage_error_naming_it(fleet: pygit2.Repository) -> None:
+    result = CliRunner().invoke(command, [fleet.path, "--base", "no-such-branch", "--now", NOW])
+    assert result.exit_code == 2 and "no-such-branch" in result.output and "Traceback" not in result.output
+
+
+def test_invalid_head_files_are_listed_and_exit_three(fleet: pygit2.Repository) -> None:
+    commit(
+        fleet,
+        {"runs/t/broken.yaml": b"kind: Run\nmetadata: {name: broken, namespace: t}\nspec: [\n"},
+        "x\n",
+        "pr",
+    )
+    code, out = plan(fleet, "--format", "markdown")
+    assert code == 3
+    assert "runs/t/broken.yaml:" in out and "Invalid files" in out
+
+
+def test_markdown_for_a_huge_change_fits_one_comment_with_a_note(fleet: pygit2.Repository) -> None:
+    many = {f"runs/t/run-{i:04d}.yaml": run(f"run-{i:04d}", 8) for i in range(1500)}
+    commit(fleet, many, "many\n", "pr")
+    code, out = plan(fleet, "--format", "markdown")
+    assert code == 0
+    assert len(out) <= 65_535
+    assert "more rows did not fit in one comment" in out
+    assert out.count("| `t/run-") > 100  # as much as fits is shown
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "json"])
+def test_the_plan_output_matches_its_golden_file(fleet: pygit2.Repository, fmt: str) -> None:
+    commit(fleet, {"budgets/t.yaml": budget(later_start="2026-03-02T12:00:00Z"), "runs/t/big.yaml": run("big")},
+           "window and a run\n", "pr")  # fmt: skip
+    code, out = plan(fleet, "--format", fmt)
+    assert code == 0
+    # commit ids depend on the repository, not the plan: name them
+    out = out.replace(str(fleet.references["refs/heads/main"].target), "<base>")
+    out = out.replace(str(fleet.references["refs/heads/pr"].target), "<head>")
+    out = out.replace(str(fleet.references["refs/heads/main"].target)[:12], "<base>")
+    out = out.replace(str(fleet.references["refs/heads/pr"].target)[:12], "<head>")
+    golden = GOLDEN / f"plan-window-and-run.{'md' if fmt == 'markdown' else 'json'}"
+    if os.environ.get("JOBTREE_REGEN_GOLDEN"):
+        golden.write_text(out)
+    assert out == golden.read_text()
