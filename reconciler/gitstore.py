@@ -315,6 +315,36 @@ def move_branch(repo: pygit2.Repository, branch: str, oid: pygit2.Oid) -> None:
     repo.references.create(f"refs/heads/{branch}", oid, force=True)
 
 
+def restore_owned(
+    repo: pygit2.Repository, branch: str, prefixes: tuple[str, ...] = OWNED_PREFIXES
+) -> list[str]:
+    """Put owned files in a checked-out worktree back to the branch head (after a writer was killed
+    mid-checkout). Only paths under `prefixes` are touched; a person's edits elsewhere are kept."""
+    if not _checked_out(repo, branch):
+        return []
+    dirty = sorted(
+        path
+        for path, flags in repo.status().items()
+        if path.startswith(prefixes) and not flags & pygit2.enums.FileStatus.IGNORED
+    )
+    if not dirty:
+        return dirty
+    tracked = set(list_blobs(repo, f"refs/heads/{branch}", prefixes))
+    for path in dirty:
+        if path not in tracked and repo.workdir is not None:
+            target = os.path.join(repo.workdir, path)
+            if os.path.isfile(target):
+                os.remove(target)
+    keep = [p for p in dirty if p in tracked]
+    if keep:
+        repo.checkout_tree(resolve(repo, f"refs/heads/{branch}"), strategy=CheckoutStrategy.FORCE, paths=keep)
+        repo.index.read()
+        for path in keep:
+            repo.index.add(path)
+        repo.index.write()
+    return dirty
+
+
 # ------------------------------------------------------------------------------------- hand edits
 
 

@@ -138,6 +138,9 @@ def reconcile_once(
                 gitremote.sync_with_remote(repo, remote, want_branch, discard_unpushed=True, token=token)
                 tracking = repo.references.get(f"refs/remotes/{remote}/{want_branch}")
                 expected = str(tracking.target) if tracking is not None else None
+            repaired = gitstore.restore_owned(repo, want_branch)
+            if repaired:
+                say(f"restored {len(repaired)} state files a killed pass left half checked out")
             head, spec, tree, result = plan_once(repo, want_branch, moment, say)
             outcome.problems = len(spec.diagnostics)
             outcome.next_due = _due(result.state, spec, moment)

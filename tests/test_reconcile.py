@@ -283,3 +283,20 @@ def test_remote_history_after_pushes_is_the_spec_commit_then_state_commits(tmp_p
     served = pygit2.Repository(str(remote))
     authors = [c.author.email for c in served.walk(served.references["refs/heads/main"].target)]
     assert authors == [BOT_EMAIL, BOT_EMAIL, "ada@example.com"]
+
+
+def test_state_files_left_half_written_in_the_checkout_are_restored_and_other_edits_kept(
+    tmp_path: Path,
+) -> None:
+    bare_remote(tmp_path, steady_files())
+    path = tmp_path / "work"
+    clone(tmp_path / "fleet.git", path)
+    reconcile_once(path, now=T0)
+    (path / "state" / "fleet.yaml").write_text("asOf: half-writ")
+    (path / "state" / "leases" / "rai-llm" / "pretrain-64.yaml").unlink()
+    (path / "state" / "leases" / "stray.yaml").write_text("kind: Lease\n")
+    (path / "runs" / "rai-llm" / "notes.txt").write_text("a person's scratch file\n")
+    assert reconcile_once(path, now=T0).commit is None
+    repo = pygit2.Repository(str(path))
+    assert {p for p in repo.status() if p.startswith("state/")} == set()
+    assert (path / "runs" / "rai-llm" / "notes.txt").exists()
