@@ -56,6 +56,7 @@ class Simulation:
     notes: list[str] = field(default_factory=list)
     last: Any = None
     timeline: list[str] = field(default_factory=list)
+    history: Any = None  # a simgit.History when `--git DIR` records each pass as a commit
 
     def __post_init__(self) -> None:
         spec = self.scenario.spec
@@ -135,6 +136,10 @@ class Simulation:
         result = pipeline.run_pass(self.spec_cache, self.cluster, self.state, now)
         self.state = result.state
         self.last = result
+        if self.history is not None:
+            inventory = self.scenario.spec.inventory.model_dump(exclude_none=True)
+            spec_files = {**self.files(), "inventory/nodes.yaml": statefiles.dump(inventory)}
+            self.history.record(now, spec_files, result)
         for ev in result.events:
             self.ledger.append(ev.as_json(format_time))
         if result.events:
@@ -271,7 +276,11 @@ def render_text(result: dict[str, Any], sim_timeline: list[str]) -> str:
 @click.command("simulate")
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="text", show_default=True)
-def command(scenario: str, fmt: str) -> None:
+@click.option(
+    "--git", "git_dir", type=click.Path(file_okay=False), default=None,
+    help="Also write each pass as a commit to a new repository in this directory.",
+)  # fmt: skip
+def command(scenario: str, fmt: str, git_dir: str | None) -> None:
     """Play SCENARIO with a virtual clock and print checkpoints, final state and ledger."""
     sc, raw, errors = load_scenario(scenario)
     if sc is None:
@@ -279,11 +288,20 @@ def command(scenario: str, fmt: str) -> None:
             click.echo(e, err=True)
         sys.exit(EXIT_INVALID)
     sim = Simulation(sc, raw)
+    if git_dir is not None:
+        from reconciler.simgit import History
+
+        try:
+            sim.history = History(git_dir)
+        except ValueError as err:
+            raise click.UsageError(str(err)) from err
     try:
         result = sim.play()
     except pipeline.InvariantViolation as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(4)
+    if sim.history is not None:
+        click.echo(f"wrote {sim.history.commits} passes as commits to {git_dir} (branch main)", err=True)
     if fmt == "json":
         sys.stdout.write(json.dumps(result, sort_keys=True, separators=(",", ":")) + "\n")
     else:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pygit2
 import pytest
 from click.testing import CliRunner
 
+from reconciler import gitstore, statefiles
 from reconciler.simulate import command
+from schemas.common import format_time
+from tests.scenario_support import SHARED
 
 
 def run(path: Path) -> tuple[int, str]:
@@ -54,3 +59,25 @@ def test_a_scenario_with_a_relative_start_names_the_field(tmp_path: Path) -> Non
     code, output = run(path)
     assert code == 3
     assert f"{path}:5:" in output and "absolute RFC 3339" in output
+
+
+def test_git_writes_each_pass_as_a_commit_at_the_virtual_clock(tmp_path: Path) -> None:
+    scenario = SHARED / "04-reservation-and-lottery.yaml"
+    plain = CliRunner().invoke(command, [str(scenario), "--format", "json"])
+    recorded = CliRunner().invoke(command, [str(scenario), "--format", "json", "--git", str(tmp_path / "h")])
+    assert recorded.exit_code == 0
+    assert recorded.stdout == plain.stdout  # recording changes nothing in the result
+    result = json.loads(recorded.stdout)
+    repo = pygit2.Repository(str(tmp_path / "h"))
+    commits = list(repo.walk(repo.head.target, pygit2.enums.SortMode.REVERSE))
+    times = [format_time(c.author.time) for c in commits]
+    assert times == sorted(set(times))  # one commit per pass, in virtual time
+    assert {e["at"] for e in result["ledger"]} <= set(times)
+    files = gitstore.read_files(repo, "main", ["state/"])
+    final = statefiles.decode({p: b for p, b in files.items() if not p.startswith("state/ledger/")})
+    assert sorted(x.name for x in final.leases if x.open) == sorted(
+        x["metadata"]["name"] for x in result["final"]["leases"]
+    )
+    assert {"jobtree.yaml", "inventory/nodes.yaml"} <= set(gitstore.list_blobs(repo, "main"))
+    again = CliRunner().invoke(command, [str(scenario), "--git", str(tmp_path / "h")])
+    assert again.exit_code == 2 and "already has a main branch" in again.output
