@@ -1,8 +1,8 @@
-"""`make demo`: copy the fleet-repo template to a fresh directory, validate it, and play it on the embedded cluster.
+"""`make demo`: a fleet repository from the template, validated, committed and reconciled with no cluster.
 
-The play is a simulation (virtual clock, no Git writes): every Budget and Run of the template is
-applied at once and reconciled for 30 minutes. It decides nothing itself and writes only inside its
-temporary directory. Exit 0 when the template is valid, 3 when it is not, 4 on any other failure.
+Runs `jobtree reconcile` passes at fixed instants (so the output is the same every time) on a new
+Git repository in a temporary directory, then prints who pays and the state tree jobtree wrote.
+Decides nothing itself. Exit 0 when the template is valid, 3 when it is not, 4 on any other failure.
 """
 
 from __future__ import annotations
@@ -12,13 +12,17 @@ import importlib.util
 import shutil
 import sys
 import tempfile
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
+import pygit2
 import yaml
+from pygit2.enums import FileMode
 
+from reconciler import gitstore, reconcile
+from schemas.common import format_time, parse_time
 from schemas.diagnostics import Diagnostic
 from schemas.load import load_fleet
 from schemas.yamldoc import parse
@@ -26,6 +30,7 @@ from schemas.yamldoc import parse
 TEMPLATE = Path(__file__).resolve().parent.parent / "fleet-repo-template"
 SKIPPED_DIRS = {".git", "state", "rendered"}  # machine-written or not part of the spec
 EXIT_VALID, EXIT_INVALID, EXIT_FAILURE = 0, 3, 4
+DEMO_START = parse_time("2026-03-02T09:00:00Z")
 
 
 def read_tree(root: Path) -> dict[str, bytes]:
@@ -92,31 +97,60 @@ def scenario(files: dict[str, bytes], start: datetime) -> dict[str, Any]:
     }
 
 
-def play(files: dict[str, bytes], workdir: Path) -> int:
-    """Reconcile the template on the embedded cluster with a virtual clock; print what happened."""
-    simulate = importlib.import_module("reconciler.simulate")
-    path = workdir / "template.scenario.yaml"
-    path.write_text(yaml.safe_dump(scenario(files, datetime.now(UTC)), sort_keys=False))
-    loaded, raw, errors = simulate.load_scenario(str(path))
-    if loaded is None:
-        click.echo("\n".join(errors), err=True)
-        return EXIT_FAILURE
-    sim = simulate.Simulation(loaded, raw)
-    result = sim.play()
-    click.echo(simulate.render_text(result, sim.timeline), nl=False)
+def commit_spec(repo_dir: Path, files: dict[str, bytes]) -> pygit2.Repository:
+    """A new repository holding the template as the platform team's first commit."""
+    repo = pygit2.init_repository(str(repo_dir), initial_head="main")
+    index = repo.index
+    for path, data in sorted(files.items()):
+        index.add(pygit2.IndexEntry(path, repo.create_blob(data), FileMode.BLOB))
+    index.write()
+    sig = pygit2.Signature("Platform team", "platform@acme.example", DEMO_START - 3600, 0)
+    repo.create_commit("refs/heads/main", sig, sig, "fleet from the template\n", index.write_tree(), [])
+    return repo
+
+
+def report(repo: pygit2.Repository) -> None:
+    """Who pays, what waits, and the tree jobtree wrote: read back from the committed state."""
+    status = gitstore.read_files(repo, "main", ["state/status/"])
     click.echo("who pays (owned by the run's owner, borrowed from family or sponsors):")
-    for run, status in sorted(result["final"]["runs"].items()):
-        funding = status.get("funding") or {}
+    for path, data in sorted(status.items()):
+        if not path.startswith("state/status/runs/"):
+            continue
+        doc = yaml.safe_load(data)
+        funding = doc["status"].get("funding") or {}
         lenders = ", ".join(f"{s['owner']} {s['gpus']}" for s in funding.get("sponsors", []))
         click.echo(
-            f"  {run:<32} owned {funding.get('ownedGPUs', 0):>3}  borrowed {funding.get('borrowedGPUs', 0):>3}"
-            + (f"  ({lenders})" if lenders else "")
+            f"  {doc['run']:<32} {doc['status']['phase']:<8} owned {funding.get('ownedGPUs', 0):>3}  "
+            f"borrowed {funding.get('borrowedGPUs', 0):>3}" + (f"  ({lenders})" if lenders else "")
         )
-    click.echo("budget headroom after 30 minutes (GPUs an envelope can still fund):")
-    for name, status in sorted(result["final"]["budgets"].items()):
-        envelopes = ", ".join(f"{e['name']} {e['headroom']}" for e in status["envelopes"])
-        click.echo(f"  {name:<14} {envelopes}")
-    click.echo(f"scenario written to {path}; replay it with `jobtree simulate {path}`")
+    click.echo("budget headroom (GPUs an envelope can still fund):")
+    for path, data in sorted(status.items()):
+        if path.startswith("state/status/budgets/"):
+            doc = yaml.safe_load(data)
+            envelopes = ", ".join(f"{e['name']} {e['headroom']}" for e in doc["status"]["envelopes"])
+            click.echo(f"  {doc['budget']:<14} {envelopes}")
+    owned = gitstore.list_blobs(repo, "main", ["state/", "rendered/"])
+    click.echo(f"state tree at {str(repo.head.target)[:12]} ({len(owned)} files written by jobtree):")
+    rendered: dict[str, int] = {}
+    for path in owned:
+        if path.startswith("state/"):
+            click.echo(f"  {path}")
+        else:
+            folder = path.rsplit("/", 1)[0] + "/"
+            rendered[folder] = rendered.get(folder, 0) + 1
+    for folder, count in sorted(rendered.items()):
+        click.echo(f"  {folder:<40} {count} manifests (pods and the run's headless Service)")
+
+
+def play(repo_dir: Path) -> int:
+    """Reconcile the committed template at a few instants, as the schedule would; print each pass."""
+    repo = pygit2.Repository(str(repo_dir))
+    for minutes in (0, 5, 10, 10):
+        now = DEMO_START + minutes * 60
+        outcome = reconcile.reconcile_once(repo_dir, now=now)
+        click.echo(f"  reconcile at {format_time(now)}: {outcome}")
+    report(repo)
+    click.echo(f"the fleet repository is {repo_dir}; try `git -C {repo_dir} log --stat`")
     return EXIT_VALID
 
 
@@ -137,10 +171,10 @@ def main() -> int:
         click.echo(f"template is INVALID: {len(problems)} problem(s)")
         return EXIT_INVALID
     click.echo("template is valid: no diagnostics")
-    if importlib.util.find_spec("reconciler.simulate") is None:
-        return EXIT_VALID
-    click.echo("reconciling it on the embedded cluster (virtual clock, 30 minutes):")
-    return play(files, workdir)
+    shutil.rmtree(repo)
+    commit_spec(repo, files)
+    click.echo("committed it to a new Git repository; reconciling with the embedded cluster:")
+    return play(repo)
 
 
 if __name__ == "__main__":
