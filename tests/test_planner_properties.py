@@ -1,0 +1,219 @@
+"""Properties of the planner over generated fleets and timelines (hypothesis).
+
+- no pass ever breaks a §4.9 invariant (the pipeline raises if one does) or double-books a slot;
+- the order budgets, runs and nodes arrive in never changes the plan, byte for byte;
+- planning again from a plan's own written state, at the same instant, changes nothing except
+  the one-step-per-pass growth of malleable runs, and reaches a fixpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.world import FleetState
+from reconciler import pipeline, statefiles
+from reconciler.embedded import EmbeddedCluster
+from reconciler.simulate import Simulation
+from schemas.budget import Budget
+from schemas.fleet import FleetSpec, Inventory
+from schemas.run import Run
+from schemas.scenario import Scenario
+from tests.builders import a_budget, a_run, domain, scenario
+
+T0 = 1_772_442_000  # 2026-03-02T09:00:00Z
+TEAMS = ("org:r:a:x", "org:r:a:y", "org:r:b:z")
+PARENT = {
+    "org:r:a:x": "org:r:a",
+    "org:r:a:y": "org:r:a",
+    "org:r:b:z": "org:r:b",
+    "org:r:a": "org:r",
+    "org:r:b": "org:r",
+}
+NAMESPACE = {owner: owner.rsplit(":", 1)[1] for owner in TEAMS}
+FLAVORS = ("H100-80GB", "GB200")
+
+
+@st.composite
+def budgets(draw: st.DrawFn) -> list[dict[str, Any]]:
+    out = []
+    for owner in (*TEAMS, "org:r:a", "org:r:b", "org:r"):
+        b = a_budget(owner.replace(":", "-"), owner, *([PARENT[owner]] if owner in PARENT else []))
+        for i in range(draw(st.integers(0, 2))):
+            fields: dict[str, Any] = {}
+            if draw(st.booleans()):
+                fields["selector"] = {"region": draw(st.sampled_from(["west", "east"]))}
+            if draw(st.integers(0, 4)) == 0:
+                fields["sharing"] = "none"
+            if draw(st.integers(0, 3)) == 0:
+                fields["lending"] = {
+                    "allow": True,
+                    "to": [draw(st.sampled_from(["*", "org:r:a:*", "org:r:b:z"]))],
+                }
+                if draw(st.booleans()):
+                    fields["lending"]["maxConcurrency"] = draw(st.sampled_from([0, 8, 16]))
+            b.envelope(
+                f"e{i}", draw(st.sampled_from([0, 8, 16, 24, 48])), draw(st.sampled_from(FLAVORS)), **fields
+            )
+        out.append(b.build())
+    return out
+
+
+@st.composite
+def runs(draw: st.DrawFn, count: int) -> list[dict[str, Any]]:
+    out = []
+    for i in range(count):
+        owner = draw(st.sampled_from(TEAMS))
+        flavor = draw(st.sampled_from(FLAVORS))
+        r = a_run(f"{NAMESPACE[owner]}/r{i}", owner, flavor)
+        shape = draw(st.sampled_from(["plain", "grouped", "malleable", "spares", "borrow", "fill"]))
+        if shape == "plain":
+            r.gpus(draw(st.sampled_from([1, 2, 4, 8])))
+        elif shape == "grouped":
+            r.gpus(draw(st.sampled_from([8, 16, 24]))).groups(8, spread=draw(st.booleans()))
+        elif shape == "malleable":
+            r.gpus(16).groups(8).malleable(8, 32, 8, desired=draw(st.sampled_from([None, 8, 24])))
+        elif shape == "spares":
+            r.gpus(16).groups(8).spares(draw(st.sampled_from([1, 4])))
+        elif shape == "borrow":
+            r.gpus(16).groups(8).borrowing(draw(st.sampled_from([t for t in TEAMS if t != owner])), cap=8)
+        else:
+            r.gpus(4).opportunistic()
+        if draw(st.integers(0, 5)) == 0:
+            r.checkpointed()
+        out.append(r.build())
+    return out
+
+
+def inventory(flavors_west: str, nodes: tuple[int, int, int]) -> list[dict[str, Any]]:
+    return [
+        domain("A", nodes[0], 8, flavors_west, region="west"),
+        domain("B", nodes[1], 4, "GB200", region="west", cluster="c2"),
+        domain("C", nodes[2], 8, "H100-80GB", region="east", cluster="c3"),
+    ]
+
+
+FLEET = st.tuples(
+    budgets(),
+    st.integers(1, 10).flatmap(lambda n: runs(n)),
+    st.sampled_from(FLAVORS),
+    st.tuples(st.integers(1, 4), st.integers(1, 6), st.integers(1, 3)),
+)
+
+
+def spec_of(fleet: tuple[Any, ...]) -> pipeline.Spec:
+    budget_docs, run_docs, west, sizes = fleet
+    tenants = [{"namespace": ns, "owner": o} for o, ns in sorted(NAMESPACE.items())]
+    return pipeline.Spec(
+        FleetSpec.model_validate({"tenants": tenants}),
+        [Budget.model_validate(b) for b in budget_docs],
+        [Run.model_validate(r) for r in run_docs],
+        Inventory.model_validate({"domains": inventory(west, sizes)}),
+    )
+
+
+def one_pass(spec: pipeline.Spec, state: FleetState, now: int) -> Any:
+    return pipeline.run_pass(spec, EmbeddedCluster(spec.inventory), state, now)
+
+
+def written(plan: Any) -> dict[str, bytes]:
+    return statefiles.encode(plan)
+
+
+def reread(plan: Any) -> FleetState:
+    files = written(plan)
+    return statefiles.decode({p: b for p, b in files.items() if p.startswith("state/")})
+
+
+PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPS
+@given(fleet=FLEET, order=st.randoms(use_true_random=False))
+def test_shuffling_budgets_runs_and_nodes_never_changes_the_plan(fleet: tuple[Any, ...], order: Any) -> None:
+    spec = spec_of(fleet)
+    want = one_pass(spec, FleetState(), T0)
+    budgets_, runs_ = list(spec.budgets), list(spec.runs)
+    order.shuffle(budgets_)
+    order.shuffle(runs_)
+    assert spec.inventory is not None
+    domains = list(spec.inventory.domains)
+    order.shuffle(domains)
+    shuffled = pipeline.Spec(spec.fleet, budgets_, runs_, Inventory(domains=domains))
+    got = one_pass(shuffled, FleetState(), T0)
+    assert written(got) == written(want)
+    assert [e.as_json(str) for e in got.events] == [e.as_json(str) for e in want.events]
+
+
+@PROPS
+@given(fleet=FLEET)
+def test_planning_again_from_the_written_state_only_grows_then_settles(fleet: tuple[Any, ...]) -> None:
+    spec = spec_of(fleet)
+    plan = one_pass(spec, FleetState(), T0)
+    for _ in range(6):  # malleable runs grow one step per pass: at most (32 - 8) / 8 = 3 steps
+        again = one_pass(spec, reread(plan), T0)
+        assert {(e.event, e.reason) for e in again.events} <= {("Start", "Grow")}
+        if not again.events:
+            assert written(again) == written(plan)
+            return
+        plan = again
+    raise AssertionError("growth did not settle within 6 passes")
+
+
+def _timeline(draw: st.DrawFn) -> dict[str, Any]:
+    budget_docs = draw(budgets())
+    run_docs = draw(runs(draw(st.integers(2, 8))))
+    west = draw(st.sampled_from(FLAVORS))
+    sizes = draw(st.tuples(st.integers(1, 4), st.integers(1, 6), st.integers(1, 3)))
+    steps: list[dict[str, Any]] = [{"at": "+0m", "apply": budget_docs}]
+    nodes = [f"A-n{i:02d}" for i in range(sizes[0])] + [f"B-n{i:02d}" for i in range(sizes[1])]
+    minute = 0
+    for doc in run_docs:
+        minute += draw(st.integers(0, 10))
+        steps.append({"at": f"+{minute}m", "apply": [doc]})
+        kind = draw(st.sampled_from(["none", "fail", "cordon", "succeed", "fail-run", "budget"]))
+        minute += draw(st.integers(1, 10))
+        if kind in ("fail", "cordon"):
+            event = "Fail" if kind == "fail" else "Cordon"
+            steps.append(
+                {"at": f"+{minute}m", "node": {"name": draw(st.sampled_from(nodes)), "event": event}}
+            )
+        elif kind in ("succeed", "fail-run"):
+            key = f"{doc['metadata']['namespace']}/{doc['metadata']['name']}"
+            event = "Succeed" if kind == "succeed" else "Fail"
+            steps.append({"at": f"+{minute}m", "workload": {"run": key, "event": event}})
+        elif kind == "budget":
+            b = draw(st.sampled_from(budget_docs))
+            steps.append({"at": f"+{minute}m", "apply": [{**b, "spec": {**b["spec"], "envelopes": []}}]})
+    tenants = {ns: o for o, ns in NAMESPACE.items()}
+    doc = scenario(tenants, inventory(west, sizes), steps, until=f"+{minute + 60}m")
+    doc["spec"]["tick"] = "10m"
+    doc["spec"]["fleet"]["reservations"] = {"noticePeriod": "5m"}
+    return doc
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=st.composite(lambda draw: _timeline(draw))())
+def test_random_timelines_keep_every_invariant_after_every_pass(doc: dict[str, Any]) -> None:
+    sim = Simulation(Scenario.model_validate(doc), doc)
+    seen_passes = []
+    original = sim.run_pass
+
+    def checked(now: int) -> None:
+        original(now)  # raises InvariantViolation if the plan breaks one
+        taken = [
+            f"{x.node}#{s}" for x in sim.state.leases if x.open and x.role != "Borrowed" for s in x.slots
+        ]
+        assert len(taken) == len(set(taken)), "a GPU slot is held twice"
+        for lease in sim.state.leases:
+            if lease.open:
+                assert sim.state.runs[lease.run].phase == "Running", (
+                    f"open lease of a {sim.state.runs[lease.run].phase} run"
+                )
+        seen_passes.append(now)
+
+    sim.run_pass = checked  # type: ignore[method-assign]  # observe every pass the simulator makes
+    sim.play()
+    assert seen_passes
