@@ -105,6 +105,8 @@ def plan_once(
     )
     result = pipeline.run_pass(spec, EmbeddedCluster(spec.inventory), state, now)
     say(f"planned: {len(result.events)} lease events")
+    for _, problem in result.node_problems:
+        say(f"node left out: {problem}")
     tree = gitsink.next_tree(result, owned, lambda oid: gitstore.read_blob(repo, oid))
     say(f"rendered {len(tree.files)} files, {len(tree.meaningful)} with changed decisions")
     return head, spec, tree, result

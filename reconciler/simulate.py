@@ -160,7 +160,9 @@ class Simulation:
             "at": format_time(now),
             "runs": dict(sorted(res.runs.items())) if res else {},
             "nodes": self.cluster.node_report(),
-            "diagnostics": diags + [{"message": n} for n in self.notes],
+            "diagnostics": diags
+            + [{"message": n} for n in self.notes]
+            + [{"node": node, "message": msg} for node, msg in (res.node_problems if res else [])],
             "reservations": {k: statefiles.reservation_obj(r) for k, r in sorted(st.reservations.items())},
             "budgets": dict(sorted(res.budgets.items())) if res else {},
             "leases": [statefiles.lease_obj(x) for x in st.leases if x.open],
