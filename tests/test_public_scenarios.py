@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
 
+from planner.resolve import replay
 from tests.scenario_support import SHARED, ended, leases_of, nodes_of, simulate, simulate_bytes, started
 
 
@@ -279,3 +281,30 @@ def test_run_starts_when_the_window_opens_before_its_eta(window: dict[str, Any])
 @pytest.mark.parametrize("name", sorted(p.name for p in SHARED.glob("*.yaml")))
 def test_simulating_twice_gives_identical_bytes(name: str) -> None:
     assert simulate_bytes(SHARED / name) == simulate_bytes(SHARED / name)
+
+
+def test_anyone_can_replay_the_published_lottery_from_its_seed(lottery: dict[str, Any]) -> None:
+    """Worked by hand from §4.6: the c2 reservation published seed 0x8d72a19d5040e04f; after c1's
+    shrink the candidates are the groups of the runs in its conflict set that are still running:
+    a1 #0 #1 and fill #0 (org:team-a), b1 #0..#3 (org:team-b), c1 #0 (org:team-c)."""
+    res = lottery["checkpoints"]["T5"]["reservations"]["team-c/c2"]["status"]
+    seed = res["seed"]
+    assert seed == "0x" + hashlib.sha256(b"team-c/c2|2026-03-02T09:55:00Z").hexdigest()[:16]
+    assert {c["run"] for c in res["conflictSet"]} == {"team-a/a1", "team-a/fill", "team-b/b1", "team-c/c1"}
+    candidates = [
+        ("org:team-a", "team-a/a1", 0),
+        ("org:team-a", "team-a/a1", 1),
+        ("org:team-a", "team-a/fill", 0),
+    ]
+    candidates += [("org:team-b", "team-b/b1", g) for g in range(4)] + [("org:team-c", "team-c/c1", 0)]
+
+    def h(text: str) -> int:
+        return int(hashlib.sha256(text.encode()).hexdigest()[:16], 16)
+
+    owners = ["org:team-a", "org:team-b", "org:team-c"]
+    want_owner = owners[h(f"{seed}|0|owner") % 3]
+    want_group = [f"team-b/b1#{g}" for g in range(4)][h(f"{seed}|0|group") % 4]
+    assert (want_owner, want_group) == ("org:team-b", "team-b/b1#3")
+    assert replay(seed, [candidates]) == [want_group]
+    cut = {e["run"] for e in lottery["ledger"] if e["reason"] == f"RandomPreempt({seed})"}
+    assert cut == {want_group.split("#")[0]}
