@@ -354,3 +354,47 @@ def test_not_ready_past_the_opt_in_grace_fences_the_node() -> None:
     lost = ended(out["ledger"], "t/r1")
     assert "NodeFailure" in {e["reason"] for e in lost}
     assert min(e["at"] for e in lost) == stamp(6)
+
+
+# ------------------------------------------------------------------------------------- reservations
+
+
+def test_a_reserved_run_starts_early_when_capacity_frees_before_its_eta() -> None:
+    # r1 holds all 32 GPUs; r2 (16) is reserved at +1m for +16m; r1 succeeds at +5m → the +5m
+    # pass starts r2 at once and releases its reservation
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(),
+                      a_run("t/r1", "org:t").gpus(32).groups(8).build()]),
+         at(1, apply=[a_run("t/r2", "org:t").gpus(16).groups(8).build()]),
+         at(2, checkpoint="reserved"),
+         at(5, workload={"run": "t/r1", "event": "Succeed"})],
+        until="+20m",
+    )  # fmt: skip
+    out = play(doc)
+    res = out["checkpoints"]["reserved"]["reservations"]["t/r2"]
+    assert res["spec"]["earliestStart"] == stamp(16)
+    assert res["status"]["reason"] == "cluster short by 16 GPUs in scope"
+    assert [e["at"] for e in started(out["ledger"], "t/r2")] == [stamp(5), stamp(5)]
+    assert out["final"]["reservations"]["t/r2"]["status"]["state"] == "Released"
+
+
+def test_activation_shrinks_a_malleable_run_only_down_to_its_minimum() -> None:
+    # r1: 32 GPUs in 4 groups, min 24. r2 (16) is reserved at +1m (conflict set published then) and
+    # due at +16m: shrink r1 by one step (group 3, 32 -> 24, its floor); 8 GPUs still short, so the
+    # lottery draws a group of the only candidate, r1; below its minimum r1 ends whole (requeued).
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(),
+                      a_run("t/r1", "org:t").gpus(32).groups(8).malleable(24, 32, 8).build()]),
+         at(1, apply=[a_run("t/r2", "org:t").gpus(16).groups(8).build()])],
+        until="+20m",
+    )  # fmt: skip
+    out = play(doc)
+    cuts = ended(out["ledger"], "t/r1", stamp(16))
+    shrink = [e for e in cuts if e["reason"] == "Shrink"]
+    assert [e["group"] for e in shrink] == [3]
+    seed = out["final"]["reservations"]["t/r2"]["status"]["seed"]
+    assert {e["reason"] for e in cuts if e not in shrink} == {f"RandomPreempt({seed})"}
+    assert out["final"]["runs"]["t/r1"]["phase"] == "Pending"
+    assert out["final"]["runs"]["t/r2"]["phase"] == "Running"
