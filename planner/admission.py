@@ -20,6 +20,7 @@ from schemas.run import Run
 class Line:
     held: dict[str, int] = field(default_factory=dict)
     order: list[tuple[str, dict[str, int], int]] = field(default_factory=list)  # capacity reservations
+    waiting: list[str] = field(default_factory=list)  # every run that got or kept a reservation
 
 
 def _request(
@@ -39,18 +40,26 @@ def need_gpus(spec: Run, width: int) -> int:
 
 
 def run_line(ctx: Pass, lookahead_hours: float) -> Line:
+    """Funded runs in submission order; then opportunistic ones, on the spares the line left."""
     line = Line()
-    for key in sorted(ctx.specs, key=ctx.rank):
-        rec = ctx.records.get(key)
-        if rec is None or rec.phase != "Pending" or key in ctx.cut or key in ctx.world.frozen_runs:
-            continue
+    waiting = [
+        key
+        for key in sorted(ctx.specs, key=ctx.rank)
+        if (rec := ctx.records.get(key)) is not None
+        and rec.phase == "Pending"
+        and key not in ctx.cut
+        and key not in ctx.world.frozen_runs
+    ]
+    for key in waiting:
         spec = ctx.specs[key]
         if spec.spec.opportunistic:
-            _fill(ctx, key, spec)
             continue
         if _try_start(ctx, key, spec, line.held, lookahead_hours):
             continue
         _reserve(ctx, key, spec, line, lookahead_hours)
+    for key in waiting:  # fill never competes for funded capacity, so it goes after the line
+        if ctx.specs[key].spec.opportunistic:
+            _fill(ctx, key, ctx.specs[key])
     return line
 
 
@@ -100,16 +109,9 @@ def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float)
     if res is None or res.state != "Pending":
         res = Reservation(key, now + settings.notice, now)
         ctx.reservations[key] = res
-    window = short.window if short is not None else None
-    if window is not None and res.window_basis != window:
-        res.earliest_start = max(now + settings.notice, window + 10)
-    res.window_basis = window
-    res.confidence = "window-aligned" if window is not None else "conservative"
     res.paying = _paying(srcs) or res.paying
-    if short is not None:  # a funding shortfall holds nothing and cuts nobody
-        res.reason, res.deficit, res.remedies = short.reason, short.deficit, (short.remedy,)
-        res.conflicts = []
-        ctx.messages[key] = f"reserved: {short.reason}"
+    line.waiting.append(key)
+    if _note_funding(ctx, res, short):  # a funding shortfall holds nothing and cuts nobody
         return
     sizes = pack.group_sizes(width, elastic.group_size(spec)) or [width]
     sc = forecast.scope(
@@ -135,6 +137,37 @@ def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float)
     forecast.hold(line.held, sc)
     line.order.append((key, sc.short, res.earliest_start))
     ctx.messages[key] = f"reserved: {res.reason}"
+
+
+def _note_funding(ctx: Pass, res: Reservation, short: cover.Shortfall | None) -> bool:
+    """Record the funding side of a reservation: ETA basis, confidence, and the shortfall if any."""
+    window = short.window if short is not None else None
+    if window is not None and res.window_basis != window:
+        res.earliest_start = max(ctx.now + ctx.world.settings.notice, window + 10)
+    res.window_basis = window
+    res.confidence = "window-aligned" if window is not None else "conservative"
+    if short is None:
+        return False
+    res.reason, res.deficit, res.remedies = short.reason, short.deficit, (short.remedy,)
+    res.conflicts = []
+    ctx.messages[res.run] = f"reserved: {short.reason}"
+    return True
+
+
+def settle_funding(ctx: Pass, line: Line, lookahead_hours: float) -> None:
+    """After the line and growth: a waiting run's funding as this pass leaves it.
+
+    Runs behind it in line (and growth) may have spent budget it was short of; its reason and
+    deficit report what is left at the end of the pass, so planning again changes nothing.
+    """
+    for key in line.waiting:
+        res = ctx.reservations.get(key)
+        spec = ctx.specs.get(key)
+        if res is None or spec is None or res.state != "Pending":
+            continue
+        need = need_gpus(spec, elastic.min_width(spec))
+        srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
+        _note_funding(ctx, res, cover.shortfall(ctx.book, spec, need, srcs, lookahead_hours))
 
 
 def _paying(srcs: list[pack.Source]) -> Payer | None:

@@ -15,6 +15,8 @@ from planner.topology import Topology
 from planner.world import Lease, Payer, Reservation, RunRecord, World, run_key
 from schemas.run import Run
 
+SPARE_RELEASED = "SpareReleased"  # a fill lease whose spare closed for any reason but a swap
+
 
 @dataclass(slots=True)
 class Event:
@@ -115,6 +117,15 @@ class Pass:
         self.closures += 1
         self.topo.release(lease)
         self.events.append(Event(self.now, "End", lease, closure))
+        if lease.role == "Spare":  # opportunistic work on these slots loses its host with it
+            for fill in self.leases:
+                if (
+                    fill.open
+                    and fill.role == "Borrowed"
+                    and fill.node == lease.node
+                    and set(fill.slots) & set(lease.slots)
+                ):
+                    self.close_lease(fill, SPARE_RELEASED)
 
     def close_run(
         self, run: str, closure: str, *, first: Lease | None = None, first_closure: str | None = None

@@ -77,10 +77,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
     hit: _Cached | None = book.sources_cache.get(key)
     if hit is None or hit.epoch != book.epoch:
         cands = candidates(book, run)
-        out = SourceList(
-            Source(env, cat, book.room(env, cat, lookahead_hours), topo.matching(env.flavor, env.selector))
-            for env, cat in cands
-        )
+        out = SourceList(_source(book, topo, env, cat, lookahead_hours) for env, cat in cands)
         index = {env.key: i for i, (env, _) in enumerate(cands)}
         capped = [i for i, (env, _) in enumerate(cands) if env.caps]
         book.sources_cache[key] = _Cached(book.epoch, len(book.changes), out, index, capped)
@@ -89,7 +86,10 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
         return hit.out
     dirty = {hit.index[k] for k in book.changes[hit.seen :] if k in hit.index} | set(hit.capped)
     hit.seen = len(book.changes)
-    rooms = {i: book.room(hit.out[i].env, hit.out[i].category, lookahead_hours) for i in dirty}
+    rooms = {
+        i: book.room(hit.out[i].env, hit.out[i].category, lookahead_hours) if hit.out[i].nodes else 0
+        for i in dirty
+    }
     if all(hit.out[i].room == room for i, room in rooms.items()):
         return hit.out
     items = list(hit.out)
@@ -106,6 +106,12 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
         items[i] = Source(src.env, src.category, room, src.nodes)
     hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets))
     return hit.out
+
+
+def _source(book: Book, topo: Topology, env: Env, category: str, lookahead_hours: float) -> Source:
+    """An envelope whose selector matches no node of its flavor can pay for nothing: no room."""
+    nodes = topo.matching(env.flavor, env.selector)
+    return Source(env, category, book.room(env, category, lookahead_hours) if nodes else 0, nodes)
 
 
 class SourceList(list[Source]):

@@ -83,6 +83,7 @@ def plan(world: World) -> Plan:
     # 4. growth, never into capacity held for funded reservations
     elastic.grow(ctx, line.held, lookahead_hours)
     admission.accounting_refresh(ctx)
+    admission.settle_funding(ctx, line, lookahead_hours)
     # 5. conflict sets for reservations still waiting
     order = sorted(
         (o for o in line.order if ctx.reservations[o[0]].state == "Pending"),
