@@ -21,6 +21,8 @@ class Line:
     held: dict[str, int] = field(default_factory=dict)
     order: list[tuple[str, dict[str, int], int]] = field(default_factory=list)  # capacity reservations
     waiting: list[str] = field(default_factory=list)  # every run that got or kept a reservation
+    scopes: dict[str, forecast.Scope] = field(default_factory=dict)  # capacity reservations' scopes
+    funding_holds: list[tuple[str, str, int]] = field(default_factory=list)  # (envelope, class, GPUs)
 
 
 def _request(
@@ -123,6 +125,7 @@ def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float)
         not spec.spec.locality.allowCrossGroupSpread,
     )
     res.domains, res.nodes = tuple(sorted(sc.claims)), tuple(sorted(sc.nodes))
+    line.scopes[key] = sc
     if sc.unplaceable and not spec.spec.locality.allowCrossGroupSpread:
         res.reason = pack.REASON_GROUPING
     else:
@@ -135,8 +138,35 @@ def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float)
     ):
         return
     forecast.hold(line.held, sc)
+    _hold_funding(ctx, line, srcs, need, spec)
     line.order.append((key, sc.short, res.earliest_start))
     ctx.messages[key] = f"reserved: {res.reason}"
+
+
+def _hold_funding(ctx: Pass, line: Line, srcs: list[pack.Source], need: int, spec: Run) -> None:
+    """A funded reservation keeps its funding from runs behind it, as it keeps their capacity.
+
+    Held claims go into the book like claims (in cover order) until the next classify; the line
+    re-applies them after each activation's refresh, and the final refresh drops them.
+    """
+    left = need
+    borrow_left = spec.spec.funding.maxBorrowGPUs if spec.spec.funding.allowBorrow else 0
+    for src in srcs:
+        if left <= 0:
+            break
+        n = min(left, src.room)
+        if src.category == accounting.LOAN and borrow_left is not None:
+            n = min(n, borrow_left)
+            borrow_left -= n
+        if n > 0:
+            line.funding_holds.append((src.env.key, src.category, n))
+            ctx.book.add(src.env.key, src.category, n)
+            left -= n
+
+
+def _reapply_funding_holds(ctx: Pass, line: Line) -> None:
+    for env_key, category, gpus in line.funding_holds:
+        ctx.book.add(env_key, category, gpus)
 
 
 def _note_funding(ctx: Pass, res: Reservation, short: cover.Shortfall | None) -> bool:
@@ -168,6 +198,9 @@ def settle_funding(ctx: Pass, line: Line, lookahead_hours: float) -> None:
         need = need_gpus(spec, elastic.min_width(spec))
         srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
         _note_funding(ctx, res, cover.shortfall(ctx.book, spec, need, srcs, lookahead_hours))
+        sc = line.scopes.get(key)
+        if sc is not None and sc.view is not None:
+            res.nodes = tuple(sorted(forecast.slice_nodes(sc.view, sc.claims)))
 
 
 def _paying(srcs: list[pack.Source]) -> Payer | None:
@@ -197,6 +230,7 @@ def _activate(
     resolver.run()
     lookahead_hours = ctx.world.settings.lookahead / 3600
     accounting_refresh(ctx)
+    _reapply_funding_holds(ctx, line)
     srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
     placed = pack.place(ctx.topo, _request(spec, width, srcs, line.held), spec.spec.resources.gpuType)
     if placed.failure is not None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from planner.context import Pass
 from planner.pack import Source, funded_nodes
-from planner.topology import Topology
+from planner.topology import Members, Topology
 from planner.world import ConflictEntry
 
 REMEDY_RECLAIM = "Reclaim unfunded capacity in scope"
@@ -29,6 +29,7 @@ class Scope:
     short: dict[str, int] = field(default_factory=dict)  # domain -> GPUs missing there now
     nodes: list[str] = field(default_factory=list)
     unplaceable: int = 0
+    view: Members | None = None  # the member nodes the scope was drawn from
 
     @property
     def deficit(self) -> int:
@@ -65,18 +66,31 @@ def scope(
             used.append(choice)
         claimed[choice] = claimed.get(choice, 0) + want
     out.claims = claimed
+    out.view = view
     for d, claim in claimed.items():
         short = claim - avail.get(d, 0)
         if short > 0:
             out.short[d] = short
+    out.nodes = slice_nodes(view, claimed)
+    return out
+
+
+def slice_nodes(view: Members, claims: dict[str, int]) -> list[str]:
+    """The nodes a scope would take: per claimed domain, usable members by most free, then name.
+
+    Called again when the pass ends, so the intended slice reflects what runs started behind the
+    reservation left free (and planning again finds the same slice).
+    """
+    nodes: list[str] = []
+    for d, claim in claims.items():
         left = claim
         for node in sorted(view.by_domain[d], key=lambda n: (-n.free, n.name)):
             if left <= 0:
                 break
             if node.usable:
-                out.nodes.append(node.name)
+                nodes.append(node.name)
                 left -= node.gpus
-    return out
+    return nodes
 
 
 def hold(held: dict[str, int], sc: Scope) -> None:
