@@ -184,6 +184,30 @@ def simulate_row(
     return row
 
 
+def pass_row(name: str, scenario: Path, max_wall: float) -> Row:
+    """The slowest single reconcile pass of a scenario (`python -m bench.passes`), load excluded."""
+    row = Row(name, f"<= {max_wall:g} s per pass")
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+        out = fh.name
+    try:
+        m = measure([sys.executable, "-m", "bench.passes", str(scenario)], stdout_path=out)
+        if not m.ok:
+            row.verdict = m.problem()
+            return row
+        data = json.loads(Path(out).read_text())
+    finally:
+        os.unlink(out)
+    passes = data["passes"]
+    slowest = max(passes, key=lambda p: p["seconds"])
+    row.wall, row.rss = f"{slowest['seconds']:.2f} s", f"{m.rss_mb:.0f} MB"
+    row.throughput = ", ".join(f"{p['at'][11:16]} {p['seconds']:.1f} s" for p in passes)
+    row.verdict = _verdict(slowest["seconds"], None, max_wall)
+    row.note = (
+        f"{len(passes)} passes; up to {max(p['pendingReservations'] for p in passes):,} pending reservations"
+    )
+    return row
+
+
 def _git(repo: Path, *args: str) -> None:
     env = {
         **os.environ,
@@ -200,7 +224,9 @@ def _commit_time(text: str) -> str:
     for line in text.splitlines():
         if "commit" not in line.lower():
             continue
-        m = re.search(r"(\d+(?:\.\d+)?)\s*(ms|s)\b", line)
+        m = re.search(r"\bin (\d+(?:\.\d+)?)\s*(ms|s)\b", line) or re.search(
+            r"(\d+(?:\.\d+)?)\s*(ms|s)\b", line
+        )
         if m:
             value = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
             return f"{value:.2f} s"
@@ -348,6 +374,10 @@ def main(argv: list[str] | None = None) -> int:
             "simulate" in have,
             args.details,
         ),
+    ]
+    rows += [
+        pass_row("one pass alone (plan, no I/O)", args.out / generate.SCENARIO_FILE, 5.0),
+        pass_row("contended, slowest pass", args.out / generate.CONTENDED_FILE, 5.0),
     ]
     if not args.skip_git:
         rows += git_rows(jobtree, args.out / generate.REPO_DIR, fleet, "reconcile" in have)

@@ -153,6 +153,7 @@ def reconcile_once(
                     gitsink.summary(result),
                     _spec_commit(repo, head, author.email),
                 )
+                started = time.monotonic()
                 oid = gitstore.commit_files(
                     repo, want_branch, str(head.id), tree.files, message=message,
                     author_name=author.name, author_email=author.email, now=moment,
@@ -161,7 +162,10 @@ def reconcile_once(
                 outcome.head = outcome.commit or outcome.head
                 outcome.changed = tree.meaningful
                 outcome.summary = gitsink.summary(result)
-                say(f"committed {outcome.head[:12]} ({len(tree.meaningful)} files changed)")
+                say(
+                    f"committed {outcome.head[:12]} in {time.monotonic() - started:.2f} s "
+                    f"({len(tree.meaningful)} files changed)"
+                )
             if not push:
                 return gitremote.PushResult(PushStatus.UP_TO_DATE, remote, want_branch, outcome.head, None)
             pushed = gitremote.push(repo, remote, want_branch, expected, token=token)

@@ -14,27 +14,22 @@ import yaml
 
 from planner.plan import Plan
 from planner.world import ConflictEntry, EnvelopeMeter, FleetState, Lease, Payer, Reservation, RunRecord
+from reconciler import yamlout
 from schemas import API_VERSION
 from schemas.common import format_time, parse_time
 
 try:
-    from yaml import CSafeDumper as _Dumper
     from yaml import CSafeLoader as _Loader
 except ImportError:  # pragma: no cover
-    from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 
 def dump(obj: Any) -> bytes:
-    return yaml.dump(
-        obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=4096
-    ).encode()
+    return yamlout.dumps(obj).encode()
 
 
 def dump_all(objs: list[Any]) -> bytes:
-    return yaml.dump_all(
-        objs, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=4096
-    ).encode()
+    return yamlout.dumps_all(objs).encode()
 
 
 def _t(v: int | None) -> str | None:
