@@ -114,7 +114,7 @@ class Book:
         self.relatives = relatives
         self.now = now
         self.by_owner: dict[str, list[Env]] = defaultdict(list)
-        for env in envs.values():
+        for env in sorted(envs.values(), key=lambda e: e.key):  # each owner's envelopes by key
             self.by_owner[env.owner].append(env)
         self.funded: dict[str, dict[str, int]] = {k: {OWN: 0, FAMILY: 0, LOAN: 0} for k in envs}
         self.consumed: dict[str, float] = {k: 0.0 for k in envs}  # GPU-hours, spares at the spare rate
@@ -122,7 +122,11 @@ class Book:
         self.unfunded: set[GroupKey] = set()
         self.frozen: set[str] = set()
         self.cover_cache: dict[object, list[tuple[Env, str]]] = {}
+        self.family_cache: dict[
+            tuple[str, str], list[tuple[Env, str]]
+        ] = {}  # (owner, flavor) -> own + family
         self.sources_cache: dict[object, Any] = {}  # cover.sources' rooms, refreshed from `changes`
+        self.domain_cache: dict[object, dict[str, list[tuple[int, bool]]]] = {}  # pack's per-domain sources
         self.epoch = 0  # bumped when every claim is re-derived: all cached rooms are stale
         self.changes: list[str] = []  # envelopes whose claims changed within this epoch, in order
         self.touched: dict[str, int] = defaultdict(int)  # envelope -> changes to its claims so far

@@ -32,7 +32,7 @@ def _request(
     return pack.Request(
         sizes, width, 0, spec.spec.sparesPerGroup, srcs,
         spec.spec.funding.maxBorrowGPUs if spec.spec.funding.allowBorrow else 0,
-        not spec.spec.locality.allowCrossGroupSpread, (), dict(held), fill,
+        not spec.spec.locality.allowCrossGroupSpread, (), held, fill,
     )  # fmt: skip
 
 

@@ -15,8 +15,6 @@ from planner.topology import Topology
 from planner.world import Lease, Payer, Reservation, RunRecord, World, run_key
 from schemas.run import Run
 
-SPARE_RELEASED = "SpareReleased"  # a fill lease whose spare closed for any reason but a swap
-
 
 @dataclass(slots=True)
 class Event:
@@ -117,7 +115,9 @@ class Pass:
         self.closures += 1
         self.topo.release(lease)
         self.events.append(Event(self.now, "End", lease, closure))
-        if lease.role == "Spare":  # opportunistic work on these slots loses its host with it
+        if lease.role == "Spare":  # opportunistic work on these slots loses its host with it (§4.8)
+            node = self.topo.nodes.get(lease.node)
+            why = "NodeFailure" if node is None or node.fenced else "ReclaimedBySpare"
             for fill in self.leases:
                 if (
                     fill.open
@@ -125,7 +125,7 @@ class Pass:
                     and fill.node == lease.node
                     and set(fill.slots) & set(lease.slots)
                 ):
-                    self.close_lease(fill, SPARE_RELEASED)
+                    self.close_lease(fill, why)
 
     def close_run(
         self, run: str, closure: str, *, first: Lease | None = None, first_closure: str | None = None

@@ -44,25 +44,32 @@ def candidates(book: Book, run: Run) -> list[tuple[Env, str]]:
 def _candidates(book: Book, run: Run) -> list[tuple[Env, str]]:
     owner = run.spec.owner
     flavor = run.spec.resources.gpuType
-    out: list[tuple[Env, str]] = []
-    seen: set[str] = set()
-
-    def add(env: Env, cat: str) -> None:
-        if env.flavor == flavor and env.key not in seen:
-            seen.add(env.key)
-            out.append((env, cat))
-
-    for env in sorted(book.by_owner.get(owner, []), key=lambda e: e.key):
-        add(env, OWN)
-    for rel in book.relatives(owner):
-        for env in sorted(book.by_owner.get(rel, []), key=lambda e: e.key):
-            if env.sharing != "none":
-                add(env, FAMILY)
+    out = list(_own_and_family(book, owner, flavor))
     if run.spec.funding.allowBorrow:
+        seen = {env.key for env, _ in out}
         for sponsor in run.spec.funding.sponsors:
-            for env in sorted(book.by_owner.get(sponsor, []), key=lambda e: e.key):
-                if env.lends_to(owner):
-                    add(env, LOAN)
+            for env in book.by_owner.get(sponsor, []):
+                if env.flavor == flavor and env.key not in seen and env.lends_to(owner):
+                    seen.add(env.key)
+                    out.append((env, LOAN))
+    return out
+
+
+def _own_and_family(book: Book, owner: str, flavor: str) -> list[tuple[Env, str]]:
+    """The owner's envelopes, then family's shareable ones nearest first (shared by every funding shape)."""
+    key = (owner, flavor)
+    hit = book.family_cache.get(key)
+    if hit is not None:
+        return hit
+    out = [(env, OWN) for env in book.by_owner.get(owner, []) if env.flavor == flavor]
+    for rel in book.relatives(owner):
+        if rel != owner:
+            out += [
+                (env, FAMILY)
+                for env in book.by_owner.get(rel, [])
+                if env.flavor == flavor and env.sharing != "none"
+            ]
+    book.family_cache[key] = out
     return out
 
 
@@ -77,7 +84,10 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
     hit: _Cached | None = book.sources_cache.get(key)
     if hit is None or hit.epoch != book.epoch:
         cands = candidates(book, run)
-        out = SourceList(_source(book, topo, env, cat, lookahead_hours) for env, cat in cands)
+        by_domain = book.domain_cache.setdefault(key, {})  # node sets never change within a pass
+        out = SourceList(
+            (_source(book, topo, env, cat, lookahead_hours) for env, cat in cands), None, by_domain
+        )
         index = {env.key: i for i, (env, _) in enumerate(cands)}
         capped = [i for i, (env, _) in enumerate(cands) if env.caps]
         book.sources_cache[key] = _Cached(book.epoch, len(book.changes), out, index, capped)
@@ -103,15 +113,18 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
         else:
             own += room - src.room
         crossed = crossed or (room > 0) != (src.room > 0)
-        items[i] = Source(src.env, src.category, room, src.nodes)
-    hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets))
+        items[i] = Source(src.env, src.category, room, src.nodes, src.reach)
+    hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets), hit.out.by_domain)
     return hit.out
 
 
 def _source(book: Book, topo: Topology, env: Env, category: str, lookahead_hours: float) -> Source:
     """An envelope whose selector matches no node of its flavor can pay for nothing: no room."""
-    nodes = topo.matching(env.flavor, env.selector)
-    return Source(env, category, book.room(env, category, lookahead_hours) if nodes else 0, nodes)
+    nodes = topo.env_nodes.get(env.key)
+    if nodes is None:
+        nodes = topo.env_nodes[env.key] = topo.matching(env.flavor, env.selector)
+    room = book.room(env, category, lookahead_hours) if nodes else 0
+    return Source(env, category, room, nodes, topo.coverage(nodes))
 
 
 class SourceList(list[Source]):
@@ -120,13 +133,16 @@ class SourceList(list[Source]):
     own: int
     loans: int
     nodesets: tuple[frozenset[str], ...]  # node sets of the sources with room
+    by_domain: dict[str, list[tuple[int, bool]]]  # pack's per-domain source positions (node sets only)
 
     def __init__(
         self,
         items: Iterable[Source],
         totals: tuple[int, int, tuple[frozenset[str], ...] | None] | None = None,
+        by_domain: dict[str, list[tuple[int, bool]]] | None = None,
     ) -> None:
         super().__init__(items)
+        self.by_domain = by_domain if by_domain is not None else {}
         if totals is None:
             self.own = sum(s.room for s in self if s.category != LOAN)
             self.loans = sum(s.room for s in self if s.category == LOAN)

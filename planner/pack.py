@@ -23,6 +23,7 @@ class Source:
     category: str
     room: int
     nodes: frozenset[str]
+    reach: dict[str, bool] = field(default_factory=dict)  # domain -> whether `nodes` holds all of it
 
 
 @dataclass(slots=True)
@@ -77,21 +78,20 @@ class _Cursor:
         self.room = [s.room for s in req.sources]
         self.borrowed = 0
         self.taken: dict[str, int] = {}  # node -> GPUs taken in this attempt
-        self.held = dict(req.held)
+        self.taken_in: set[str] = set()  # domains this attempt has taken GPUs in
+        self.full: set[str] = set()  # member domains every node of which the funding reaches
+        self.held = req.held  # read only
         if req.fill:
-            members: dict[str, list[Node]] = {}
-            for n in (topo.nodes[name] for name in sorted(topo.spare_nodes)):
-                if n.flavor == flavor and n.fill_slots():
-                    members.setdefault(n.domain, []).append(n)
+            members = topo.fill_free().get(flavor, {})
             self.members = members
             base = {d: sum(len(n.fill_slots()) for n in ns) for d, ns in members.items()}
         else:
             view = topo.member_view(funded_nodes(req.sources))
             self.members = view.by_domain
+            self.full = view.full
             base = topo.member_free(view)
         held = self.held
-        self.free = {d: v - held.get(d, 0) for d, v in base.items() if v > 0}
-        self.domains = sorted(d for d, v in self.free.items() if v > 0)
+        self.free = {d: v - held.get(d, 0) for d, v in base.items() if v > 0} if held else dict(base)
         self._probe: tuple[str, int, tuple[list[Piece], list[int], int]] | None = None
 
     def avail(self, node: Node) -> int:
@@ -125,6 +125,7 @@ class _Cursor:
             self.room, self.borrowed = room, borrowed
             for p in pieces:
                 self.taken[p.node] = self.taken.get(p.node, 0) + p.gpus
+            self.taken_in.add(domain)
             self.free[domain] -= want
         return pieces
 
@@ -135,14 +136,18 @@ class _Cursor:
         left = want
         taken = self.taken
         fill = self.req.fill
-        nodes = [
-            (a, n.name, n)
-            for n in self.members.get(domain, ())
-            if (a := (len(n.fill_slots()) if fill else n.free) - taken.get(n.name, 0)) > 0
-        ]
-        nodes.sort(key=lambda t: (-t[0], t[1]))
+        if not fill and domain in self.full and domain not in self.taken_in:
+            nodes = self.topo.sorted_free(domain)
+        else:
+            nodes = [
+                (a, n.name, n)
+                for n in self.members.get(domain, ())
+                if (a := (len(n.fill_slots()) if fill else n.free) - taken.get(n.name, 0)) > 0
+            ]
+            nodes.sort(key=lambda t: (-t[0], t[1]))
         sources = self.req.sources
-        live = [(i, sources[i]) for i in range(len(sources)) if room[i] > 0]
+        reach = domain_sources(self.topo, sources, domain) if not fill else []
+        first, last = 0, len(reach)  # reach[:first] have no room left (rooms only fall here)
         max_borrow = self.req.max_borrow
         for avail, name, node in nodes:
             if left == 0:
@@ -153,10 +158,14 @@ class _Cursor:
                     pieces.append(Piece(name, free, None))
                     left -= free
                 continue
-            for i, src in live:
+            while first < last and room[reach[first][0]] <= 0:
+                first += 1
+            for j in range(first, last):
                 if free == 0:
                     break
-                if room[i] <= 0 or name not in src.nodes:
+                i, whole = reach[j]
+                src = sources[i]
+                if room[i] <= 0 or (not whole and name not in src.nodes):
                     continue
                 n = min(free, room[i])
                 if src.category == LOAN and max_borrow is not None:
@@ -223,20 +232,35 @@ def _choose(cur: _Cursor, used: Sequence[str], want: int, chunked: bool) -> str 
             and cur.take(d, min(want, cur.domain_free(d)) if chunked else want, commit=False) is not None
         ):
             return d
-    best: tuple[int, str] | None = None
-    for d in cur.domains:
-        free = cur.domain_free(d)
-        if free >= need and (best is None or free > best[0]):
-            best = (free, d)
-    if best is None:
+    fits = [(-free, d) for d, free in cur.free.items() if free >= need]
+    if not fits:
         return None
+    best = min(fits)  # most free, ties by domain key
     if not chunked and cur.take(best[1], want, commit=False) is None:
         # most-free domain cannot pay for the whole group: fall back to the next that can
-        for free, d in sorted(((cur.domain_free(d), d) for d in cur.domains), key=lambda t: (-t[0], t[1])):
-            if free >= want and cur.take(d, want, commit=False) is not None:
+        for _, d in sorted(fits):
+            if cur.take(d, want, commit=False) is not None:
                 return d
         return None
     return best[1]
+
+
+def domain_sources(topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:
+    """Positions of the sources that reach nodes of `domain`, in cover order, each with whether it
+    reaches every node there. Cached on a SourceList (its node sets never change within a pass)."""
+    cache: dict[str, list[tuple[int, bool]]] | None = getattr(sources, "by_domain", None)
+    if cache is not None:
+        hit = cache.get(domain)
+        if hit is not None:
+            return hit
+    out = []
+    for i, src in enumerate(sources):
+        whole = (src.reach or topo.coverage(src.nodes)).get(domain)
+        if whole is not None:
+            out.append((i, whole))
+    if cache is not None:
+        cache[domain] = out
+    return out
 
 
 def funded_nodes(sources: Sequence[Source]) -> tuple[frozenset[str], ...]:

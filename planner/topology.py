@@ -41,7 +41,7 @@ class Node:
 
     def fill_slots(self) -> list[int]:
         """Spare-held slots no fill lease overlays yet."""
-        return sorted(self.spare - self.fill) if self.usable else []
+        return sorted(self.spare - self.fill) if self.usable and self.spare else []
 
 
 def domain_key(labels: dict[str, str]) -> str:
@@ -115,11 +115,16 @@ class Topology:
                 self._by_label[(k, v)].add(node.name)
                 self._by_key[k].add(node.name)
         self._match_cache: dict[tuple[str, tuple[tuple[str, str], ...]], frozenset[str]] = {}
+        self.env_nodes: dict[str, frozenset[str]] = {}  # envelope key -> matching nodes (cover fills it)
+        self._sorted_free: dict[str, list[tuple[int, str, Node]]] = {}
+        self._member_free: dict[int, tuple[Members, int, dict[str, int]]] = {}
+        self._fill_free: dict[str, dict[str, list[Node]]] | None = None
+        self._coverage: dict[int, tuple[frozenset[str], dict[str, bool]]] = {}
         self._members_cache: dict[tuple[int, ...], Members] = {}
         self.open_domains: set[str] = set()  # domains with a free GPU now
         self._views_by_tuple: dict[int, tuple[object, Members]] = {}
         self.version = 0  # bumped whenever free capacity changes
-        self._max_free: dict[str, tuple[int, int]] = {}
+        self._max_free: dict[str, tuple[int, str]] = {}
         self._flavor_domains: dict[str, set[str]] = defaultdict(set)
         for node in self.nodes.values():
             self._flavor_domains[node.flavor].add(node.domain)
@@ -134,6 +139,8 @@ class Topology:
         if lease.role == "Spare":
             node.spare.update(lease.slots)
             self.spare_nodes.add(node.name)
+        if lease.role in ("Spare", "Borrowed"):
+            self._fill_free = None
         if lease.role != "Borrowed" and node.usable:
             self._count(node, -lease.gpus)
 
@@ -145,29 +152,82 @@ class Topology:
         target.difference_update(lease.slots)
         if lease.role == "Spare":
             node.spare.difference_update(lease.slots)
+            if not node.spare:
+                self.spare_nodes.discard(node.name)
+        if lease.role in ("Spare", "Borrowed"):
+            self._fill_free = None
         if lease.role != "Borrowed" and node.usable:
             self._count(node, lease.gpus)
 
     def max_domain_free(self, flavor: str) -> int:
-        """The most free GPUs any one domain with this flavor has (an upper bound for one group)."""
+        """The most free GPUs any one domain with this flavor has (an upper bound for one group).
+
+        Kept as (free, domain) per flavor and dropped only when that domain loses GPUs."""
         hit = self._max_free.get(flavor)
-        if hit is not None and hit[0] == self.version:
-            return hit[1]
+        if hit is not None:
+            return hit[0]
         doms = self._flavor_domains.get(flavor, set())
-        best = max((self.domain_free.get(d, 0) for d in self.open_domains if d in doms), default=0)
-        self._max_free[flavor] = (self.version, best)
-        return best
+        best = max(((self.domain_free.get(d, 0), d) for d in self.open_domains if d in doms), default=(0, ""))
+        self._max_free[flavor] = best
+        return best[0]
 
     def _count(self, node: Node, delta: int) -> None:
         self.version += 1
+        self._sorted_free.pop(node.domain, None)
         free = self.domain_free[node.domain] = self.domain_free.get(node.domain, 0) + delta
+        for flavor, best in list(self._max_free.items()):
+            if node.domain == best[1] and delta < 0:
+                del self._max_free[flavor]
+            elif delta > 0 and free > best[0] and node.domain in self._flavor_domains.get(flavor, ()):
+                self._max_free[flavor] = (free, node.domain)
         self.flavor_free[node.flavor] = self.flavor_free.get(node.flavor, 0) + delta
         if free > 0:
             self.open_domains.add(node.domain)
         else:
             self.open_domains.discard(node.domain)
 
+    def sorted_free(self, domain: str) -> list[tuple[int, str, Node]]:
+        """Usable nodes of a domain with free GPUs as (free, name, node), most free then name first.
+
+        Remembered until a lease opens or closes in the domain (pack asks for it many times).
+        """
+        hit = self._sorted_free.get(domain)
+        if hit is None:
+            hit = [(n.free, n.name, n) for n in self.domains.get(domain, ()) if n.free > 0]
+            hit.sort(key=lambda t: (-t[0], t[1]))
+            self._sorted_free[domain] = hit
+        return hit
+
+    def coverage(self, names: frozenset[str]) -> dict[str, bool]:
+        """Domains a node set touches, each with whether the set holds every node of it."""
+        hit = self._coverage.get(id(names))
+        if hit is not None and hit[0] is names:
+            return hit[1]
+        counts: dict[str, int] = defaultdict(int)
+        for name in names:
+            node = self.nodes.get(name)
+            if node is not None:
+                counts[node.domain] += 1
+        out = {d: c == len(self.domains[d]) for d, c in sorted(counts.items())}
+        self._coverage[id(names)] = (names, out)
+        return out
+
+    def fill_free(self) -> dict[str, dict[str, list[Node]]]:
+        """flavor -> domain -> usable nodes with spare-held slots no fill overlays yet, by name.
+
+        Remembered until a Spare or Borrowed lease opens or closes."""
+        if self._fill_free is None:
+            out: dict[str, dict[str, list[Node]]] = defaultdict(lambda: defaultdict(list))
+            for name in sorted(self.spare_nodes):
+                n = self.nodes[name]
+                if n.fill_slots():
+                    out[n.flavor][n.domain].append(n)
+            self._fill_free = {f: dict(by) for f, by in out.items()}
+        return self._fill_free
+
     def recount(self) -> None:
+        self._sorted_free = {}
+        self._max_free = {}
         self.domain_free = {d: sum(n.free for n in nodes) for d, nodes in self.domains.items()}
         self.open_domains = {d for d, free in self.domain_free.items() if free > 0}
         self.version += 1
@@ -222,7 +282,18 @@ class Topology:
         return hit
 
     def member_free(self, view: Members) -> dict[str, int]:
-        """Free GPUs per member domain that has any (whole domains from the running count)."""
+        """Free GPUs per member domain that has any (whole domains from the running count).
+
+        The same view is asked for again and again between two changes of occupancy: remembered
+        per view until the next change (callers must not mutate the result)."""
+        hit = self._member_free.get(id(view))
+        if hit is not None and hit[0] is view and hit[1] == self.version:
+            return hit[2]
+        out = self._member_free_now(view)
+        self._member_free[id(view)] = (view, self.version, out)
+        return out
+
+    def _member_free_now(self, view: Members) -> dict[str, int]:
         free = self.domain_free
         if len(view.full) < len(self.open_domains):
             out = {d: free[d] for d in view.full if free.get(d, 0) > 0}

@@ -104,7 +104,7 @@ class Simulation:
                     self.notes.append(f"step {index}: apply needs Budget or Run objects with metadata.name")
                     continue
                 key = (str(kind), str(meta.get("namespace") or ""), str(meta["name"]))
-                self.objects[key] = copy.deepcopy(obj)
+                self.objects[key] = obj  # never mutated: merge_patch builds new dicts
                 self.texts.pop(key, None)
         elif step.patch is not None:
             p = step.patch

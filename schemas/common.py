@@ -5,6 +5,7 @@ Shape only: cross-field and cross-object rules live in `schemas.rules`.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -34,6 +35,7 @@ def parse_time(text: str) -> int:
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
 
 
+@functools.lru_cache(maxsize=8192)  # a pass writes the same few instants thousands of times
 def format_time(epoch: int) -> str:
     """Whole UTC epoch seconds to RFC 3339 with a Z, as every written timestamp is."""
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
