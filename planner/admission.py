@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner import accounting, bind, cover, elastic, forecast, pack
+from planner import accounting, bind, cover, elastic, failover, forecast, pack
 from planner.context import Pass
 from planner.resolve import Resolver
 from planner.world import Lease, Payer, Reservation
@@ -59,6 +59,7 @@ def run_line(ctx: Pass, lookahead_hours: float) -> Line:
         if _try_start(ctx, key, spec, line.held, lookahead_hours):
             continue
         _reserve(ctx, key, spec, line, lookahead_hours)
+    failover.settle_fills(ctx)  # spares the resolver dropped took fill leases with them
     for key in waiting:  # fill never competes for funded capacity, so it goes after the line
         if ctx.specs[key].spec.opportunistic:
             _fill(ctx, key, ctx.specs[key])

@@ -63,6 +63,7 @@ class Pass:
     cordon: set[str] = field(default_factory=set)
     messages: dict[str, str] = field(default_factory=dict)
     closures: int = 0  # leases closed so far this pass (accounting snapshots compare against it)
+    fill_lost: set[str] = field(default_factory=set)  # opportunistic runs that lost fill leases
 
     @property
     def now(self) -> int:
@@ -115,6 +116,8 @@ class Pass:
         self.closures += 1
         self.topo.release(lease)
         self.events.append(Event(self.now, "End", lease, closure))
+        if lease.role == "Borrowed" and closure in ("ReclaimedBySpare", "NodeFailure"):
+            self.fill_lost.add(lease.run)
         if lease.role == "Spare":  # opportunistic work on these slots loses its host with it (§4.8)
             node = self.topo.nodes.get(lease.node)
             why = "NodeFailure" if node is None or node.fenced else "ReclaimedBySpare"

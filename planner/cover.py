@@ -184,9 +184,12 @@ def shortfall(
     future = sorted(
         {env.start for env, _ in candidates(book, run) if env.start is not None and env.start > book.now}
     )
+    extra = 0  # what every window opened by then adds (own and family envelopes that reach a node)
     for start in future:
-        extra = sum(
-            env.concurrency for env, cat in candidates(book, run) if env.start == start and cat != LOAN
+        extra += sum(
+            env.concurrency
+            for env, cat in candidates(book, run)
+            if env.start == start and cat != LOAN and (env.end is None or env.end > start)
         )
         if have + extra >= need:
             return Shortfall(

@@ -23,7 +23,6 @@ def failed_nodes(ctx: Pass) -> list[str]:
 
 
 def handle_failures(ctx: Pass) -> None:
-    touched_fill: set[str] = set()
     for node in failed_nodes(ctx):
         on_node = sorted(
             (x for x in ctx.leases if x.open and x.node == node),
@@ -31,8 +30,6 @@ def handle_failures(ctx: Pass) -> None:
         )
         for lease in on_node:
             if lease.role in ("Spare", "Borrowed") and lease.open:
-                if lease.role == "Borrowed":
-                    touched_fill.add(lease.run)
                 ctx.close_lease(lease, "NodeFailure")
         failed: dict[tuple[str, int], list[Lease]] = defaultdict(list)
         for lease in on_node:
@@ -41,15 +38,14 @@ def handle_failures(ctx: Pass) -> None:
         for (run, group), leases in failed.items():
             if not all(x.open for x in leases):
                 continue
-            if not _swap(ctx, run, group, leases, touched_fill):
+            if not _swap(ctx, run, group, leases):
                 _lose_group(ctx, run, group, leases)
         if node in ctx.topo.nodes:
             ctx.cordon.add(node)
-    for run in sorted(touched_fill):
-        settle_fill_run(ctx, run)
+    settle_fills(ctx)
 
 
-def _swap(ctx: Pass, run: str, group: int, failed: list[Lease], touched_fill: set[str]) -> bool:
+def _swap(ctx: Pass, run: str, group: int, failed: list[Lease]) -> bool:
     need = sum(x.gpus for x in failed)
     spares = sorted(
         (x for x in ctx.open_leases(run) if x.role == "Spare" and x.group == group and _healthy(ctx, x.node)),
@@ -68,7 +64,6 @@ def _swap(ctx: Pass, run: str, group: int, failed: list[Lease], touched_fill: se
             for x in ctx.leases
             if x.open and x.role == "Borrowed" and x.node == spare.node and set(x.slots) & set(take)
         ]:
-            touched_fill.add(fill.run)
             ctx.close_lease(fill, "ReclaimedBySpare")
         ctx.close_lease(spare, "Swap")
         if keep:
@@ -118,6 +113,13 @@ def _lose_group(ctx: Pass, run: str, group: int, failed: list[Lease]) -> None:
             f"group {group} lost after node failure with no usable spare",
             ctx.now,
         )
+
+
+def settle_fills(ctx: Pass) -> None:
+    """Opportunistic runs that lost fill leases since the last call keep going only while whole."""
+    lost, ctx.fill_lost = ctx.fill_lost, set()
+    for run in sorted(lost):
+        settle_fill_run(ctx, run)
 
 
 def settle_fill_run(ctx: Pass, run: str) -> None:

@@ -22,7 +22,7 @@ from planner import (
     status,
 )
 from planner.context import Event, Pass
-from planner.topology import Topology
+from planner.topology import Topology, is_fenced
 from planner.world import FleetState, World, run_key
 
 
@@ -42,7 +42,12 @@ def plan(world: World) -> Plan:
     now, settings = world.now, world.settings
     prev = world.state
     leases = [copy.copy(x) for x in prev.leases]
-    topo = Topology(world.nodes, now, settings.not_ready_grace, prev.cordoned)
+    # jobtree's own cordons hold while the node is down; once it is observed healthy again the
+    # cluster's cordon flag decides (an operator uncordons a repaired node)
+    down = {n.name for n in world.nodes if is_fenced(n, now, settings.not_ready_grace)}
+    present = {n.name for n in world.nodes}
+    kept_cordons = frozenset(n for n in prev.cordoned if n in down or n not in present)
+    topo = Topology(world.nodes, now, settings.not_ready_grace, kept_cordons)
     for lease in leases:
         if lease.open:
             topo.occupy(lease)
@@ -94,6 +99,7 @@ def plan(world: World) -> Plan:
     for key, res in ctx.reservations.items():
         if res.state == "Pending" and key not in ordered and not res.reason.startswith(("budget", "borrow")):
             res.conflicts = []
+    failover.settle_fills(ctx)
     _settle_phases(ctx)
     # 6. report
     clusters = {n.name: n.labels.get("cluster", "default") for n in topo.nodes.values()}
@@ -123,7 +129,7 @@ def plan(world: World) -> Plan:
         reservations,
         ctx.records,
         meters,
-        frozenset(prev.cordoned | ctx.cordon),
+        frozenset(kept_cordons | ctx.cordon),
         frozenset(book.unfunded),
     )
     violations = invariants.check([x for x in ctx.leases if x.open], book, pods, set(ctx.records))

@@ -137,6 +137,24 @@ def test_a_future_window_gives_a_window_aligned_reservation_and_the_run_starts_w
     assert {e["at"] for e in started(out["ledger"], "t/r1")} == {stamp(30)}
 
 
+def test_windows_opening_one_after_another_add_up_to_the_funding_a_run_needs() -> None:
+    # 16 GPUs needed; one envelope of 8 opens at +30m and another of 8 at +40m: neither alone pays
+    # for the run, both together do, so the ETA aligns to the later window: +40m + 10 s.
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("a", 8, start=stamp(30))
+                      .envelope("b", 8, start=stamp(40)).build(),
+                      a_run("t/r1", "org:t").gpus(16).groups(8).build()]),
+         at(1, checkpoint="waiting")],
+        until="+50m",
+    )  # fmt: skip
+    out = play(doc)
+    res = out["checkpoints"]["waiting"]["reservations"]["t/r1"]
+    assert res["status"]["reason"] == f"budget window opens at {stamp(40)}"
+    assert res["spec"]["earliestStart"] == stamp(40, 10)
+    assert {e["at"] for e in started(out["ledger"], "t/r1")} == {stamp(40)}
+
+
 def test_a_window_that_closes_demotes_running_work_to_unfunded_and_never_ends_it() -> None:
     doc = scenario(
         {"t": "org:t"}, A32,
@@ -344,6 +362,48 @@ def test_a_spare_on_the_failed_node_is_closed_with_node_failure() -> None:
     spare_ends = [e for e in ended(out["ledger"], "t/r1") if e["role"] == "Spare"]
     assert spare_ends and {e["reason"] for e in spare_ends} == {"NodeFailure"}
     assert out["checkpoints"]["after"]["runs"]["t/r1"]["phase"] == "Running"
+
+
+def test_a_repaired_and_uncordoned_node_serves_new_work_again() -> None:
+    # A-n00 fails under r1 (8 GPUs, no spare): r1 fails and jobtree cordons A-n00. The operator
+    # repairs it (Ready) and uncordons it; r2 then needs all 32 GPUs, A-n00's included.
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(),
+                      a_run("t/r1", "org:t").gpus(8).build()]),
+         at(5, node={"name": "A-n00", "event": "Fail"}),
+         at(6, checkpoint="down"),
+         at(10, node={"name": "A-n00", "event": "Ready"}),
+         at(11, node={"name": "A-n00", "event": "Uncordon"}),
+         at(12, apply=[a_run("t/r2", "org:t").gpus(32).groups(8).build()])],
+        until="+13m",
+    )  # fmt: skip
+    out = play(doc)
+    assert out["checkpoints"]["down"]["nodes"]["A-n00"] == {"cordoned": True, "state": "Failed"}
+    assert out["final"]["runs"]["t/r2"]["phase"] == "Running"
+    assert "A-n00" in {e["nodes"][0].split("#")[0] for e in started(out["ledger"], "t/r2")}
+
+
+def test_fill_on_a_spare_that_a_shrink_closes_ends_reclaimed_by_spare() -> None:
+    # r1 (16 in groups of 8, min 8, 1 spare per group) fills A-n00, A-n01 and puts both spares on
+    # A-n02; the opportunistic f (2 GPUs) fills both spare GPUs. Lowering r1's desired width to 8
+    # closes group 1 with its spare (Shrink): the fill lease on that spare GPU ends
+    # ReclaimedBySpare — the complete list of closure reasons has no other for it.
+    doc = scenario(
+        {"t": "org:t", "u": "org:u"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(),
+                      a_run("t/r1", "org:t").gpus(16).groups(8).malleable(8, 16, 8).spares(1).build()]),
+         at(1, apply=[a_run("u/f", "org:u").gpus(2).groups(1).malleable(1, 2, 1).opportunistic().build()]),
+         at(5, patch={"kind": "Run", "namespace": "t", "name": "r1",
+                      "merge": {"spec": {"malleable": {"desiredTotalGPUs": 8}}}})],
+        until="+6m",
+    )  # fmt: skip
+    out = play(doc)
+    assert [e["reason"] for e in ended(out["ledger"], "t/r1") if e["role"] == "Spare"] == ["Shrink"]
+    fill_ends = ended(out["ledger"], "u/f", stamp(5))
+    assert [e["reason"] for e in fill_ends] == ["ReclaimedBySpare"]
+    assert out["final"]["runs"]["u/f"]["phase"] == "Running"
+    assert out["final"]["runs"]["u/f"]["width"]["allocated"] == 1
 
 
 def test_not_ready_past_the_opt_in_grace_fences_the_node() -> None:
