@@ -122,9 +122,9 @@ class Book:
         self.unfunded: set[GroupKey] = set()
         self.frozen: set[str] = set()
         self.cover_cache: dict[object, list[tuple[Env, str]]] = {}
-        self.family_cache: dict[
-            tuple[str, str], list[tuple[Env, str]]
-        ] = {}  # (owner, flavor) -> own + family
+        self.family_cache: dict[tuple[str, str], list[tuple[Env, str]]] = {}  # (owner, flavor): own+family
+        self.source_objs: dict[tuple[str, str, float], tuple[int, int, Any]] = {}  # cover's shared Sources
+        self.window_cache: dict[int, tuple[Any, list[tuple[int, int]]]] = {}  # cover's future windows
         self.sources_cache: dict[object, Any] = {}  # cover.sources' rooms, refreshed from `changes`
         self.domain_cache: dict[object, dict[str, list[tuple[int, bool]]]] = {}  # pack's per-domain sources
         self.epoch = 0  # bumped when every claim is re-derived: all cached rooms are stale

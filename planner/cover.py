@@ -119,7 +119,22 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
 
 
 def _source(book: Book, topo: Topology, env: Env, category: str, lookahead_hours: float) -> Source:
-    """An envelope whose selector matches no node of its flavor can pay for nothing: no room."""
+    """An envelope whose selector matches no node of its flavor can pay for nothing: no room.
+
+    One Source per (envelope, class) is shared by every funding shape until the envelope's claims
+    change (under an aggregate cap its room also moves with its siblings': never shared)."""
+    ck = (env.key, category, lookahead_hours)
+    mark = book.touched[env.key]
+    hit = book.source_objs.get(ck)
+    if hit is not None and hit[0] == book.epoch and hit[1] == mark and not env.caps:
+        src: Source = hit[2]
+        return src
+    src = _new_source(book, topo, env, category, lookahead_hours)
+    book.source_objs[ck] = (book.epoch, mark, src)
+    return src
+
+
+def _new_source(book: Book, topo: Topology, env: Env, category: str, lookahead_hours: float) -> Source:
     nodes = topo.env_nodes.get(env.key)
     if nodes is None:
         nodes = topo.env_nodes[env.key] = topo.matching(env.flavor, env.selector)
@@ -181,16 +196,9 @@ def shortfall(
     if have >= need:
         return None
     # a future window that would make it whole
-    future = sorted(
-        {env.start for env, _ in candidates(book, run) if env.start is not None and env.start > book.now}
-    )
-    extra = 0  # what every window opened by then adds (own and family envelopes that reach a node)
-    for start in future:
-        extra += sum(
-            env.concurrency
-            for env, cat in candidates(book, run)
-            if env.start == start and cat != LOAN and (env.end is None or env.end > start)
-        )
+    extra = 0  # what every window opened by then adds (own and family envelopes)
+    for start, adds in _future_windows(book, run):
+        extra += adds
         if have + extra >= need:
             return Shortfall(
                 f"budget window opens at {format_time(start)}", need - have, REMEDY_WINDOW, start
@@ -209,3 +217,20 @@ def shortfall(
     )
     remedy = REMEDY_ACL if refused else REMEDY_HEADROOM
     return Shortfall(f"budget headroom short by {need - have} GPUs", need - have, remedy)
+
+
+def _future_windows(book: Book, run: Run) -> list[tuple[int, int]]:
+    """(window start, concurrency it opens) for the run's own and family envelopes, soonest first."""
+    cands = candidates(book, run)
+    hit = book.window_cache.get(id(cands))
+    if hit is not None and hit[0] is cands:
+        windows: list[tuple[int, int]] = hit[1]
+        return windows
+    adds: dict[int, int] = {}
+    for env, cat in cands:
+        start = env.start
+        if start is not None and start > book.now and cat != LOAN and (env.end is None or env.end > start):
+            adds[start] = adds.get(start, 0) + env.concurrency
+    windows = sorted(adds.items())
+    book.window_cache[id(cands)] = (cands, windows)
+    return windows

@@ -136,8 +136,12 @@ class _Cursor:
         left = want
         taken = self.taken
         fill = self.req.fill
-        if not fill and domain in self.full and domain not in self.taken_in:
+        if not fill and domain in self.full:
             nodes = self.topo.sorted_free(domain)
+            if domain in self.taken_in:  # an earlier group of this attempt took GPUs here
+                nodes = [(a - taken.get(name, 0), name, n) for a, name, n in nodes]
+                nodes = [t for t in nodes if t[0] > 0]
+                nodes.sort(key=lambda t: (-t[0], t[1]))
         else:
             nodes = [
                 (a, n.name, n)
