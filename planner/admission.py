@@ -92,9 +92,14 @@ def _try_start(ctx: Pass, key: str, spec: Run, held: dict[str, int], lookahead_h
 
 
 def _fill(ctx: Pass, key: str, spec: Run) -> None:
-    """Opportunistic runs live only on spare-held GPUs, as Borrowed leases nobody is debited for."""
+    """Opportunistic runs live only on spare-held GPUs, as Borrowed leases nobody is debited for.
+
+    A filler holds no spares of its own: it is the first thing reclaimed, so a spare for it would
+    only sit on another run's spare slots."""
     for width in elastic.widths(spec):
-        placed = pack.place(ctx.topo, _request(spec, width, [], {}, fill=True), spec.spec.resources.gpuType)
+        req = _request(spec, width, [], {}, fill=True)
+        req.spares_per_group = 0
+        placed = pack.place(ctx.topo, req, spec.spec.resources.gpuType)
         if placed.failure is None:
             _start(ctx, key, spec, placed, "Fill", "Borrowed")
             return
@@ -114,17 +119,19 @@ def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float)
         ctx.reservations[key] = res
     res.paying = _paying(srcs) or res.paying
     line.waiting.append(key)
-    if _note_funding(ctx, res, short):  # a funding shortfall holds nothing and cuts nobody
-        return
     sizes = pack.group_sizes(width, elastic.group_size(spec)) or [width]
-    sc = forecast.scope(
-        ctx.topo,
-        srcs,
-        sizes,
-        spec.spec.sparesPerGroup,
-        line.held,
-        not spec.spec.locality.allowCrossGroupSpread,
-    )
+    single = not spec.spec.locality.allowCrossGroupSpread
+    if _note_funding(ctx, res, short):  # a funding shortfall holds nothing and cuts nobody now
+        if short is not None and short.window is not None:
+            # ...but once its window opens it is funded: warn who its activation may cut now, so
+            # they have had their notice by the window-aligned ETA
+            later = [*srcs, *cover.window_sources(ctx.book, ctx.topo, spec, short.window)]
+            sc = forecast.scope(ctx.topo, later, sizes, spec.spec.sparesPerGroup, line.held, single)
+            res.domains, res.nodes = tuple(sorted(sc.claims)), tuple(sorted(sc.nodes))
+            line.scopes[key] = sc
+            line.order.append((key, sc.short, res.earliest_start))
+        return
+    sc = forecast.scope(ctx.topo, srcs, sizes, spec.spec.sparesPerGroup, line.held, single)
     res.domains, res.nodes = tuple(sorted(sc.claims)), tuple(sorted(sc.nodes))
     line.scopes[key] = sc
     if sc.unplaceable and not spec.spec.locality.allowCrossGroupSpread:
@@ -180,7 +187,8 @@ def _note_funding(ctx: Pass, res: Reservation, short: cover.Shortfall | None) ->
     if short is None:
         return False
     res.reason, res.deficit, res.remedies = short.reason, short.deficit, (short.remedy,)
-    res.conflicts = []
+    if window is None:  # a window-aligned one keeps warning who its activation may cut
+        res.conflicts = []
     ctx.messages[res.run] = f"reserved: {short.reason}"
     return True
 
@@ -237,6 +245,12 @@ def _activate(
     if placed.failure is not None:
         return False
     _start(ctx, key, spec, placed)
+    # a run cut whole keeps its place in line: it is reserved at once, so runs behind it in line
+    # cannot backfill what it needs (it restarts at a later pass, §4.6)
+    for victim in sorted(set(resolver.requeued), key=ctx.rank):
+        victim_spec = ctx.specs.get(victim)
+        if victim_spec is not None and ctx.records[victim].phase == "Pending":
+            _reserve(ctx, victim, victim_spec, line, lookahead_hours)
     return True
 
 

@@ -234,3 +234,19 @@ def _future_windows(book: Book, run: Run) -> list[tuple[int, int]]:
     windows = sorted(adds.items())
     book.window_cache[id(cands)] = (cands, windows)
     return windows
+
+
+def window_sources(book: Book, topo: Topology, run: Run, until: int) -> list[Source]:
+    """The run's own and family envelopes whose window opens after now and by `until`, as sources
+    with their whole concurrency: what will pay once the window it waits for is open."""
+    out: list[Source] = []
+    for env, cat in candidates(book, run):
+        start = env.start
+        if start is None or not book.now < start <= until or cat == LOAN:
+            continue
+        nodes = topo.env_nodes.get(env.key)
+        if nodes is None:
+            nodes = topo.env_nodes[env.key] = topo.matching(env.flavor, env.selector)
+        if nodes:
+            out.append(Source(env, cat, env.concurrency, nodes, topo.coverage(nodes)))
+    return out

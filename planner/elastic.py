@@ -93,7 +93,7 @@ def grow(ctx: Pass, held: dict[str, int], lookahead_hours: float) -> None:
             ):
                 continue
         req = pack.Request(
-            sizes, step, first, spec.spec.sparesPerGroup, srcs,
+            sizes, step, first, 0 if spec.spec.opportunistic else spec.spec.sparesPerGroup, srcs,
             spec.spec.funding.maxBorrowGPUs if spec.spec.funding.allowBorrow else 0,
             not spec.spec.locality.allowCrossGroupSpread, used, held, fill=spec.spec.opportunistic,
         )  # fmt: skip

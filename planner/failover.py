@@ -13,24 +13,31 @@ from planner.world import Lease
 
 
 def failed_nodes(ctx: Pass) -> list[str]:
-    """Fenced nodes, plus nodes that vanished (deleted) while leases were open on them."""
+    """Fenced nodes, plus nodes that vanished (deleted), that have open leases on them."""
     known_bad = {name for name, _ in ctx.topo.problems}
-    names = {n.name for n in ctx.topo.nodes.values() if n.fenced}
+    names: set[str] = set()
     for lease in ctx.leases:
-        if lease.open and lease.node not in ctx.topo.nodes and lease.node not in known_bad:
+        if not lease.open:
+            continue
+        node = ctx.topo.nodes.get(lease.node)
+        if (node is not None and node.fenced) or (node is None and lease.node not in known_bad):
             names.add(lease.node)
-    return sorted(n for n in names if any(x.open and x.node == n for x in ctx.leases))
+    return sorted(names)
 
 
 def handle_failures(ctx: Pass) -> None:
-    for node in failed_nodes(ctx):
-        on_node = sorted(
-            (x for x in ctx.leases if x.open and x.node == node),
-            key=lambda x: (ctx.rank(x.run), x.group, x.name),
-        )
-        for lease in on_node:
+    down = failed_nodes(ctx)
+    by_node: dict[str, list[Lease]] = defaultdict(list)
+    for lease in ctx.leases:
+        if lease.open and lease.node in down:
+            by_node[lease.node].append(lease)
+    # spares and fill on any failed node are lost with it before any group looks for a spare
+    for node in down:
+        for lease in sorted(by_node[node], key=lambda x: (ctx.rank(x.run), x.group, x.name)):
             if lease.role in ("Spare", "Borrowed") and lease.open:
                 ctx.close_lease(lease, "NodeFailure")
+    for node in down:
+        on_node = sorted(by_node[node], key=lambda x: (ctx.rank(x.run), x.group, x.name))
         failed: dict[tuple[str, int], list[Lease]] = defaultdict(list)
         for lease in on_node:
             if lease.open and lease.role == "Active":

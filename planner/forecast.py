@@ -164,9 +164,10 @@ def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> di
     taken: dict[str, int] = defaultdict(int)  # at-risk GPUs earlier reservations will take per domain
     out: dict[str, dict[str, float]] = {}
     protect = ctx.world.settings.min_runtime
-    for key, short, at in order:
+    for key, short, eta in order:
         members: dict[str, float] = {}
         deficit = dict(short)
+        at = max(eta, ctx.now)  # a reservation past its ETA activates at a later pass: now
 
         def alive(run: str, at: int = at) -> bool:
             rec = ctx.records.get(run)

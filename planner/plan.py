@@ -97,7 +97,7 @@ def plan(world: World) -> Plan:
     forecast.publish(ctx, forecast.conflict_sets(ctx, order))
     ordered = {o[0] for o in order}
     for key, res in ctx.reservations.items():
-        if res.state == "Pending" and key not in ordered and not res.reason.startswith(("budget", "borrow")):
+        if res.state == "Pending" and key not in ordered:
             res.conflicts = []
     failover.settle_fills(ctx)
     _settle_phases(ctx)

@@ -48,6 +48,7 @@ class Resolver:
         self.res = res
         self.left = {d: v for d, v in short.items() if v > 0}
         self.unfunded = unfunded
+        self.requeued: list[str] = []  # runs cut whole: back in line at their old place
         warned_before = ctx.now - ctx.world.settings.notice
         protect = ctx.world.settings.min_runtime
         self.eligible: set[str] = set()
@@ -103,6 +104,7 @@ class Resolver:
         if whole:
             ctx.by_run[run] = []
             rec.phase, rec.started = "Pending", None
+            self.requeued.append(run)
             rec.message = f"requeued after {closure} for reservation {self.res.run}"
         else:
             ctx.messages[run] = f"shrunk to {ctx.allocated(run)} GPUs for reservation {self.res.run}"
