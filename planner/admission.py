@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from planner import accounting, bind, cover, elastic, failover, forecast, pack
 from planner.context import Pass
 from planner.resolve import Resolver
+from planner.topology import Topology
 from planner.world import Lease, Payer, Reservation
 from schemas.run import Run
 
@@ -23,6 +24,19 @@ class Line:
     waiting: list[str] = field(default_factory=list)  # every run that got or kept a reservation
     scopes: dict[str, forecast.Scope] = field(default_factory=dict)  # capacity reservations' scopes
     funding_holds: list[tuple[str, str, int]] = field(default_factory=list)  # (envelope, class, GPUs)
+    held_version: int = 0  # bumped whenever `held` grows
+    _unheld: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # flavor -> (versions, GPUs)
+
+    def unheld_free(self, topo: Topology, flavor: str) -> int:
+        """Free GPUs of this flavor's domains that no reservation ahead holds: an upper bound on what
+        any run can be given now (remembered until occupancy or the holds change)."""
+        hit = self._unheld.get(flavor)
+        if hit is not None and hit[0] == topo.version and hit[1] == self.held_version:
+            return hit[2]
+        held, free = self.held, topo.domain_free
+        total = sum(max(0, free.get(d, 0) - held.get(d, 0)) for d in topo.flavor_domains(flavor))
+        self._unheld[flavor] = (topo.version, self.held_version, total)
+        return total
 
 
 def _request(
@@ -56,7 +70,7 @@ def run_line(ctx: Pass, lookahead_hours: float) -> Line:
         spec = ctx.specs[key]
         if spec.spec.opportunistic:
             continue
-        if _try_start(ctx, key, spec, line.held, lookahead_hours):
+        if _fits_at_all(ctx, spec, line) and _try_start(ctx, key, spec, line.held, lookahead_hours):
             continue
         _reserve(ctx, key, spec, line, lookahead_hours)
     failover.settle_fills(ctx)  # spares the resolver dropped took fill leases with them
@@ -77,6 +91,13 @@ def _start(
     res = ctx.reservations.get(key)
     if res is not None and res.state == "Pending":
         res.state, res.ended = "Released", ctx.now
+
+
+def _fits_at_all(ctx: Pass, spec: Run, line: Line) -> bool:
+    """Cheap necessary condition: even its smallest width (with spares) is within the free GPUs
+    nobody ahead holds. Most of a long line of a full fleet stops here."""
+    need = need_gpus(spec, elastic.min_width(spec))
+    return need <= line.unheld_free(ctx.topo, spec.spec.resources.gpuType)
 
 
 def _try_start(ctx: Pass, key: str, spec: Run, held: dict[str, int], lookahead_hours: float) -> bool:
@@ -146,6 +167,7 @@ def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float)
     ):
         return
     forecast.hold(line.held, sc)
+    line.held_version += 1
     _hold_funding(ctx, line, srcs, need, spec)
     line.order.append((key, sc.short, res.earliest_start))
     ctx.messages[key] = f"reserved: {res.reason}"

@@ -159,6 +159,10 @@ class Topology:
         if lease.role != "Borrowed" and node.usable:
             self._count(node, lease.gpus)
 
+    def flavor_domains(self, flavor: str) -> set[str]:
+        """Domains with at least one node of this flavor."""
+        return self._flavor_domains.get(flavor, set())
+
     def max_domain_free(self, flavor: str) -> int:
         """The most free GPUs any one domain with this flavor has (an upper bound for one group).
 
