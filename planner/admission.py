@@ -24,19 +24,36 @@ class Line:
     waiting: list[str] = field(default_factory=list)  # every run that got or kept a reservation
     scopes: dict[str, forecast.Scope] = field(default_factory=dict)  # capacity reservations' scopes
     funding_holds: list[tuple[str, str, int]] = field(default_factory=list)  # (envelope, class, GPUs)
-    held_version: int = 0  # bumped whenever `held` grows
-    _unheld: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # flavor -> (versions, GPUs)
+    held_log: list[str] = field(default_factory=list)  # domains whose hold grew, in order
+    _unheld: dict[str, _Unheld] = field(default_factory=dict)
 
     def unheld_free(self, topo: Topology, flavor: str) -> int:
         """Free GPUs of this flavor's domains that no reservation ahead holds: an upper bound on what
-        any run can be given now (remembered until occupancy or the holds change)."""
-        hit = self._unheld.get(flavor)
-        if hit is not None and hit[0] == topo.version and hit[1] == self.held_version:
-            return hit[2]
+        any run can be given now. Kept per domain and updated from the domains that changed since."""
         held, free = self.held, topo.domain_free
-        total = sum(max(0, free.get(d, 0) - held.get(d, 0)) for d in topo.flavor_domains(flavor))
-        self._unheld[flavor] = (topo.version, self.held_version, total)
-        return total
+        st = self._unheld.get(flavor)
+        if st is None:
+            doms = topo.flavor_domains(flavor)
+            st = _Unheld({d: max(0, free.get(d, 0) - held.get(d, 0)) for d in doms}, 0, len(topo.changed), 0)
+            st.total = sum(st.parts.values())
+            self._unheld[flavor] = st
+        if st.seen_topo == len(topo.changed) and st.seen_held == len(self.held_log):
+            return st.total
+        for d in {*topo.changed[st.seen_topo :], *self.held_log[st.seen_held :]}:
+            if d in st.parts:
+                now = max(0, free.get(d, 0) - held.get(d, 0))
+                st.total += now - st.parts[d]
+                st.parts[d] = now
+        st.seen_topo, st.seen_held = len(topo.changed), len(self.held_log)
+        return st.total
+
+
+@dataclass(slots=True)
+class _Unheld:
+    parts: dict[str, int]  # domain -> free GPUs nobody ahead holds
+    total: int
+    seen_topo: int  # how much of topo.changed the parts reflect
+    seen_held: int  # how much of Line.held_log the parts reflect
 
 
 def _request(
@@ -167,7 +184,7 @@ def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float)
     ):
         return
     forecast.hold(line.held, sc)
-    line.held_version += 1
+    line.held_log.extend(sc.claims)
     _hold_funding(ctx, line, srcs, need, spec)
     line.order.append((key, sc.short, res.earliest_start))
     ctx.messages[key] = f"reserved: {res.reason}"
@@ -231,7 +248,7 @@ def settle_funding(ctx: Pass, line: Line, lookahead_hours: float) -> None:
         _note_funding(ctx, res, cover.shortfall(ctx.book, spec, need, srcs, lookahead_hours))
         sc = line.scopes.get(key)
         if sc is not None and sc.view is not None:
-            res.nodes = tuple(sorted(forecast.slice_nodes(sc.view, sc.claims)))
+            res.nodes = tuple(sorted(forecast.slice_nodes(ctx.topo, sc.view, sc.claims)))
 
 
 def _paying(srcs: list[pack.Source]) -> Payer | None:

@@ -71,11 +71,11 @@ def scope(
         short = claim - avail.get(d, 0)
         if short > 0:
             out.short[d] = short
-    out.nodes = slice_nodes(view, claimed)
+    out.nodes = slice_nodes(topo, view, claimed)
     return out
 
 
-def slice_nodes(view: Members, claims: dict[str, int]) -> list[str]:
+def slice_nodes(topo: Topology, view: Members, claims: dict[str, int]) -> list[str]:
     """The nodes a scope would take: per claimed domain, usable members by most free, then name.
 
     Called again when the pass ends, so the intended slice reflects what runs started behind the
@@ -84,12 +84,15 @@ def slice_nodes(view: Members, claims: dict[str, int]) -> list[str]:
     nodes: list[str] = []
     for d, claim in claims.items():
         left = claim
-        for node in sorted(view.by_domain[d], key=lambda n: (-n.free, n.name)):
+        if d in view.full:
+            members = topo.by_free(d)
+        else:
+            members = sorted((n for n in view.by_domain[d] if n.usable), key=lambda n: (-n.free, n.name))
+        for node in members:
             if left <= 0:
                 break
-            if node.usable:
-                nodes.append(node.name)
-                left -= node.gpus
+            nodes.append(node.name)
+            left -= node.gpus
     return nodes
 
 

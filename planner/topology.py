@@ -117,13 +117,15 @@ class Topology:
         self._match_cache: dict[tuple[str, tuple[tuple[str, str], ...]], frozenset[str]] = {}
         self.env_nodes: dict[str, frozenset[str]] = {}  # envelope key -> matching nodes (cover fills it)
         self._sorted_free: dict[str, list[tuple[int, str, Node]]] = {}
+        self._by_free: dict[str, list[Node]] = {}
         self._member_free: dict[int, tuple[Members, int, dict[str, int]]] = {}
         self._fill_free: dict[str, dict[str, list[Node]]] | None = None
         self._coverage: dict[int, tuple[frozenset[str], dict[str, bool]]] = {}
-        self._members_cache: dict[tuple[int, ...], Members] = {}
+        self._members_cache: dict[frozenset[int], Members] = {}
         self.open_domains: set[str] = set()  # domains with a free GPU now
         self._views_by_tuple: dict[int, tuple[object, Members]] = {}
         self.version = 0  # bumped whenever free capacity changes
+        self.changed: list[str] = []  # domains whose free capacity changed, in order (may repeat)
         self._max_free: dict[str, tuple[int, str]] = {}
         self._flavor_domains: dict[str, set[str]] = defaultdict(set)
         for node in self.nodes.values():
@@ -177,7 +179,9 @@ class Topology:
 
     def _count(self, node: Node, delta: int) -> None:
         self.version += 1
+        self.changed.append(node.domain)
         self._sorted_free.pop(node.domain, None)
+        self._by_free.pop(node.domain, None)
         free = self.domain_free[node.domain] = self.domain_free.get(node.domain, 0) + delta
         for flavor, best in list(self._max_free.items()):
             if node.domain == best[1] and delta < 0:
@@ -200,6 +204,16 @@ class Topology:
             hit = [(n.free, n.name, n) for n in self.domains.get(domain, ()) if n.free > 0]
             hit.sort(key=lambda t: (-t[0], t[1]))
             self._sorted_free[domain] = hit
+        return hit
+
+    def by_free(self, domain: str) -> list[Node]:
+        """Usable nodes of a domain, most free GPUs first, then by name (remembered like sorted_free)."""
+        hit = self._by_free.get(domain)
+        if hit is None:
+            hit = sorted(
+                (n for n in self.domains.get(domain, ()) if n.usable), key=lambda n: (-n.free, n.name)
+            )
+            self._by_free[domain] = hit
         return hit
 
     def coverage(self, names: frozenset[str]) -> dict[str, bool]:
@@ -231,10 +245,12 @@ class Topology:
 
     def recount(self) -> None:
         self._sorted_free = {}
+        self._by_free = {}
         self._max_free = {}
         self.domain_free = {d: sum(n.free for n in nodes) for d, nodes in self.domains.items()}
         self.open_domains = {d for d, free in self.domain_free.items() if free > 0}
         self.version += 1
+        self.changed.extend(sorted(self.domains))
         self.flavor_free = {}
         for n in self.nodes.values():
             self.flavor_free[n.flavor] = self.flavor_free.get(n.flavor, 0) + n.free
@@ -264,7 +280,7 @@ class Topology:
         same = self._views_by_tuple.get(id(sets))
         if same is not None and same[0] is sets:
             return same[1]
-        key = tuple(sorted({id(s) for s in sets}))
+        key = frozenset(map(id, sets))
         hit = self._members_cache.get(key)
         if hit is None:
             names = frozenset().union(*set(sets)) if sets else frozenset()
