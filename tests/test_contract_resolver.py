@@ -251,3 +251,48 @@ def test_owning_the_capacity_buys_no_priority_in_the_lottery() -> None:
     assert out["final"]["runs"]["u/r"]["phase"] == "Running"
     assert bad_closure_reasons(out) == []
     assert open_leases(out["final"], "t/x") == []
+
+
+def test_a_reservation_cuts_nobody_while_its_noticed_runs_cannot_clear_the_deficit() -> None:
+    # u/x (16) and s/z (8) run; s/y (16, after z, submitted at +0) waits. t/r (32) at +1m: short
+    # by 24, conflict set {x, z}. At +5m z succeeds and y (ahead of r in line) starts: r is short by
+    # 32 and y joins its conflict set. At r's ETA (+16m) only x has had its notice and x alone
+    # cannot clear 32: nobody is cut. At +20m y has had its notice too: both are drawn and r starts.
+    doc = scenario(
+        TENANTS, A32,
+        [at(0, apply=[*BUDGETS, a_run("u/x", "org:u").gpus(16).groups(8).build(),
+                      a_run("s/z", "org:s").gpus(8).build(),
+                      a_run("s/y", "org:s").gpus(16).groups(8).after("z").build()]),
+         at(1, apply=[a_run("t/r", "org:t").gpus(32).groups(8).build()]),
+         at(5, workload={"run": "s/z", "event": "Succeed"}), at(17, checkpoint="due")],
+        until="+21m",
+    )  # fmt: skip
+    doc["spec"]["tick"] = "1m"
+    out = play(doc)
+    assert {e["at"] for e in starts(out, "s/y")} == {stamp(5)}
+    due = out["checkpoints"]["due"]
+    assert due["runs"]["t/r"]["phase"] == "Pending"
+    assert {c["run"] for c in due["reservations"]["t/r"]["status"]["conflictSet"]} == {"u/x", "s/y"}
+    cut = [e for e in ends(out) if e["reason"] != "Completed"]
+    assert {e["at"] for e in cut} == {stamp(20)}
+    assert {e["run"] for e in cut} == {"u/x", "s/y"}
+    assert {e["reason"] for e in cut} == {f"RandomPreempt({seed_of('t/r', stamp(20))})"}
+    assert out["final"]["runs"]["t/r"]["phase"] == "Running"
+
+
+def test_a_checkpointed_run_requeued_by_a_failure_keeps_its_place_in_line() -> None:
+    # t/j (16, checkpointed) and u/x (16) fill A; s/w (8) is reserved at +1m. A-n00 fails at +5m:
+    # j has no spare and is requeued with its +0 place; 8 GPUs are free but j needs 16, and w
+    # (behind j) may not take them since that would raise j's deficit
+    doc = scenario(
+        TENANTS, A32,
+        [at(0, apply=[*BUDGETS, a_run("t/j", "org:t").gpus(16).groups(8).checkpointed().build(),
+                      a_run("u/x", "org:u").gpus(16).groups(8).build()]),
+         at(1, apply=[a_run("s/w", "org:s").gpus(8).build()]),
+         at(5, node={"name": "A-n00", "event": "Fail"})],
+        until="+10m",
+    )  # fmt: skip
+    doc["spec"]["tick"] = "1m"
+    out = play(doc)
+    assert out["final"]["runs"]["t/j"]["phase"] == "Pending"
+    assert starts(out, "s/w") == []

@@ -304,3 +304,58 @@ def test_a_node_that_is_ready_again_within_the_grace_changes_nothing() -> None:
     assert out["checkpoints"]["not-ready"]["nodes"]["A-n00"]["state"] == "NotReady"
     assert ends(out) == []
     assert out["final"]["nodes"] == {}
+
+
+def test_a_spare_on_a_cordoned_node_still_takes_the_swap() -> None:
+    # cordon never fences: the spare's node A-n01 is cordoned at +2m (no new work there) but is
+    # healthy, so when A-n00 fails the group moves onto it
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(), a_run("t/j", "org:t").gpus(8).spares(8).build()]),
+         at(2, node={"name": "A-n01", "event": "Cordon"}), at(5, node={"name": "A-n00", "event": "Fail"})],
+        until="+6m",
+    )  # fmt: skip
+    out = play(doc)
+    assert {(e["role"], e["reason"]) for e in ends(out, "t/j")} == {
+        ("Active", "NodeFailure"),
+        ("Spare", "Swap"),
+    }
+    assert node_gpus(open_leases(out["final"], "t/j", "Active")) == {"A-n01": 8}
+    assert out["final"]["runs"]["t/j"]["phase"] == "Running"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="§4.8 'A spare on the failed node is simply lost (NodeFailure)': when the spare's node fails in the "
+    "same pass as its group's node, expected the spare to end NodeFailure, actual RunFailed",
+)
+def test_when_a_group_and_its_spare_fail_together_every_lease_on_a_failed_node_ends_node_failure() -> None:
+    # 16 in groups of 8 with an 8-GPU spare each: g0 A-n00, g1 A-n01, spares A-n02 (g0), A-n03
+    # (g1). A-n00 and A-n02 fail at the same instant: g0's spare is lost with its node, g0 has no
+    # usable spare, the fixed run fails; leases on healthy nodes end RunFailed.
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(),
+                      a_run("t/j", "org:t").gpus(16).groups(8).spares(8).build()]),
+         at(5, node={"name": "A-n00", "event": "Fail"}), at(5, node={"name": "A-n02", "event": "Fail"})],
+        until="+6m",
+    )  # fmt: skip
+    out = play(doc)
+    assert out["final"]["runs"]["t/j"]["phase"] == "Failed"
+    closed = {(e["nodes"][0].split("#")[0], e["role"], e["reason"]) for e in ends(out, "t/j")}
+    assert closed == {
+        ("A-n00", "Active", "NodeFailure"),
+        ("A-n02", "Spare", "NodeFailure"),
+        ("A-n01", "Active", "RunFailed"),
+        ("A-n03", "Spare", "RunFailed"),
+    }
+
+
+def test_the_seeds_spares_field_is_an_alias_of_spares_per_group() -> None:
+    run = a_run("t/j", "org:t").gpus(8).build()
+    run["spec"]["spares"] = 2
+    doc = scenario(
+        {"t": "org:t"}, A32, [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(), run])]
+    )
+    out = play(doc)
+    assert node_gpus(open_leases(out["final"], "t/j", "Spare")) == {"A-n01": 2}
