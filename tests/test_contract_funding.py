@@ -206,3 +206,55 @@ def test_a_lending_envelope_reports_what_it_lends_out_and_the_headroom_left() ->
     assert lender["usage"]["borrowedOutGPUs"] == 8
     assert lender["headroom"] == 16
     assert envelope(st, "t", "h")["usage"]["activeGPUs"] == 8 and envelope(st, "t", "h")["headroom"] == 0
+
+
+def test_a_sibling_gets_its_envelope_back_from_the_family() -> None:
+    # c1 owns 8 and borrows 8 from its sibling c2 (parent p owns nothing). c2 submits its own 8 at
+    # +5m: c2's envelope funds its owner first; c1's borrowed group turns unfunded, still running.
+    doc = scenario(
+        {"c1": "org:p:c1", "c2": "org:p:c2"}, A32,
+        [at(0, apply=[a_budget("p", "org:p").envelope("h", 0).build(),
+                      a_budget("c1", "org:p:c1", "org:p").envelope("h", 8).build(),
+                      a_budget("c2", "org:p:c2", "org:p").envelope("h", 8).build(),
+                      a_run("c1/r", "org:p:c1").gpus(16).groups(8).build()]),
+         at(1, checkpoint="borrowing"),
+         at(5, apply=[a_run("c2/own", "org:p:c2").gpus(8).build()])],
+        until="+6m",
+    )  # fmt: skip
+    out = play(doc)
+    assert out["checkpoints"]["borrowing"]["runs"]["c1/r"]["funding"]["sponsors"] == [
+        {"owner": "org:p:c2", "gpus": 8}
+    ]
+    runs = out["final"]["runs"]
+    assert runs["c2/own"]["phase"] == "Running" and runs["c2/own"]["funding"]["ownedGPUs"] == 8
+    assert (runs["c1/r"]["funding"]["ownedGPUs"], runs["c1/r"]["funding"]["unfundedGPUs"]) == (8, 8)
+    assert ends(out) == []
+
+
+def test_a_cut_envelope_keeps_its_sponsor_loan_before_its_family_claims() -> None:
+    # p (16) lends 8 to sponsor-borrower t/r and pays 8 for its child c. Cut to 8 at +5m: the loan
+    # (contractual) stays funded, the child's family claim turns unfunded.
+    doc = scenario(
+        {"t": "org:t", "c": "org:p:c"}, A32,
+        [at(0, apply=[a_budget("p", "org:p").envelope("h", 16, lending=LEND).build(),
+                      a_budget("c", "org:p:c", "org:p").envelope("h", 0).build(),
+                      a_budget("t", "org:t").envelope("h", 8).build(),
+                      a_run("t/r", "org:t").gpus(16).groups(8).borrowing("org:p").build()]),
+         at(1, apply=[a_run("c/r", "org:p:c").gpus(8).build()]),
+         at(5, apply=[a_budget("p", "org:p").envelope("h", 8, lending=LEND).build()])],
+        until="+6m",
+    )  # fmt: skip
+    runs = play(doc)["final"]["runs"]
+    assert runs["t/r"]["funding"]["sponsors"] == [{"owner": "org:p", "gpus": 8}]
+    assert runs["t/r"]["funding"]["unfundedGPUs"] == 0
+    assert runs["c/r"]["funding"]["unfundedGPUs"] == 8
+
+
+def test_run_funding_counts_exclude_spares() -> None:
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 32).build(),
+                      a_run("t/r", "org:t").gpus(16).groups(8).spares(2).build()])],
+    )  # fmt: skip
+    funding = play(doc)["final"]["runs"]["t/r"]["funding"]
+    assert (funding["ownedGPUs"], funding["borrowedGPUs"], funding["unfundedGPUs"]) == (16, 0, 0)

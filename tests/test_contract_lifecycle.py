@@ -172,3 +172,62 @@ def test_a_whole_run_failure_closes_every_lease_and_frees_its_gpus() -> None:
     assert len(ends(out, "t/r")) == 4
     # capacity freed by an observation is usable in the same pass
     assert {e["at"] for e in starts(out, "t/next")} == {stamp(5)}
+
+
+def test_a_run_after_two_others_waits_for_both() -> None:
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(),
+                      a_run("t/a", "org:t").gpus(8).build(), a_run("t/b", "org:t").gpus(8).build(),
+                      a_run("t/c", "org:t").gpus(8).after("a", "b").build()]),
+         at(5, workload={"run": "t/a", "event": "Succeed"}), at(6, checkpoint="one-done"),
+         at(10, workload={"run": "t/b", "event": "Succeed"})],
+        until="+11m",
+    )  # fmt: skip
+    out = play(doc)
+    assert out["checkpoints"]["one-done"]["runs"]["t/c"]["phase"] == "Waiting"
+    assert {e["at"] for e in starts(out, "t/c")} == {stamp(10)}
+
+
+def test_a_dependency_requeued_as_a_lottery_victim_has_not_failed_so_its_waiter_keeps_waiting() -> None:
+    # u/a (32 fixed) fills A; u/b waits for a. t/r (8) due at +16m can only draw a: a is requeued
+    # (a victim, not a failure), so b is still Waiting, not Failed
+    doc = scenario(
+        TENANTS, A32,
+        [at(0, apply=[*BUDGETS, a_run("u/a", "org:u").gpus(32).groups(8).build(),
+                      a_run("u/b", "org:u").gpus(8).after("a").build()]),
+         at(1, apply=[a_run("t/r", "org:t").gpus(8).build()])],
+        until="+17m",
+    )  # fmt: skip
+    out = play(doc)
+    assert {e["reason"].split("(")[0] for e in ends(out, "u/a")} == {"RandomPreempt"}
+    assert out["final"]["runs"]["u/a"]["phase"] == "Pending"
+    assert out["final"]["runs"]["u/b"]["phase"] == "Waiting"
+
+
+def test_a_dependency_requeued_after_a_node_failure_has_not_failed_either() -> None:
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(),
+                      a_run("t/a", "org:t").gpus(16).groups(8).checkpointed().build(),
+                      a_run("t/b", "org:t").gpus(8).after("a").build()]),
+         at(5, node={"name": "A-n00", "event": "Fail"})],
+        until="+6m",
+    )  # fmt: skip
+    out = play(doc)
+    assert out["final"]["runs"]["t/a"]["phase"] in ("Pending", "Running")
+    assert out["final"]["runs"]["t/b"]["phase"] == "Waiting"
+
+
+def test_deleting_the_blocking_run_lets_a_reserved_run_start_early() -> None:
+    doc = scenario(
+        TENANTS, A32,
+        [at(0, apply=[*BUDGETS, a_run("u/x", "org:u").gpus(32).groups(8).build()]),
+         at(1, apply=[a_run("t/r", "org:t").gpus(16).groups(8).build()]),
+         at(4, delete={"kind": "Run", "namespace": "u", "name": "x"})],
+        until="+5m",
+    )  # fmt: skip
+    out = play(doc)
+    assert {e["reason"] for e in ends(out, "u/x")} == {"RunDeleted"}
+    assert {e["at"] for e in starts(out, "t/r")} == {stamp(4)}
+    assert out["final"]["reservations"]["t/r"]["status"]["state"] == "Released"

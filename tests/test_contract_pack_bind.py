@@ -217,3 +217,44 @@ def test_slot_numbers_are_node_global_and_freed_slots_are_reused() -> None:
     z_slots = {s for lease in open_leases(out["final"], "t/z") for s in lease["spec"]["slice"]["nodes"]}
     assert z_slots == x_slots
     assert slot_problems(out["final"]) == []
+
+
+def test_pods_carry_the_workload_template_and_rendezvous_environment() -> None:
+    run = a_run("t/r", "org:t").gpus(16).groups(8).build()
+    run["spec"]["template"] = {
+        "image": "registry.example/train:1",
+        "command": ["python", "train.py"],
+        "env": [{"name": "LR", "value": "0.1"}],
+    }
+    out, sim = play_sim(
+        scenario({"t": "org:t"}, A32, [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(), run])])
+    )
+    pods = sorted(
+        (m for m in sim.last.manifests.values() if m["kind"] == "Pod"),
+        key=lambda m: m["metadata"]["labels"]["rq.davidlangworthy.io/group-index"],
+    )
+    assert len(pods) == 2
+    for pod in pods:
+        (container,) = pod["spec"]["containers"]
+        assert container["image"] == "registry.example/train:1"
+        assert container["command"] == ["python", "train.py"]
+        assert {"name": "LR", "value": "0.1"} in container["env"]
+    # each pod knows the world size; rank bases differ per group (which variable names carry them
+    # is the implementation's choice, so only the values are checked)
+    values = [{e["value"] for e in pod["spec"]["containers"][0]["env"]} for pod in pods]
+    assert all("16" in v for v in values)
+
+
+def test_a_closed_lease_takes_its_pod_with_it() -> None:
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(),
+                      a_run("t/m", "org:t").gpus(32).groups(8).malleable(8, 32, 8).build()]),
+         at(3, patch={"kind": "Run", "namespace": "t", "name": "m",
+                      "merge": {"spec": {"malleable": {"desiredTotalGPUs": 16}}}})],
+        until="+4m",
+    )  # fmt: skip
+    out, sim = play_sim(doc)
+    pods = [m for m in sim.last.manifests.values() if m["kind"] == "Pod"]
+    assert sorted(m["metadata"]["labels"]["rq.davidlangworthy.io/group-index"] for m in pods) == ["0", "1"]
+    assert sum(m["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] for m in pods) == 16

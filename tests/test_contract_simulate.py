@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +245,26 @@ def test_the_forest_and_family_scenario_file_shows_what_its_comment_says() -> No
     assert runs["c/eval"]["phase"] == "Running" and runs["c/eval"]["funding"]["ownedGPUs"] == 8
     assert runs["c/train"]["funding"]["borrowedGPUs"] == 16
     assert runs["c/train"]["funding"]["sponsors"] == [{"owner": "org:p", "gpus": 16}]
+
+
+def test_every_timestamp_written_is_rfc3339_utc_with_z_and_whole_seconds() -> None:
+    stamp_re = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+    found: list[str] = []
+
+    def walk(node: Any, key: str = "") -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, k)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str) and re.match(r"^\d{4}-\d{2}-\d{2}T", node):
+            found.append(node)
+            assert stamp_re.match(node), (key, node)
+
+    doc = _busy()
+    doc["spec"]["steps"].append(
+        at(2, seconds=30, apply=[a_run("t/late", "org:t").gpus(32).groups(8).build()])
+    )
+    walk(play(doc))
+    assert found

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from reconciler.pipeline import InvariantViolation
 from tests.builders import a_budget, a_run, domain, scenario
 from tests.contract_support import (
     A32,
@@ -359,3 +360,43 @@ def test_the_seeds_spares_field_is_an_alias_of_spares_per_group() -> None:
     )
     out = play(doc)
     assert node_gpus(open_leases(out["final"], "t/j", "Spare")) == {"A-n01": 2}
+
+
+def test_a_malleable_run_with_a_usable_spare_swaps_instead_of_losing_the_group() -> None:
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(),
+                      a_run("t/m", "org:t").gpus(16).groups(8).spares(8).malleable(8, 16, 8).build()]),
+         at(5, node={"name": "A-n00", "event": "Fail"})],
+        until="+6m",
+    )  # fmt: skip
+    out = play(doc)
+    assert {(e["role"], e["reason"]) for e in ends(out, "t/m")} == {
+        ("Active", "NodeFailure"),
+        ("Spare", "Swap"),
+    }
+    assert out["final"]["runs"]["t/m"]["width"]["allocated"] == 16
+    assert out["final"]["runs"]["t/m"]["message"] == "group 0 swapped to spare after node failure"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=InvariantViolation,
+    reason="§4.9 no slot under two open Spare leases: an opportunistic run with sparesPerGroup filling a spare "
+    "gets its own Spare lease on another run's spare slots; the plan breaks the invariant and the whole "
+    "pass is refused (simulate exits 4), so one Run file stalls the fleet",
+)
+def test_an_opportunistic_run_with_spares_never_breaks_the_slot_invariant() -> None:
+    # t/j (16 in groups of 8, 8 spares each) fills A. o/f is opportunistic and asks for 2 spares per
+    # group. Whatever the planner makes of a filler's spares (not said by the design), the pass
+    # must keep §4.9: no slot is held by two Spare leases.
+    doc = scenario(
+        {"t": "org:t", "o": "org:o"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(), a_budget("o", "org:o").envelope("h", 64).build(),
+                      a_run("t/j", "org:t").gpus(16).groups(8).spares(8).build()]),
+         at(1, apply=[a_run("o/f", "org:o").opportunistic().gpus(8).groups(8).spares(2).build()])],
+        until="+2m",
+    )  # fmt: skip
+    out = play(doc)
+    assert slot_problems(out["final"]) == []
+    assert out["final"]["runs"]["t/j"]["phase"] == "Running"
