@@ -364,3 +364,58 @@ def test_an_aggregate_cap_bounds_the_sum_of_its_envelopes() -> None:
     assert out["final"]["runs"]["t/r1"]["phase"] == "Running"
     assert out["final"]["runs"]["t/r2"]["phase"] == "Pending"
     assert out["final"]["reservations"]["t/r2"]["status"]["reason"] == "budget headroom short by 16 GPUs"
+
+
+def test_a_lender_that_is_not_listed_as_a_sponsor_is_never_asked() -> None:
+    # s lends to everybody, t's run allows borrowing but lists no sponsor: only listed sponsors pay
+    doc = _lenders(16, [])
+    run = play(doc)["final"]["runs"]["t/r"]
+    assert run["phase"] == "Pending"
+
+
+def test_a_lending_cap_is_shared_by_all_borrowers() -> None:
+    # s1 lends at most 8 in total: t/r borrows them; u/r (another borrower) is refused
+    lend = {"allow": True, "to": ["*"], "maxConcurrency": 8}
+    doc = scenario(
+        {"t": "org:t", "u": "org:u"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 8).build(),
+                      a_budget("u", "org:u").envelope("h", 8).build(),
+                      a_budget("s1", "org:s1").envelope("h", 32, lending=lend).build(),
+                      a_run("t/r", "org:t").gpus(16).groups(8).borrowing("org:s1").build()]),
+         at(1, apply=[a_run("u/r", "org:u").gpus(16).groups(8).borrowing("org:s1").build()])],
+        until="+2m",
+    )  # fmt: skip
+    out = play(doc)
+    assert out["final"]["runs"]["t/r"]["funding"]["sponsors"] == [{"owner": "org:s1", "gpus": 8}]
+    assert out["final"]["runs"]["u/r"]["phase"] == "Pending"
+    assert out["final"]["reservations"]["u/r"]["status"]["reason"] == "budget headroom short by 8 GPUs"
+
+
+def test_a_new_sponsor_loan_uses_only_headroom_no_family_claim_holds() -> None:
+    # s (16, lends to all) already pays 8 for its child c. t/r wants 16 borrowed: only 8 are free
+    # in s's envelope (a loan may not take what a family claim holds) → short of budget by 8
+    doc = scenario(
+        {"t": "org:t", "c": "org:s:c"}, A32,
+        [at(0, apply=[a_budget("s", "org:s").envelope("h", 16, lending={"allow": True, "to": ["*"]}).build(),
+                      a_budget("c", "org:s:c", "org:s").envelope("h", 0).build(),
+                      a_budget("t", "org:t").envelope("h", 0).build(),
+                      a_run("c/r", "org:s:c").gpus(8).build()]),
+         at(1, apply=[a_run("t/r", "org:t").gpus(16).groups(8).borrowing("org:s").build()])],
+        until="+2m",
+    )  # fmt: skip
+    out = play(doc)
+    assert out["final"]["runs"]["t/r"]["phase"] == "Pending"
+    assert out["final"]["reservations"]["t/r"]["status"]["reason"] == "budget headroom short by 8 GPUs"
+    assert out["final"]["runs"]["c/r"]["funding"]["unfundedGPUs"] == 0
+
+
+def test_spares_need_budget_headroom_like_active_gpus() -> None:
+    # 16 active + 1 spare = 17 GPUs to fund from an envelope of 16
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 16).build(),
+                      a_run("t/r", "org:t").gpus(16).groups(16).spares(1).build()])],
+    )  # fmt: skip
+    out = play(doc)
+    assert out["final"]["runs"]["t/r"]["phase"] == "Pending"
+    assert out["final"]["reservations"]["t/r"]["status"]["reason"] == "budget headroom short by 1 GPUs"

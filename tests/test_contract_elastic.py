@@ -123,3 +123,21 @@ def test_growth_waits_for_budget_and_resumes_when_it_is_raised() -> None:
     stuck = out["checkpoints"]["stuck"]["runs"]["t/m"]
     assert stuck["width"]["allocated"] == 16 and stuck["width"]["pending"] == "Grow to 32"
     assert [e["at"] for e in starts(out, "t/m") if e["reason"] == "Grow"] == [stamp(3), stamp(4)]
+
+
+def test_admissions_come_before_growth_in_a_pass() -> None:
+    # a/x 16, t/m 8 (up to 16), a/y 8: full. At +5m y succeeds and t/n (8) arrives: the pass admits
+    # n into the freed 8 before any growth, so m stays at 8
+    doc = scenario(
+        {"t": "org:t", "a": "org:u"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(), a_budget("u", "org:u").envelope("h", 64).build(),
+                      a_run("a/x", "org:u").gpus(16).groups(8).build(), a_run("a/y", "org:u").gpus(8).build(),
+                      a_run("t/m", "org:t").gpus(8).groups(8).malleable(8, 16, 8).build()]),
+         at(5, workload={"run": "a/y", "event": "Succeed"}),
+         at(5, apply=[a_run("t/n", "org:t").gpus(8).build()])],
+        until="+8m",
+    )  # fmt: skip
+    doc["spec"]["tick"] = "1m"
+    out = play(doc)
+    assert {e["at"] for e in starts(out, "t/n")} == {stamp(5)}
+    assert out["final"]["runs"]["t/m"]["width"]["allocated"] == 8

@@ -258,3 +258,21 @@ def test_run_funding_counts_exclude_spares() -> None:
     )  # fmt: skip
     funding = play(doc)["final"]["runs"]["t/r"]["funding"]
     assert (funding["ownedGPUs"], funding["borrowedGPUs"], funding["unfundedGPUs"]) == (16, 0, 0)
+
+
+def test_a_loan_is_charged_to_the_lender_and_reported_as_borrowed_hours() -> None:
+    # t owns 8 and borrows 8 from s for 30 minutes: 4 GPU-hours on each envelope
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 8).build(),
+                      a_budget("s", "org:s").envelope("h", 16, lending=LEND).build(),
+                      a_run("t/r", "org:t").gpus(16).groups(8).borrowing("org:s").build()]),
+         at(30, checkpoint="half-hour")],
+        until="+31m",
+    )  # fmt: skip
+    doc["spec"]["tick"] = "30m"
+    st = play(doc)["checkpoints"]["half-hour"]
+    assert envelope(st, "s", "h")["consumedGPUHours"] == pytest.approx(4.0)
+    assert envelope(st, "t", "h")["consumedGPUHours"] == pytest.approx(4.0)
+    funding = st["runs"]["t/r"]["funding"]
+    assert (funding["ownedGPUHours"], funding["borrowedGPUHours"]) == (pytest.approx(4.0), pytest.approx(4.0))

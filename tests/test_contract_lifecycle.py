@@ -231,3 +231,23 @@ def test_deleting_the_blocking_run_lets_a_reserved_run_start_early() -> None:
     assert {e["reason"] for e in ends(out, "u/x")} == {"RunDeleted"}
     assert {e["at"] for e in starts(out, "t/r")} == {stamp(4)}
     assert out["final"]["reservations"]["t/r"]["status"]["state"] == "Released"
+
+
+def test_editing_a_waiting_run_keeps_its_submission_time() -> None:
+    # u/x and u/y (16 each) fill A. t/a (16) arrives at +1m, t/b (16) at +2m; t/a's file is edited
+    # (new image) at +3m. y succeeds at +5m: a still ranks first ("when the Run first appeared")
+    edited = a_run("t/a", "org:t").gpus(16).groups(8).build()
+    edited["spec"]["template"] = {"image": "registry.example/train:2"}
+    doc = scenario(
+        TENANTS, A32,
+        [at(0, apply=[*BUDGETS, a_run("u/x", "org:u").gpus(16).groups(8).build(),
+                      a_run("u/y", "org:u").gpus(16).groups(8).build()]),
+         at(1, apply=[a_run("t/a", "org:t").gpus(16).groups(8).build()]),
+         at(2, apply=[a_run("t/b", "org:t").gpus(16).groups(8).build()]),
+         at(3, apply=[edited]),
+         at(5, workload={"run": "u/y", "event": "Succeed"})],
+        until="+6m",
+    )  # fmt: skip
+    out = play(doc)
+    assert {e["at"] for e in starts(out, "t/a")} == {stamp(5)}
+    assert starts(out, "t/b") == []

@@ -400,3 +400,28 @@ def test_an_opportunistic_run_with_spares_never_breaks_the_slot_invariant() -> N
     out = play(doc)
     assert slot_problems(out["final"]) == []
     assert out["final"]["runs"]["t/j"]["phase"] == "Running"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="§4.8 'An opportunistic run whose fill leases are all reclaimed goes back to Pending': when its file "
+    "is invalid at the time (left as it is), a DropSpare reclaim leaves it phase Running with no lease and an "
+    "incomplete width",
+)
+def test_a_filler_whose_file_turned_invalid_is_not_left_running_on_nothing() -> None:
+    # t/j: 16 with an 8-GPU spare per group fills A; o/f fills both spares; its file turns invalid at
+    # +3m; v/r (16) due at +17m drops both spares, reclaiming all of o/f's fill
+    doc = scenario(
+        {"t": "org:t", "o": "org:o", "v": "org:v"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(), a_budget("o", "org:o").envelope("h", 0).build(),
+                      a_budget("v", "org:v").envelope("h", 64).build(),
+                      a_run("t/j", "org:t").gpus(16).groups(8).spares(8).build()]),
+         at(1, apply=[a_run("o/f", "org:o").opportunistic().gpus(16).groups(8).build()]),
+         at(2, apply=[a_run("v/r", "org:v").gpus(16).groups(8).build()]),
+         at(3, patch={"kind": "Run", "namespace": "o", "name": "f", "merge": {"spec": {"resources": {"totalGPUs": 0}}}})],
+        until="+18m",
+    )  # fmt: skip
+    out = play(doc)
+    assert {e["reason"] for e in ends(out, "o/f")} == {"ReclaimedBySpare"}
+    assert open_leases(out["final"], "o/f") == []
+    assert out["final"]["runs"]["o/f"]["phase"] != "Running"
