@@ -82,7 +82,7 @@ def test_growth_is_one_step_per_pass_up_to_desired() -> None:
 
 
 def test_lowering_desired_by_two_steps_closes_the_two_highest_groups_with_their_spares() -> None:
-    # 32 in 4 groups of 7 with 1 spare each (32 held); desired lowered to 14 at +3m: groups 3 and
+    # 28 in 4 groups of 7 with 1 spare each (32 held); desired lowered to 14 at +3m: groups 3 and
     # 2 and their spares close with Shrink; groups 0 and 1 and their spares stay
     doc = _elastic(
         a_run("t/m", "org:t").gpus(28).groups(7).spares(1).malleable(14, 28, 7),
@@ -101,10 +101,11 @@ def test_lowering_desired_by_two_steps_closes_the_two_highest_groups_with_their_
 
 
 def test_a_grown_group_brings_its_own_spare() -> None:
+    # 8 + 1 spare at +0; the +1m pass grows group 1, and sparesPerGroup applies to it as well
     doc = _elastic(
         a_run("t/m", "org:t").gpus(8).groups(8).spares(1).malleable(8, 16, 8), at(1, checkpoint="grown")
     )
-    st = out = play(doc)
+    out = play(doc)
     st = out["checkpoints"]["grown"]
     assert {(x["spec"]["group"], x["spec"]["slice"]["role"]) for x in open_leases(st, "t/m")} == {
         (0, "Active"), (0, "Spare"), (1, "Active"), (1, "Spare"),

@@ -178,8 +178,8 @@ def test_a_swap_uses_part_of_a_spare_and_keeps_the_rest_as_a_spare() -> None:
 
 
 def test_a_swap_keeps_the_spares_payer_even_when_it_is_the_family() -> None:
-    # c owns 8 (the active group); its parent pays the 4-GPU spare. A-n00 fails while the spare
-    # sits on A-n01 … but 4 spare GPUs cannot cover 8 failed ones, so use a 4-GPU group.
+    # c owns 4 and pays the 4-GPU active group; its parent (4) pays the 4-GPU spare on A-n01. A-n00
+    # fails: the new Active lease on the spare's slots keeps the spare's payer, the parent.
     doc = scenario(
         {"c": "org:p:c"}, A32,
         [at(0, apply=[a_budget("p", "org:p").envelope("h", 4).build(),
