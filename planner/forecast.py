@@ -6,11 +6,11 @@ running runs that activation could cut, with an estimated probability. Cuts noth
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from planner import odds
 from planner.context import Pass
 from planner.pack import Source, funded_nodes
 from planner.topology import Members, Topology
@@ -20,7 +20,6 @@ REMEDY_RECLAIM = "Reclaim unfunded capacity in scope"
 REMEDY_SPARES = "Drop spares in scope"
 REMEDY_SHRINK = "Shrink elastic runs by step size"
 REMEDY_LOTTERY = "Run fair lottery if deficit remains"
-SAMPLES = 24
 
 
 @dataclass(slots=True)
@@ -102,11 +101,6 @@ def hold(held: dict[str, int], sc: Scope) -> None:
         held[d] = held.get(d, 0) + claim - sc.short.get(d, 0)
 
 
-def H(text: str) -> int:
-    """The lottery hash: the first 16 hex digits of SHA-256, read as an integer."""
-    return int(hashlib.sha256(text.encode()).hexdigest()[:16], 16)
-
-
 @dataclass(slots=True)
 class _Grp:
     run: str
@@ -158,8 +152,9 @@ def _shrinkable(ctx: Pass, run: str) -> bool:
 def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> dict[str, dict[str, float]]:
     """Per reservation (in activation order): runs its activation could cut, with a probability.
 
-    Structural cuts (unfunded, spares, shrink) are certain; the lottery's chance is estimated by
-    replaying it SAMPLES times with forecast seeds. Later reservations see the earlier ones' cuts.
+    Structural cuts (unfunded, spares, shrink) are certain; the lottery's chance comes from `odds`
+    (exact when the draws can be enumerated, sampled otherwise). Later reservations see the
+    earlier ones' cuts.
     """
     risk = AtRisk(ctx)
     gone: set[str] = set()
@@ -271,44 +266,32 @@ def _lottery_odds(
     alive: Callable[[str], bool],
     gone_groups: set[tuple[str, int]],
 ) -> dict[str, float]:
-    from planner.resolve import draw  # the real draw, replayed with forecast seeds
-
-    candidates = sorted(
-        {
-            (r, g, d, v)
-            for d in need
-            for (r, g), v in risk.active[d].items()
-            if alive(r) and (r, g) not in gone_groups
-        }
+    """The chance the lottery cuts each running run with Active groups in the short domains."""
+    candidates = tuple(
+        odds.Candidate(r, g, d, v)
+        for r, g, d, v in sorted(
+            {
+                (r, g, d, v)
+                for d in need
+                for (r, g), v in risk.active[d].items()
+                if alive(r) and (r, g) not in gone_groups
+            }
+        )
     )
-    hits: dict[str, int] = defaultdict(int)
-    for s in range(SAMPLES):
-        seed = f"forecast|{key}|{s}"
-        left = dict(need)
-        pool = list(candidates)
-        k = 0
-        cut_runs: set[str] = set()
-        while pool and any(v > 0 for v in left.values()):
-            owner_of = {c: ctx.owner_of(c[0]) for c in pool}
-            run, group = draw(seed, k, [(owner_of[c], c[0], c[1]) for c in pool])
-            k += 1
-            spec = ctx.specs.get(run)
-            whole = (
-                spec is None
-                or spec.spec.malleable is None
-                or ctx.allocated(run) - sum(c[3] for c in pool if c[0] == run and c[1] == group)
-                < spec.spec.malleable.minTotalGPUs
-            )
-            for c in [c for c in pool if c[0] == run and (whole or c[1] == group)]:
-                if c[2] in left:
-                    left[c[2]] -= c[3]
-                pool.remove(c)
-            cut_runs.add(run)
-        for run in cut_runs:
-            hits[run] += 1
-    return {run: max(0.01, round(n / SAMPLES, 2)) for run, n in hits.items()} | {
-        c[0]: max(0.01, round(hits.get(c[0], 0) / SAMPLES, 2)) for c in candidates
-    }
+    runs = {c.run for c in candidates}
+    floors: dict[str, int | None] = {}
+    for run in runs:
+        spec = ctx.specs.get(run)
+        m = spec.spec.malleable if spec is not None else None
+        floors[run] = m.minTotalGPUs if m is not None else None
+    lottery = odds.Lottery(
+        candidates,
+        need,
+        {run: ctx.owner_of(run) for run in runs},
+        {run: ctx.allocated(run) for run in runs},
+        floors,
+    )
+    return odds.cut_odds(lottery, key)
 
 
 def publish(ctx: Pass, sets: dict[str, dict[str, float]]) -> None:

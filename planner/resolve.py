@@ -8,34 +8,10 @@ reservation's published conflict set for the notice period may be cut. It never 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 
 from planner.context import Pass
-from planner.forecast import H
+from planner.lottery import draw, replay, seed_for
 from planner.world import Reservation
-from schemas.common import format_time
-
-
-def seed_for(run: str, instant: int) -> str:
-    """`0x` + 16 hex digits of SHA-256 of `<namespace>/<name>|<activation instant>`."""
-    return f"0x{H(f'{run}|{format_time(instant)}'):016x}"
-
-
-def draw(seed: str, k: int, groups: Sequence[tuple[str, str, int]]) -> tuple[str, int]:
-    """Draw k of the lottery over (owner, run, group index) candidates; returns (run, group).
-
-    owners = sorted distinct owners; owner = owners[H(seed|k|owner) mod len]; that owner's groups
-    sorted by (namespace/name, index) as `ns/name#i`; group = groups[H(seed|k|group) mod len].
-    """
-    owners = sorted({o for o, _, _ in groups})
-    owner = owners[H(f"{seed}|{k}|owner") % len(owners)]
-    mine = sorted((r, g) for o, r, g in groups if o == owner)
-    return mine[H(f"{seed}|{k}|group") % len(mine)]
-
-
-def replay(seed: str, rounds: Sequence[Sequence[tuple[str, str, int]]]) -> list[str]:
-    """Replay a published lottery: the candidates before each draw in, the `ns/name#i` picks out."""
-    return [f"{run}#{group}" for run, group in (draw(seed, k, cands) for k, cands in enumerate(rounds))]
 
 
 class Resolver:
@@ -174,3 +150,6 @@ class Resolver:
                 self._cut_group(run, group, f"RandomPreempt({seed})")
                 k += 1
         return not self.short()
+
+
+__all__ = ["Resolver", "draw", "replay", "seed_for"]

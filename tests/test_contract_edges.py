@@ -7,8 +7,6 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import pytest
-
 from tests.builders import a_budget, a_run, domain, scenario
 from tests.contract_support import A32, at, ends, open_leases, play, stamp, starts
 
@@ -34,11 +32,6 @@ def _budgets(*names: str, gpus: int = 64, **fields: Any) -> list[dict[str, Any]]
 # ------------------------------------------------------------------------ windows × reservations
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="§4.5/§4.6 a window-aligned reservation (ETA = window start + 10 s) publishes no conflict set until "
-    "the window opens, so at its ETA nobody has had notice: expected the cut at 09:30:10, actual at 09:45:00",
-)
 def test_a_window_aligned_reservation_cuts_at_its_eta_after_giving_notice_in_advance() -> None:
     # u/x (32 fixed) fills A. t's envelope opens at +30m; t/r (16) is reserved at +0 for 09:30:10.
     # Under the forecast, activation must cut x (nothing else to reclaim, drop or shrink), so x is

@@ -232,11 +232,6 @@ def test_a_reservation_short_of_funding_holds_no_capacity_against_backfill() -> 
     assert out["final"]["runs"]["s/small"]["phase"] == "Running"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="§4.5 conflict-set probability: two owners, one fixed run each, one draw → exactly 1/2 each under "
-    "§4.6's uniform draw; actual estimates 0.42 and 0.58 (a 12-sample estimate), asymmetric for symmetric runs",
-)
 def test_conflict_probabilities_of_symmetric_lottery_candidates_are_equal() -> None:
     # u/x and s/y (16 fixed each, different owners) fill A; t/r (8) needs one draw: the owner is
     # picked uniformly, so each run is cut with probability 1/2

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import hashlib
 
-import pytest
-
 from tests.builders import a_budget, a_run, scenario
 from tests.contract_support import A32, at, bad_closure_reasons, ends, open_leases, play, stamp, starts
 
@@ -140,12 +138,6 @@ def test_the_lottery_draw_can_be_replayed_from_the_published_seed() -> None:
     assert out["final"]["runs"]["t/r"]["phase"] == "Running"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="§4.6 a victim is 'requeued (Pending, keeping its place in line)' and §4.5 backfill may not "
-    "raise its deficit: expected s/w (submitted after x) to wait, actual: s/w starts at +16m in the "
-    "pass that cut x, and x cannot restart at +30m",
-)
 def test_a_lottery_victim_is_requeued_keeping_its_place_in_line() -> None:
     # u/x (32 fixed) fills A. t/r (16) arrives +1m, s/w (16) +2m. At +16m t/r's lottery can only
     # pick x: all of x ends, r starts on 16. x is Pending again with its +0 place: w (behind x)
@@ -210,11 +202,6 @@ def test_a_run_that_joined_a_conflict_set_later_gets_its_full_notice() -> None:
     assert out["checkpoints"]["after"]["runs"]["s/r2"]["phase"] == "Pending"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="§4.6 minRuntime protects a run only 'for that long after it starts': "
-    "expected x cut between +30m and +46m, actual: never cut and x never joins the conflict set",
-)
 def test_min_runtime_protects_a_fresh_run_from_cuts_only_until_it_has_run_that_long() -> None:
     # minRuntime 30m: u/x (32 fixed) started at +0. t/r (16) is due at +16m and cannot cut x then.
     # It stays Pending and is re-checked every pass; x may be cut from +30m on. Ambiguous (so the

@@ -10,8 +10,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.builders import a_budget, a_run, scenario
 from tests.contract_support import A32, at, bad_closure_reasons, ends, play, stamp, starts
 from tests.scenario_support import simulate, simulate_bytes
@@ -159,11 +157,6 @@ def test_ledger_events_carry_every_field_and_pair_up_per_lease() -> None:
     assert {x["metadata"]["name"] for x in out["final"]["leases"]} == set(opened)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="§4.8 closure reasons are a complete list: actual SpareReleased on fill leases whose spare closed "
-    "(its group lost to a node failure elsewhere, then its group shrunk); expected ReclaimedBySpare",
-)
 def test_every_closure_reason_in_a_busy_timeline_is_on_the_designs_list() -> None:
     out = play(_busy())
     assert bad_closure_reasons(out) == []

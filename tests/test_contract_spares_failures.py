@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from reconciler.pipeline import InvariantViolation
 from tests.builders import a_budget, a_run, domain, scenario
 from tests.contract_support import (
     A32,
@@ -67,11 +66,6 @@ def test_fill_runs_on_spare_held_gpus_as_borrowed_leases_and_debits_no_envelope(
     assert slot_problems(st) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="§4.8 'A fill lease ends ReclaimedBySpare whenever its spare ... closes for any reason' and the "
-    "closure list is complete: expected ReclaimedBySpare, actual SpareReleased",
-)
 @pytest.mark.parametrize(
     ("step", "want_spare_reason", "groups"),
     [
@@ -98,11 +92,6 @@ def test_a_fill_lease_closes_reclaimed_by_spare_whenever_its_spare_closes(
     assert bad_closure_reasons(out) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="§4.8 a fill lease ends '(NodeFailure if its node fails)': expected NodeFailure when the node under "
-    "the spare and its fill fails, actual SpareReleased",
-)
 def test_a_fill_lease_ends_with_node_failure_when_its_node_fails() -> None:
     # A-n03 holds only group 1's spare and o/f's fill on it: the spare is lost (NodeFailure), the
     # fill too (NodeFailure); t/j keeps training on its untouched actives
@@ -325,11 +314,6 @@ def test_a_spare_on_a_cordoned_node_still_takes_the_swap() -> None:
     assert out["final"]["runs"]["t/j"]["phase"] == "Running"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="§4.8 'A spare on the failed node is simply lost (NodeFailure)': when the spare's node fails in the "
-    "same pass as its group's node, expected the spare to end NodeFailure, actual RunFailed",
-)
 def test_when_a_group_and_its_spare_fail_together_every_lease_on_a_failed_node_ends_node_failure() -> None:
     # 16 in groups of 8 with an 8-GPU spare each: g0 A-n00, g1 A-n01, spares A-n02 (g0), A-n03
     # (g1). A-n00 and A-n02 fail at the same instant: g0's spare is lost with its node, g0 has no
@@ -379,13 +363,6 @@ def test_a_malleable_run_with_a_usable_spare_swaps_instead_of_losing_the_group()
     assert out["final"]["runs"]["t/m"]["message"] == "group 0 swapped to spare after node failure"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=InvariantViolation,
-    reason="§4.9 no slot under two open Spare leases: an opportunistic run with sparesPerGroup filling a spare "
-    "gets its own Spare lease on another run's spare slots; the plan breaks the invariant and the whole "
-    "pass is refused (simulate exits 4), so one Run file stalls the fleet",
-)
 def test_an_opportunistic_run_with_spares_never_breaks_the_slot_invariant() -> None:
     # t/j (16 in groups of 8, 8 spares each) fills A. o/f is opportunistic and asks for 2 spares per
     # group. Whatever the planner makes of a filler's spares (not said by the design), the pass
@@ -402,12 +379,6 @@ def test_an_opportunistic_run_with_spares_never_breaks_the_slot_invariant() -> N
     assert out["final"]["runs"]["t/j"]["phase"] == "Running"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="§4.8 'An opportunistic run whose fill leases are all reclaimed goes back to Pending': when its file "
-    "is invalid at the time (left as it is), a DropSpare reclaim leaves it phase Running with no lease and an "
-    "incomplete width",
-)
 def test_a_filler_whose_file_turned_invalid_is_not_left_running_on_nothing() -> None:
     # t/j: 16 with an 8-GPU spare per group fills A; o/f fills both spares; its file turns invalid at
     # +3m; v/r (16) due at +17m drops both spares, reclaiming all of o/f's fill

@@ -1,0 +1,142 @@
+"""Odds: the chance that a reservation's fair lottery (§4.6) cuts each candidate run.
+
+Exact when the draws can be enumerated within a work budget (the usual case: a deficit is
+cleared in a draw or two); otherwise estimated by replaying the real draw with forecast seeds.
+Pure arithmetic over candidates; it cuts nothing and knows nothing of reservations.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from planner.lottery import draw
+
+BUDGET = 300  # draws the enumeration may weigh before it falls back to sampling
+SAMPLES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    run: str
+    group: int
+    domain: str
+    gpus: int
+
+
+@dataclass(frozen=True, slots=True)
+class Lottery:
+    """What the draw needs: candidates in short domains, the deficit, and each run's floor."""
+
+    candidates: tuple[Candidate, ...]  # sorted
+    need: Mapping[str, int]  # domain -> GPUs short
+    owner: Mapping[str, str]  # run -> owner
+    allocated: Mapping[str, int]  # run -> GPUs it runs on now
+    floor: Mapping[str, int | None]  # run -> minTotalGPUs, None for a fixed-width run
+
+
+def cut_odds(lottery: Lottery, key: str) -> dict[str, float]:
+    """Run -> probability that the lottery cuts it, rounded to 0.01 and never below 0.01."""
+    game = _Game(lottery)
+    odds = game.exact()
+    if odds is None:
+        odds = game.sampled(key)
+    return {c.run: max(0.01, round(odds.get(c.run, 0.0), 2)) for c in lottery.candidates}
+
+
+class _Game:
+    """The lottery's states: which candidates are still in the pool, and the deficit left."""
+
+    def __init__(self, lottery: Lottery) -> None:
+        self.lottery = lottery
+        cands = lottery.candidates
+        self.of_group: dict[tuple[str, int], list[int]] = defaultdict(list)
+        self.of_run: dict[str, list[int]] = defaultdict(list)
+        for i, c in enumerate(cands):
+            self.of_group[(c.run, c.group)].append(i)
+            self.of_run[c.run].append(i)
+        self.work = 0
+        self.domains = {d: j for j, d in enumerate(sorted(lottery.need))}  # position in `left`
+
+    def ends(self, pool: frozenset[int], run: str, group: int) -> list[int]:
+        """Candidates a draw of (run, group) ends: the group, or the whole run below its floor."""
+        cands = self.lottery.candidates
+        mine = [i for i in self.of_group[(run, group)] if i in pool]
+        floor = self.lottery.floor.get(run)
+        if floor is not None:
+            gone = sum(cands[i].gpus for i in self.of_run[run] if i not in pool)
+            if self.lottery.allocated[run] - gone - sum(cands[i].gpus for i in mine) >= floor:
+                return mine
+        return [i for i in self.of_run[run] if i in pool]
+
+    def choices(self, pool: frozenset[int]) -> list[tuple[float, str, int]]:
+        """(probability, run, group) of the next draw: owner uniform, then that owner's group."""
+        cands, owner = self.lottery.candidates, self.lottery.owner
+        groups: dict[str, set[tuple[str, int]]] = defaultdict(set)
+        for i in pool:
+            groups[owner[cands[i].run]].add((cands[i].run, cands[i].group))
+        out = []
+        for mine in groups.values():
+            p = 1 / (len(groups) * len(mine))
+            out += [(p, run, group) for run, group in sorted(mine)]
+        return out
+
+    def left_after(self, left: tuple[int, ...], ended: list[int]) -> tuple[int, ...]:
+        domains = self.domains
+        out = list(left)
+        for i in ended:
+            j = domains.get(self.lottery.candidates[i].domain)
+            if j is not None:
+                out[j] -= self.lottery.candidates[i].gpus
+        return tuple(out)
+
+    def exact(self) -> dict[str, float] | None:
+        start = tuple(self.lottery.need[d] for d in sorted(self.lottery.need))
+        memo: dict[frozenset[int], dict[str, float]] = {}
+
+        def solve(pool: frozenset[int], left: tuple[int, ...]) -> dict[str, float] | None:
+            hit = memo.get(pool)
+            if hit is not None:
+                return hit
+            out: dict[str, float] = defaultdict(float)
+            if pool and any(v > 0 for v in left):
+                for p, run, group in self.choices(pool):
+                    self.work += 1
+                    if self.work > BUDGET:
+                        return None
+                    ended = self.ends(pool, run, group)
+                    after = solve(pool.difference(ended), self.left_after(left, ended))
+                    if after is None:
+                        return None
+                    out[run] += p
+                    for other, q in after.items():
+                        if other != run:
+                            out[other] += p * q
+            memo[pool] = dict(out)
+            return memo[pool]
+
+        return solve(frozenset(range(len(self.lottery.candidates))), start)
+
+    def sampled(self, key: str) -> dict[str, float]:
+        """Replay the real draw with SAMPLES forecast seeds; the share of replays that cut each run."""
+        cands, owner = self.lottery.candidates, self.lottery.owner
+        hits: dict[str, int] = defaultdict(int)
+        start = tuple(self.lottery.need[d] for d in sorted(self.lottery.need))
+        for s in range(SAMPLES):
+            seed = f"forecast|{key}|{s}"
+            pool = frozenset(range(len(cands)))
+            left = start
+            cut: set[str] = set()
+            k = 0
+            while pool and any(v > 0 for v in left):
+                run, group = draw(
+                    seed, k, [(owner[cands[i].run], cands[i].run, cands[i].group) for i in pool]
+                )
+                ended = self.ends(pool, run, group)
+                pool, left = pool.difference(ended), self.left_after(left, ended)
+                cut.add(run)
+                k += 1
+            for run in cut:
+                hits[run] += 1
+        return {run: n / SAMPLES for run, n in hits.items()}
