@@ -30,8 +30,11 @@ _DURATION = re.compile(DURATION_PATTERN)
 def parse_time(text: str) -> int:
     """RFC 3339 text to whole UTC epoch seconds (fractions truncated)."""
     if not isinstance(text, str) or not _RFC3339.fullmatch(text):
-        raise ValueError(f"{text!r} is not an RFC 3339 time like 2026-03-02T09:00:00Z")
-    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+        raise ValueError(f"{text!r} is not an RFC 3339 time; write one like 2026-03-02T09:00:00Z")
+    try:
+        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+    except ValueError as err:  # the shape is right but the calendar says no (February 30th)
+        raise ValueError(f"{text!r} is not a real date ({err}); fix the day or month") from None
 
 
 def format_time(epoch: int) -> str:
@@ -43,7 +46,7 @@ def parse_duration(text: str) -> int:
     """`1h30m`, `15m`, `10s` to seconds."""
     m = _DURATION.fullmatch(text) if isinstance(text, str) else None
     if not m:
-        raise ValueError(f"{text!r} is not a duration like 15m, 1h or 90s")
+        raise ValueError(f"{text!r} is not a duration; write one like 15m, 1h30m or 90s")
     unit = {"h": 3600, "m": 60, "s": 1}
     return sum(int(n) * unit[u] for n, u in re.findall(r"(\d+)([hms])", text))
 
