@@ -58,7 +58,7 @@ def format_duration(seconds: int) -> str:
     return out or "0s"
 
 
-def _integral(value: Any) -> Any:
+def integral(value: Any) -> Any:
     """JSON has one number type: a float with no fraction (`8.0`) is the integer it denotes."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
@@ -66,14 +66,14 @@ def _integral(value: Any) -> Any:
 
 
 def _time_in(value: Any) -> int:
-    value = _integral(value)
+    value = integral(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return value  # epoch seconds
     return parse_time(value)
 
 
 def _duration_in(value: Any) -> int:
-    value = _integral(value)
+    value = integral(value)
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
             raise ValueError(f"{value} is negative; a duration is 0 or more seconds")
@@ -108,8 +108,8 @@ Duration = Annotated[
 ]
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
 Owner = Annotated[str, Field(min_length=1, max_length=253, pattern=OWNER_PATTERN)]
-NonNegInt = Annotated[int, Field(ge=0, strict=True), BeforeValidator(_integral)]
-PosInt = Annotated[int, Field(ge=1, strict=True), BeforeValidator(_integral)]
+NonNegInt = Annotated[int, Field(ge=0, strict=True), BeforeValidator(integral)]
+PosInt = Annotated[int, Field(ge=1, strict=True), BeforeValidator(integral)]
 NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 

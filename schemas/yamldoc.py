@@ -64,6 +64,7 @@ class Document:
         return self.line, self.col
 
 
+_FLOAT_12 = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
 _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 
 
@@ -83,6 +84,8 @@ def _scalar(node: yaml.ScalarNode, offset: int) -> Any:
             return float(value.replace("_", ""))
         except ValueError:
             return value
+    if tag == "tag:yaml.org,2002:str" and not node.style and _FLOAT_12.fullmatch(value):
+        return float(value)  # YAML 1.2 reads 1e3 and 1.5e3 as numbers; PyYAML's 1.1 rules do not
     if tag in ("tag:yaml.org,2002:str", "tag:yaml.org,2002:timestamp"):
         return value
     raise YamlError(

@@ -210,3 +210,50 @@ def test_the_seed_fleet_stays_valid_beside_every_broken_file_above(tmp_path: Pat
         "resnet-small",
         "train-64-with-spares",
     }
+
+
+def test_an_absurd_gpu_count_is_refused_at_its_line_before_anything_tries_to_split_it(tmp_path: Path) -> None:
+    text = RUN.format(name="huge").replace("totalGPUs: 8}", "totalGPUs: 1000000000000}")
+    root = with_file(tmp_path, "runs/team-b/huge.yaml", (text + "  locality: {groupGPUs: 1}\n").encode())
+    line = only_problem(validate(root))
+    assert (
+        line
+        == "runs/team-b/huge.yaml:8:35: JT010 spec.resources.totalGPUs is 1000000000000; set 1000000 or less"
+    )
+
+
+def test_an_inventory_of_a_trillion_nodes_is_refused_without_listing_them(tmp_path: Path) -> None:
+    inventory = b"domains:\n  - {name: A, region: r, cluster: c, flavor: H100-80GB, nodes: 1000000000000, gpusPerNode: 8}\n"
+    root = with_file(tmp_path, "inventory/nodes.yaml", inventory)
+    line = only_problem(validate(root))
+    assert line == "inventory/nodes.yaml:2:57: JT060 domains[0].nodes is 1000000000000; set 100000 or less"
+
+
+def test_many_large_domain_blocks_are_refused_once_past_a_million_nodes(tmp_path: Path) -> None:
+    blocks = "".join(
+        f"  - {{name: B{i}, region: r, cluster: c, flavor: H100-80GB, nodes: 100000, gpusPerNode: 8}}\n"
+        for i in range(11)
+    )
+    root = with_file(tmp_path, "inventory/nodes.yaml", f"domains:\n{blocks}".encode())
+    line = only_problem(validate(root))
+    assert line.startswith(
+        "inventory/nodes.yaml:1:1: JT060 the inventory describes 1100000 nodes, more than 1000000"
+    )
+
+
+def test_a_number_in_exponent_form_is_a_number_as_in_yaml_1_2(tmp_path: Path) -> None:
+    budget = b"""apiVersion: rq.davidlangworthy.io/v1
+kind: Budget
+metadata: {name: hours}
+spec:
+  owner: org:team-b
+  envelopes: [{name: e, flavor: H100-80GB, concurrency: 8, maxGPUHours: 1.5e3}]
+"""
+    root = with_file(tmp_path, "budgets/hours.yaml", budget)
+    assert validate(root).exit_code == 0
+    assert (
+        next(b for b in check_fleet(fleet_files(root)).budgets if b.metadata.name == "hours")
+        .spec.envelopes[0]
+        .maxGPUHours
+        == 1500.0
+    )
