@@ -11,10 +11,14 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import FileMode, ObjectType
 
+from schemas import load
+
 SPEC_FILES = ("jobtree.yaml", "inventory/nodes.yaml")
 SPEC_DIRS = ("budgets", "runs")
 YAML_SUFFIXES = (".yaml", ".yml")
-MAX_FILE_BYTES = 8 * 1024 * 1024  # a spec file past this is a mistake, not a manifest
+# Past this size a spec file is a mistake or an attack: only its first MAX_FILE_BYTES + 1 bytes are
+# read, and validation reports the file as too large (its neighbours are still checked).
+MAX_FILE_BYTES = load.MAX_FILE_BYTES
 
 
 class GitReadError(Exception):
@@ -45,9 +49,8 @@ def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
 
 
 def _read(file: Path) -> bytes:
-    if file.stat().st_size > MAX_FILE_BYTES:
-        raise GitReadError(f"{file} is larger than {MAX_FILE_BYTES} bytes; spec files are small YAML")
-    return file.read_bytes()
+    with file.open("rb") as f:
+        return f.read(MAX_FILE_BYTES + 1)
 
 
 def read_tree(repo_path: str | os.PathLike[str], rev: str) -> dict[str, bytes]:
@@ -118,7 +121,7 @@ def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, out: dict[str
 
 def _data(repo: pygit2.Repository, oid: pygit2.Oid) -> bytes:
     blob = repo[oid]
-    if not isinstance(blob, pygit2.Blob) or blob.size > MAX_FILE_BYTES:
-        raise GitReadError(f"{oid} is not a spec file of at most {MAX_FILE_BYTES} bytes")
+    if not isinstance(blob, pygit2.Blob):
+        raise GitReadError(f"{oid} is not a file")
     data: bytes = blob.data
-    return data
+    return data[: MAX_FILE_BYTES + 1]

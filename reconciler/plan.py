@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 import pygit2
+from pygit2.enums import SortMode
 
 from planner.world import FleetState
 from reconciler import gitstore, pipeline, planreport, prdiff, statefiles
@@ -24,9 +25,30 @@ from schemas.common import parse_time
 EXIT_CHANGES, EXIT_USAGE, EXIT_INVALID, EXIT_OTHER = 1, 2, 3, 4
 
 
-def _state_at(repo: pygit2.Repository, rev: str) -> FleetState:
-    files = gitstore.read_files(repo, rev, ["state/"])
-    return statefiles.decode({p: b for p, b in files.items() if not p.startswith("state/ledger/")})
+class PlanFailure(Exception):
+    """Planning could not finish; the message says what is wrong and what to do (exit 4)."""
+
+
+def _state_at(repo: pygit2.Repository, commit: pygit2.Commit) -> FleetState:
+    files = gitstore.read_files(repo, str(commit.id), ["state/"])
+    files = {p: b for p, b in files.items() if not p.startswith("state/ledger/")}
+    try:
+        return statefiles.decode(files)
+    except Exception as err:  # noqa: BLE001 - damaged machine-written files: name the file, never a traceback
+        culprit = next((p for p in sorted(files) if not _decodes(p, files[p])), "state/")
+        raise PlanFailure(
+            f"cannot read {culprit} at base {str(commit.id)[:12]} ({type(err).__name__}: "
+            f"{' '.join(str(err).split())[:200]}); state/ on the base branch is damaged: restore it from "
+            "history (git log -- state/) and let jobtree reconcile rewrite it"
+        ) from None
+
+
+def _decodes(path: str, data: bytes) -> bool:
+    try:
+        statefiles.decode({path: data})
+    except Exception:  # noqa: BLE001 - probing which file is damaged
+        return False
+    return True
 
 
 def _domains(spec: pipeline.Spec) -> dict[str, str]:
@@ -34,6 +56,44 @@ def _domains(spec: pipeline.Spec) -> dict[str, str]:
         name: obs.labels.get("fabric.domain", "?")
         for name, obs in nodes_from_inventory(spec.inventory).items()
     }
+
+
+def _changed(repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree) -> set[str]:
+    diff = old.diff_to_tree(new) if old is not None else new.diff_to_tree(swap=True)
+    return {p for d in diff.deltas for p in (d.old_file.path, d.new_file.path) if p}
+
+
+def disguised_edits(repo: pygit2.Repository, base: str, head: str, email: str) -> list[tuple[str, str]]:
+    """Owned paths changed by commits that look like the reconciler's (its email and a `Spec-Commit`
+    trailer) but are not: the reconciler writes one-parent commits touching only state/ and rendered/."""
+    walker = repo.walk(gitstore.resolve(repo, head).id, SortMode.TOPOLOGICAL | SortMode.REVERSE)
+    walker.hide(gitstore.resolve(repo, base).id)
+    found: list[tuple[str, str]] = []
+    for commit in walker:
+        if commit.author.email != email or gitstore.spec_commit_of(commit.message) is None:
+            continue
+        per_parent = [_changed(repo, p.tree, commit.tree) for p in commit.parents] or [
+            _changed(repo, None, commit.tree)
+        ]
+        paths = set.intersection(*per_parent)
+        owned = {p for p in paths if p.startswith(gitstore.OWNED_PREFIXES)}
+        if owned and (len(commit.parents) != 1 or owned != paths):
+            found += [(str(commit.id), p) for p in sorted(owned)]
+    return found
+
+
+def _refuse_hand_edits(git: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit, email: str) -> None:
+    edits = gitstore.hand_edited(git, str(base.id), str(head.id), reconciler_email=email)
+    edits += [e for e in disguised_edits(git, str(base.id), str(head.id), email) if e not in edits]
+    if not edits:
+        return
+    click.echo("jobtree: refusing to plan: state/ and rendered/ are written only by jobtree, but", err=True)
+    for sha, path in edits:
+        click.echo(f"  {path} (changed by hand in {sha[:12]})", err=True)
+    click.echo(
+        "revert those files to what the base branch holds; jobtree rewrites them after merge", err=True
+    )
+    sys.exit(EXIT_INVALID)
 
 
 @click.command("plan")
@@ -53,7 +113,10 @@ def _domains(spec: pipeline.Spec) -> dict[str, str]:
 def command(
     repo: str, base: str, head: str, now_text: str | None, fmt: str, exit_code: bool, output: str | None
 ) -> None:
-    """Plan the change HEAD makes to the fleet in REPO against BASE."""
+    """Plan the change HEAD makes to the fleet in REPO against BASE.
+
+    Exit 0 no change (or changes without --exit-code), 1 changes with --exit-code, 2 usage error,
+    3 invalid fleet files or hand-edited state/ or rendered/, 4 any other failure."""
     try:
         now = parse_time(now_text) if now_text else int(time.time())
     except ValueError as err:
@@ -61,53 +124,54 @@ def command(
     try:
         git = gitstore.open_repo(repo)
         base_commit, head_commit = gitstore.resolve(git, base), gitstore.resolve(git, head)
-    except gitstore.RevisionNotFound as err:
+    except (gitstore.NotARepository, gitstore.RevisionNotFound) as err:
         raise click.UsageError(str(err)) from err
     except gitstore.GitStoreError as err:
         click.echo(f"jobtree: {err}", err=True)
         sys.exit(EXIT_OTHER)
-    head_spec = pipeline.read_spec(gitstore.read_files(git, str(head_commit.id), SPEC_PREFIXES))
-    edits = gitstore.hand_edited(
-        git, str(base_commit.id), str(head_commit.id), reconciler_email=head_spec.fleet.git.author.email
-    )
-    if edits:
-        click.echo(
-            "jobtree: refusing to plan: state/ and rendered/ are written only by jobtree, but", err=True
-        )
-        for sha, path in edits:
-            click.echo(f"  {path} (changed by hand in {sha[:12]})", err=True)
-        click.echo(
-            "revert those files to what the base branch holds; jobtree rewrites them after merge", err=True
-        )
-        sys.exit(EXIT_INVALID)
-    base_spec = pipeline.read_spec(gitstore.read_files(git, str(base_commit.id), SPEC_PREFIXES))
     try:
-        before = pipeline.run_pass(
-            base_spec, EmbeddedCluster(base_spec.inventory), _state_at(git, str(base_commit.id)), now
-        )
-        after = pipeline.run_pass(
-            head_spec, EmbeddedCluster(head_spec.inventory), _state_at(git, str(base_commit.id)), now
-        )
-    except pipeline.InvariantViolation as err:
-        click.echo(f"jobtree: {err}", err=True)
+        report, diagnostics = _plan(git, base_commit, head_commit, now)
+        text = _render(report, diagnostics, fmt)
+        if output:
+            full = planreport.as_markdown(report, diagnostics, limit=None) if fmt == "markdown" else text
+            Path(output).write_text(full, encoding="utf-8")
+    except (PlanFailure, pipeline.InvariantViolation, gitstore.GitStoreError, OSError) as err:
+        click.echo(f"jobtree plan: {err}", err=True)
         sys.exit(EXIT_OTHER)
+    except Exception as err:  # noqa: BLE001 - the contract is "no traceback"; exit 4 names the bug
+        click.echo(f"jobtree plan: internal error ({type(err).__name__}: {err}); please report it", err=True)
+        sys.exit(EXIT_OTHER)
+    click.echo(text, nl=False)
+    if diagnostics:
+        sys.exit(EXIT_INVALID)
+    if exit_code and report["changes"]:
+        sys.exit(EXIT_CHANGES)
+
+
+def _plan(
+    git: pygit2.Repository, base_commit: pygit2.Commit, head_commit: pygit2.Commit, now: int
+) -> tuple[dict[str, object], list[str]]:
+    base_spec = pipeline.read_spec(gitstore.read_files(git, str(base_commit.id), SPEC_PREFIXES))
+    # who the reconciler is comes from the base branch: a pull request cannot name itself the reconciler
+    _refuse_hand_edits(git, base_commit, head_commit, base_spec.fleet.git.author.email)
+    head_spec = pipeline.read_spec(gitstore.read_files(git, str(head_commit.id), SPEC_PREFIXES))
+    state = _state_at(git, base_commit)
+    before = pipeline.run_pass(base_spec, EmbeddedCluster(base_spec.inventory), state, now)
+    after = pipeline.run_pass(
+        head_spec, EmbeddedCluster(head_spec.inventory), _state_at(git, base_commit), now
+    )
     domains = {**_domains(base_spec), **_domains(head_spec)}
     report = prdiff.compare(
         before, after, domains, base=str(base_commit.id), head=str(head_commit.id), now=now
     )
     diagnostics = [str(d) for d in head_spec.diagnostics]
     report["diagnostics"] = diagnostics
+    return report, diagnostics
+
+
+def _render(report: dict[str, object], diagnostics: list[str], fmt: str) -> str:
     if fmt == "json":
-        text = planreport.as_json(report)
-    elif fmt == "markdown":
-        text = planreport.as_markdown(report, diagnostics)
-    else:
-        text = planreport.as_text(report, diagnostics)
-    click.echo(text, nl=False)
-    if output:
-        full = planreport.as_markdown(report, diagnostics, limit=10**9) if fmt == "markdown" else text
-        Path(output).write_text(full)
-    if diagnostics:
-        sys.exit(EXIT_INVALID)
-    if exit_code and report["changes"]:
-        sys.exit(EXIT_CHANGES)
+        return planreport.as_json(report)
+    if fmt == "markdown":
+        return planreport.as_markdown(report, diagnostics)
+    return planreport.as_text(report, diagnostics)

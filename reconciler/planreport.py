@@ -24,7 +24,8 @@ def _payers(entry: dict[str, Any]) -> str:
 def _usage(u: dict[str, int] | None) -> str:
     if u is None:
         return "—"
-    return f"{u['active']} active, {u['spare']} spare, {u['lentOrShared']} out, headroom {u['headroom']}"
+    unfunded = f", {u['unfunded']} unfunded" if u.get("unfunded") else ""
+    return f"{u['active']} active, {u['spare']} spare, {u['lentOrShared']} out{unfunded}, headroom {u['headroom']}"
 
 
 def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
@@ -65,38 +66,70 @@ def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
     return out
 
 
-def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int = COMMENT_LIMIT) -> str:
+DIAGNOSTIC_CHARS = 400  # one invalid-file line in the comment; the full line is in the job summary
+
+
+def _fit(lines: list[str], room: int) -> tuple[list[str], int]:
+    """As many of `lines` as fit in `room` characters (joined by newlines), and how many did not."""
+    kept: list[str] = []
+    used = 0
+    for i, line in enumerate(lines):
+        if used + len(line) + 1 > room:
+            return kept, len(lines) - i
+        kept.append(line)
+        used += len(line) + 1
+    return kept, 0
+
+
+def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int | None = COMMENT_LIMIT) -> str:
+    """One PR comment of at most `limit` characters (None: everything, for the job summary)."""
+    room = limit if limit is not None else 10**12
     head = [
         MARKER,
         f"### jobtree plan: `{report['base'][:12]}` → `{report['head'][:12]}` at {report['now']}",
         "",
     ]
+    note_room = 400  # the overflow note at the end
+    room -= len("\n".join(head)) + 1 + note_room
+    left_out: list[str] = []
     if diagnostics:
-        head += ["**Invalid files** (left out of the plan):", "", *[f"- `{d}`" for d in diagnostics[:50]], ""]
+        shown = [
+            f"- `{d if limit is None or len(d) <= DIAGNOSTIC_CHARS else d[: DIAGNOSTIC_CHARS - 1] + '…'}`"
+            for d in diagnostics
+        ]
+        kept, more = _fit(shown, min(room // 3, room) - 100)
+        block = ["**Invalid files** (left out of the plan):", "", *kept, ""]
+        head += block
+        room -= len("\n".join(block)) + 1
+        if more:
+            left_out.append(f"{more} more invalid-file lines (run `jobtree validate`)")
     if not report["changes"]:
-        return "\n".join([*head, "No change: merging this moves no GPU, reservation or budget.", ""])
-    parts = sections(report)
-    budget = limit - len("\n".join(head)) - 400  # room for the overflow note
+        text = "\n".join([*head, "No change: merging this moves no GPU, reservation or budget.", ""])
+        return text + _overflow(left_out)
     body: list[str] = []
-    left_out = 0
-    for title, header, rows in parts:
+    rows_left = 0
+    for title, header, rows in sections(report):
         block = [*([""] if body else []), f"#### {title}", "", *header]
-        if len("\n".join(body + block)) > budget:
-            left_out += len(rows)
+        size = len("\n".join(block)) + 1
+        if size > room:
+            rows_left += len(rows)
             continue
-        body += block
-        for i, row in enumerate(rows):
-            if len("\n".join(body)) + len(row) + 1 > budget:
-                left_out += len(rows) - i
-                break
-            body.append(row)
-    text = "\n".join([*head, *body, ""])
-    if left_out:
-        text += (
-            f"\n> {left_out} more rows did not fit in one comment; the full report is in the job summary "
-            "(`jobtree plan --format markdown --output FILE`).\n"
-        )
-    return text
+        kept, more = _fit(rows, room - size)
+        body += block + kept
+        room -= size + sum(len(r) + 1 for r in kept)
+        rows_left += more
+    if rows_left:
+        left_out.append(f"{rows_left} more rows")
+    return "\n".join([*head, *body, ""]) + _overflow(left_out)
+
+
+def _overflow(left_out: list[str]) -> str:
+    if not left_out:
+        return ""
+    return (
+        f"\n> {' and '.join(left_out)} did not fit in one comment; the full report is in the job summary "
+        "(`jobtree plan --format markdown --output FILE`).\n"
+    )
 
 
 def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:

@@ -42,7 +42,11 @@ def signature_for(secret: bytes, body: bytes) -> str:
 
 
 def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
-    return header is not None and hmac.compare_digest(signature_for(secret, body), header.strip())
+    """Constant-time check; a header that is not even ASCII is simply wrong (never an exception)."""
+    if header is None:
+        return False
+    given = header.strip().encode("latin-1", errors="replace")  # http.server decodes headers as Latin-1
+    return hmac.compare_digest(signature_for(secret, body).encode(), given)
 
 
 class ReconcileQueue:
@@ -83,7 +87,8 @@ class ReconcileQueue:
                 result = str(self._reconcile())
             except Exception as err:  # the worker must survive; the next push retries
                 error = f"{type(err).__name__}: {err}"
-                LOG.exception("reconcile failed; the next push or scheduled pass retries")
+                LOG.error("reconcile failed (%s); the next push or scheduled pass retries", error)
+                LOG.debug("reconcile failure detail", exc_info=True)
             with self._cond:
                 self._running = False
                 self.runs += 1
@@ -187,8 +192,9 @@ class WebhookServer:
                 payload = json.loads(parse_qs(body.decode("utf-8"))["payload"][0])
             else:
                 payload = json.loads(body)
-        except (ValueError, KeyError, IndexError) as err:
-            return 400, {"error": f"malformed payload: {err}"}
+        except (ValueError, KeyError, IndexError, RecursionError) as err:
+            reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:200]
+            return 400, {"error": f"malformed payload: {reason}"}
         if not isinstance(payload, dict):
             return 400, {"error": "malformed payload: expected a JSON object"}
         if event == "ping":
@@ -235,11 +241,26 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._webhook()
 
+    def _route_safely(self, method: str) -> None:
+        """Any bug below answers 500 and logs one line; a request never ends in a traceback."""
+        try:
+            self._route(method)
+        except Exception as err:  # noqa: BLE001 - the server must outlive any one request
+            LOG.error("request %s %s failed: %s: %s", method, self.path, type(err).__name__, err)
+            try:
+                self._reply(500, {"error": "internal error; nothing was run"}, close=True)
+            except OSError:
+                self.close_connection = True
+
     def _webhook(self) -> None:
-        length = self.headers.get("Content-Length")
-        if length is None:
+        lengths = self.headers.get_all("Content-Length") or []
+        if not lengths:
             self._reply(411, {"error": "Content-Length required"}, close=True)
             return
+        if len(set(lengths)) > 1 or self.headers.get("Transfer-Encoding"):
+            self._reply(400, {"error": "conflicting Content-Length or Transfer-Encoding headers"}, close=True)
+            return
+        length = lengths[0]
         try:
             size = int(length)
             if size < 0:
@@ -260,19 +281,19 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(status, payload)
 
     def do_GET(self) -> None:  # http.server names handlers do_<METHOD>
-        self._route("GET")
+        self._route_safely("GET")
 
     def do_POST(self) -> None:
-        self._route("POST")
+        self._route_safely("POST")
 
     def do_PUT(self) -> None:
-        self._route("PUT")
+        self._route_safely("PUT")
 
     def do_DELETE(self) -> None:
-        self._route("DELETE")
+        self._route_safely("DELETE")
 
     def do_PATCH(self) -> None:
-        self._route("PATCH")
+        self._route_safely("PATCH")
 
     def log_message(self, format: str, *args: Any) -> None:  # http.server names this parameter `format`
         LOG.info("%s %s", self.address_string(), format % args)
@@ -299,7 +320,7 @@ def _reconcile_for(repo: str, apply: bool) -> Callable[[], object]:
     "webhook",
     epilog="Scheduled passes (so reservations activate without a push) are `jobtree reconcile --interval`.",
 )
-@click.argument("repo", default=".", type=click.Path(file_okay=False))
+@click.argument("repo", default=".", type=click.Path(exists=True, file_okay=False))
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--secret-env", default="JOBTREE_WEBHOOK_SECRET", show_default=True, metavar="NAME",

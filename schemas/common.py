@@ -31,8 +31,11 @@ _DURATION = re.compile(DURATION_PATTERN)
 def parse_time(text: str) -> int:
     """RFC 3339 text to whole UTC epoch seconds (fractions truncated)."""
     if not isinstance(text, str) or not _RFC3339.fullmatch(text):
-        raise ValueError(f"{text!r} is not an RFC 3339 time like 2026-03-02T09:00:00Z")
-    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+        raise ValueError(f"{text!r} is not an RFC 3339 time; write one like 2026-03-02T09:00:00Z")
+    try:
+        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+    except ValueError as err:  # the shape is right but the calendar says no (February 30th)
+        raise ValueError(f"{text!r} is not a real date ({err}); fix the day or month") from None
 
 
 @functools.lru_cache(maxsize=8192)  # a pass writes the same few instants thousands of times
@@ -45,7 +48,7 @@ def parse_duration(text: str) -> int:
     """`1h30m`, `15m`, `10s` to seconds."""
     m = _DURATION.fullmatch(text) if isinstance(text, str) else None
     if not m:
-        raise ValueError(f"{text!r} is not a duration like 15m, 1h or 90s")
+        raise ValueError(f"{text!r} is not a duration; write one like 15m, 1h30m or 90s")
     unit = {"h": 3600, "m": 60, "s": 1}
     return sum(int(n) * unit[u] for n, u in re.findall(r"(\d+)([hms])", text))
 
@@ -57,7 +60,7 @@ def format_duration(seconds: int) -> str:
     return out or "0s"
 
 
-def _integral(value: Any) -> Any:
+def integral(value: Any) -> Any:
     """JSON has one number type: a float with no fraction (`8.0`) is the integer it denotes."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
@@ -65,14 +68,14 @@ def _integral(value: Any) -> Any:
 
 
 def _time_in(value: Any) -> int:
-    value = _integral(value)
+    value = integral(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return value  # epoch seconds
     return parse_time(value)
 
 
 def _duration_in(value: Any) -> int:
-    value = _integral(value)
+    value = integral(value)
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
             raise ValueError(f"{value} is negative; a duration is 0 or more seconds")
@@ -107,8 +110,8 @@ Duration = Annotated[
 ]
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
 Owner = Annotated[str, Field(min_length=1, max_length=253, pattern=OWNER_PATTERN)]
-NonNegInt = Annotated[int, Field(ge=0, strict=True), BeforeValidator(_integral)]
-PosInt = Annotated[int, Field(ge=1, strict=True), BeforeValidator(_integral)]
+NonNegInt = Annotated[int, Field(ge=0, strict=True), BeforeValidator(integral)]
+PosInt = Annotated[int, Field(ge=1, strict=True), BeforeValidator(integral)]
 NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 

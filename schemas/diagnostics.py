@@ -14,6 +14,12 @@ class Diagnostic:
     message: str
     obj: str = ""  # "Kind ns/name" of the object concerned, when known
 
+    def __post_init__(self) -> None:
+        # one problem, one line: a message quoting user text never breaks the format
+        flat = " ".join(self.message.split())
+        if flat != self.message:
+            object.__setattr__(self, "message", flat)
+
     def __str__(self) -> str:
         return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
 

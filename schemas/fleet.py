@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
-from schemas.common import ClusterMetadata, DnsLabel, Duration, Fraction, Model, NonNegInt, Owner, PosInt
+from schemas.common import ClusterMetadata, DnsLabel, Duration, Fraction, Model, NonNegInt, Owner, integral
 
 TEAM_PATTERN = r"^@?[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?$"
+# Bounds that keep a typo from expanding into billions of nodes or slots (validation itself walks
+# every node name): far above any real machine or fabric domain.
+MAX_GPUS_PER_NODE = 1_024
+MAX_NODES_PER_BLOCK = 100_000
+MAX_INVENTORY_NODES = 1_000_000
 
 
 class Tenant(Model):
@@ -74,14 +79,14 @@ class DomainBlock(Model):
     region: str = Field(min_length=1)
     cluster: str = Field(min_length=1)
     flavor: str = Field(min_length=1)
-    nodes: PosInt
-    gpusPerNode: PosInt
+    nodes: Annotated[int, Field(ge=1, le=MAX_NODES_PER_BLOCK, strict=True), BeforeValidator(integral)]
+    gpusPerNode: Annotated[int, Field(ge=1, le=MAX_GPUS_PER_NODE, strict=True), BeforeValidator(integral)]
     rack: str | None = None
 
 
 class NodeEntry(Model):
     name: str = Field(min_length=1, max_length=253)
-    gpus: NonNegInt
+    gpus: Annotated[int, Field(ge=0, le=MAX_GPUS_PER_NODE, strict=True), BeforeValidator(integral)]
     labels: dict[str, str] = Field(default_factory=dict)
     cordoned: bool = False
     state: Literal["Ready", "NotReady", "Failed", "Deleted"] = "Ready"

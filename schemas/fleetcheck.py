@@ -18,9 +18,17 @@ from schemas import rules
 from schemas.budget import Budget
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import FleetSpec, Inventory, Tenant
-from schemas.load import FLEET_FILE, INVENTORY_FILE, Loaded, load_documents, load_object, validate_document
+from schemas.load import (
+    FLEET_FILE,
+    INVENTORY_FILE,
+    MAX_FILE_BYTES,
+    Loaded,
+    bad_document_diagnostic,
+    load_object,
+    validate_document,
+)
 from schemas.run import Run
-from schemas.yamldoc import Document
+from schemas.yamldoc import Document, parse_all
 
 _OWNER_LINE = re.compile(rb"^[ \t-]*owner:[ \t]*[\"']?([^\s\"'#,}]+)", re.M)
 SPEC_KINDS = (("budgets/", "Budget"), ("runs/", "Run"))
@@ -186,10 +194,33 @@ def _load_file(path: str, kind: str, text: bytes) -> list[_Entry]:
 
 
 def _parse_file(path: str, kind: str, text: bytes) -> list[_Entry]:
-    docs, diags = load_documents(path, text)
-    if diags:
-        return [_Entry(kind, path, -1, diags[0].line, text, diagnostics=list(diags))]  # raw bytes for salvage
-    return _entries(path, kind, docs)
+    if len(text) > MAX_FILE_BYTES:
+        return [_file_entry(kind, path, text[:4096], f"the file is larger than {MAX_FILE_BYTES // 2**20} MiB; "
+                            "a fleet file holds a few objects, so split it or remove what does not belong")]  # fmt: skip
+    docs, bad = parse_all(text, path)
+    if not docs and not bad:
+        return [_file_entry(kind, path, text, _EMPTY.get(kind, _EMPTY["Run"]).format(path=path))]
+    entries = _entries(path, kind, docs)
+    for b in bad:  # raw text kept for salvage (owners, names)
+        entry = _Entry(kind, path, b.index, b.line, b.text)
+        name, ns = _meta(entry)
+        obj = f"{kind} {ns}/{name}" if ns else f"{kind} {name}" if name else ""
+        entry.diagnostics = [replace(bad_document_diagnostic(path, b), obj=obj)]
+        entries.append(entry)
+    return sorted(entries, key=lambda e: e.index)
+
+
+_EMPTY = {
+    "FleetConfig": "jobtree.yaml holds no FleetConfig; add one (apiVersion, kind: FleetConfig, metadata.name, "
+    "spec.tenants)",
+    "Inventory": "{path} holds no inventory; add `domains:` or `nodes:`, or delete the file",
+    "Run": "{path} holds no object (empty, or only comments); add the manifest or delete the file",
+}
+
+
+def _file_entry(kind: str, path: str, raw: bytes, message: str) -> _Entry:
+    code = codes.INVENTORY if kind == "Inventory" else codes.NOT_AN_OBJECT
+    return _Entry(kind, path, 0, 1, raw, diagnostics=[Diagnostic(path, 1, 1, code, message, kind)])
 
 
 def _entries(path: str, kind: str, docs: list[Document]) -> list[_Entry]:
@@ -231,6 +262,8 @@ def _rejected_keys(objects: list[ObjectVerdict]) -> list[str]:
     for o in objects:
         if o.valid:
             continue
+        if o.kind == "Run" and o.name and not o.namespace and o.path.count("/") == 2:
+            o = replace(o, namespace=o.path.split("/")[1])  # salvaged name: the folder is the namespace
         key = o.key if o.name else _key_from_path(o.kind, o.path)
         if key not in used:
             out.add(key)
@@ -252,11 +285,37 @@ def _at(entry: _Entry, code: str, message: str) -> Diagnostic:
 def _meta(entry: _Entry) -> tuple[str | None, str | None]:
     if entry.kind == "Inventory":
         return "nodes", None
+    if isinstance(entry.data, bytes):
+        return _salvage_meta(entry.data)
     data = entry.data if isinstance(entry.data, dict) else {}
     meta = data.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     name, ns = meta.get("name"), meta.get("namespace")
     return (name if isinstance(name, str) else None), (ns if isinstance(ns, str) else None)
+
+
+_META_FLOW = re.compile(rb"^metadata:[ \t]*\{([^}\n]*)", re.M)
+_META_BLOCK = re.compile(rb"^metadata:[ \t]*(?:#[^\n]*)?\n((?:[ \t]+[^\n]*\n?|[ \t]*\n)*)", re.M)
+_META_FIELD = re.compile(rb"(?:^|[{,])[ \t]*(name|namespace):[ \t]*[\"']?([a-z0-9][-a-z0-9.]*)")
+
+
+def _salvage_meta(raw: bytes) -> tuple[str | None, str | None]:
+    """metadata.name and .namespace of a document that is not valid YAML, read line by line, so the
+    running work of an object whose file broke is left alone rather than taken for deleted."""
+    found: dict[bytes, bytes] = {}
+    flow = _META_FLOW.search(raw)
+    if flow is not None:
+        found.update(_META_FIELD.findall(flow.group(1)))
+    block = _META_BLOCK.search(raw)
+    if block is not None:
+        lines = [line for line in block.group(1).split(b"\n") if line.strip()]
+        indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+        for line in lines:
+            if len(line) - len(line.lstrip()) == indent:  # metadata's own fields, not labels'
+                for key, value in _META_FIELD.findall(line):
+                    found.setdefault(key, value)
+    name, ns = found.get(b"name"), found.get(b"namespace")
+    return (name.decode() if name else None), (ns.decode() if ns else None)
 
 
 def _tenancy(entries: list[_Entry], config: Loaded | None, present: bool) -> tuple[list[Tenant] | None, str]:

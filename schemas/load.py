@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from schemas import diagnostics as codes
+from schemas import messages
 from schemas.budget import Budget
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import FleetConfig, Inventory
@@ -20,7 +21,7 @@ from schemas.lease import Lease
 from schemas.reservation import Reservation
 from schemas.run import Run
 from schemas.scenario import Scenario
-from schemas.yamldoc import Document, YamlError, parse
+from schemas.yamldoc import BadDocument, Document, parse_all
 
 KINDS: dict[str, type[BaseModel]] = {
     "Budget": Budget,
@@ -32,6 +33,7 @@ KINDS: dict[str, type[BaseModel]] = {
 }
 FLEET_FILE = "jobtree.yaml"
 INVENTORY_FILE = "inventory/nodes.yaml"
+MAX_FILE_BYTES = 8 * 2**20  # a fleet file past this is a mistake or an attack, not a manifest
 
 
 @dataclass(slots=True)
@@ -60,26 +62,27 @@ class FleetFiles:
     rejected: list[str] = field(default_factory=list)  # object keys (or paths) excluded from planning
 
 
-def _describe(err: dict[str, Any]) -> str:
-    loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
-    kind, msg = err["type"], err["msg"]
-    if kind == "missing":
-        return f"{loc} is required; add it"
-    if kind == "extra_forbidden":
-        return f"unknown field {loc}; remove it or fix its spelling"
-    if kind == "literal_error":
-        return f"{loc}: {msg.replace('Input should be', 'must be')}"
-    msg = msg.replace("Value error, ", "")
-    return f"{loc}: {msg}" if loc else msg
-
-
-def _clean_loc(loc: tuple[Any, ...]) -> tuple[str | int, ...]:
+def _clean_loc(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
+    """The error's path in the user's document: parts the data has, or the missing field's name;
+    union branch tags pydantic adds ("int", "function-before[...]") are dropped."""
     out: list[str | int] = []
+    node = data
     for part in loc:
-        if isinstance(part, str) and ("[" in part or part.startswith("function-")):
-            continue  # union branch names such as "int" or "function-before[...]"
+        if isinstance(node, dict) and part == "sparesPerGroup" and "spares" in node:
+            part = "spares"  # the seeds' alias, renamed before validation
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif isinstance(part, str) and ("[" in part or part.startswith("function-") or part in _BRANCHES):
+            continue
+        else:
+            node = None  # a missing field: nothing below it exists
         out.append(part)
     return tuple(out)
+
+
+_BRANCHES = {"int", "str", "float", "bool", "list", "dict", "none", "constrained-int", "constrained-str"}
 
 
 def validate_document(doc: Document, model: type[BaseModel]) -> tuple[Any | None, list[Diagnostic]]:
@@ -91,9 +94,9 @@ def validate_document(doc: Document, model: type[BaseModel]) -> tuple[Any | None
         obj = _object_name(doc.data)
         seen: set[tuple[int, int, str]] = set()
         for err in exc.errors(include_url=False):
-            loc = _clean_loc(err["loc"])
+            loc = _clean_loc(err["loc"], doc.data)
             line, col = doc.where(loc)
-            message = _describe({**err, "loc": loc})
+            message = messages.describe({**err, "loc": loc}, model)
             if (line, col, message) in seen:
                 continue
             seen.add((line, col, message))
@@ -113,10 +116,13 @@ def _object_name(data: Any) -> str:
 
 
 def load_documents(path: str, text: str | bytes) -> tuple[list[Document], list[Diagnostic]]:
-    try:
-        return parse(text, path), []
-    except YamlError as err:
-        return [], [Diagnostic(path, err.line, err.col, codes.YAML_SYNTAX, err.message + "; fix the YAML")]
+    """Every readable document of a file, and one diagnostic per document that could not be read."""
+    docs, bad = parse_all(text, path)
+    return docs, [bad_document_diagnostic(path, b) for b in bad]
+
+
+def bad_document_diagnostic(path: str, bad: BadDocument) -> Diagnostic:
+    return Diagnostic(path, bad.error.line, bad.error.col, bad.error.code, bad.error.message)
 
 
 def load_object(doc: Document, allowed: Iterable[str]) -> tuple[Loaded | None, list[Diagnostic]]:

@@ -125,7 +125,12 @@ def structural(node: Any) -> Any:
             # (pattern applies to strings only, minimum to numbers only, so nothing changes).
             lifted = {k: v for b in branches for k, v in b.items() if k in ("pattern", "minimum")}
             rest = {k: v for k, v in node.items() if k != "anyOf"}
-            return {**rest, **lifted, "x-kubernetes-int-or-string": True, "anyOf": INT_OR_STRING}
+            return {
+                **rest,
+                **lifted,
+                "x-kubernetes-int-or-string": True,
+                "anyOf": copy.deepcopy(INT_OR_STRING),
+            }
     if "const" in node:
         node["enum"] = [node.pop("const")]
     if node.get("type") == "object":

@@ -15,7 +15,7 @@ from schemas.budget import Budget
 from schemas.common import format_time
 from schemas.cycles import cyclic_edges
 from schemas.diagnostics import Diagnostic
-from schemas.fleet import FleetConfig, Inventory, Tenant
+from schemas.fleet import MAX_INVENTORY_NODES, FleetConfig, Inventory, Tenant
 from schemas.load import Loaded
 from schemas.run import Run
 from schemas.yamldoc import Document, Path
@@ -362,14 +362,29 @@ def _after_cycles(found: Findings, runs: Sequence[Loaded]) -> None:
 
 
 def inventory_rules(found: Findings, inventory: Inventory, doc: Document) -> None:
-    """Node names are unique across generated domain blocks and explicit nodes."""
+    """At most MAX_INVENTORY_NODES nodes, and node names unique across domain blocks and explicit nodes
+    (one finding per clashing block or node, however many names clash)."""
+    total = sum(block.nodes for block in inventory.domains) + len(inventory.nodes)
+    if total > MAX_INVENTORY_NODES:
+        found.add(
+            doc,
+            ("domains",) if inventory.domains else ("nodes",),
+            codes.INVENTORY,
+            f"the inventory describes {total} nodes, more than {MAX_INVENTORY_NODES}; check the `nodes:` "
+            "counts of the domain blocks (each is a number of machines, not of GPUs)",
+            name="inventory",
+        )
+        return
     seen: dict[str, str] = {}
     for i, block in enumerate(inventory.domains):
+        clash: tuple[str, str] | None = None
         for n in range(block.nodes):
             name = f"{block.name}-n{n:02d}"
-            if name in seen:
-                _dup_node(found, doc, ("domains", i, "name"), name, seen[name])
+            if clash is None and name in seen:
+                clash = (name, seen[name])
             seen.setdefault(name, f"domains[{i}]")
+        if clash is not None:
+            _dup_node(found, doc, ("domains", i, "name"), *clash)
     for i, node in enumerate(inventory.nodes):
         if node.name in seen:
             _dup_node(found, doc, ("nodes", i, "name"), node.name, seen[node.name])

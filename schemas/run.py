@@ -2,28 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 
-from schemas.common import DnsLabel, Duration, Metadata, Model, NonNegInt, Owner, PosInt
+from schemas.common import DnsLabel, Duration, Metadata, Model, Owner, integral
+
+# No run spans a million GPUs; a larger count is a typo (or an attempt to make planning run out of
+# memory splitting it into groups), so the schema refuses it at the line where it is written.
+MAX_GPUS = 1_000_000
+Gpus = Annotated[int, Field(ge=1, le=MAX_GPUS, strict=True), BeforeValidator(integral)]
+GpusOrZero = Annotated[int, Field(ge=0, le=MAX_GPUS, strict=True), BeforeValidator(integral)]
 
 
 class Resources(Model):
     gpuType: str = Field(min_length=1)
-    totalGPUs: PosInt
+    totalGPUs: Gpus
 
 
 class Locality(Model):
-    groupGPUs: PosInt | None = None
+    groupGPUs: Gpus | None = None
     allowCrossGroupSpread: bool = True
 
 
 class Malleable(Model):
-    minTotalGPUs: PosInt
-    maxTotalGPUs: PosInt
-    stepGPUs: PosInt
-    desiredTotalGPUs: PosInt | None = None
+    minTotalGPUs: Gpus
+    maxTotalGPUs: Gpus
+    stepGPUs: Gpus
+    desiredTotalGPUs: Gpus | None = None
 
 
 class Runtime(Model):
@@ -32,7 +38,7 @@ class Runtime(Model):
 
 class Funding(Model):
     allowBorrow: bool = False
-    maxBorrowGPUs: NonNegInt | None = None
+    maxBorrowGPUs: GpusOrZero | None = None
     sponsors: list[Owner] = Field(default_factory=list)
 
 
@@ -53,6 +59,7 @@ def _spares_schema(schema: dict[str, Any]) -> None:
     schema["properties"]["spares"] = {
         "type": "integer",
         "minimum": 0,
+        "maximum": MAX_GPUS,
         "description": "alias of sparesPerGroup",
     }
     schema["not"] = {"required": ["spares", "sparesPerGroup"]}
@@ -65,7 +72,7 @@ class RunSpec(Model):
     resources: Resources
     locality: Locality = Field(default_factory=Locality)
     malleable: Malleable | None = None
-    sparesPerGroup: NonNegInt = 0
+    sparesPerGroup: GpusOrZero = 0
     runtime: Runtime = Field(default_factory=Runtime)
     funding: Funding = Field(default_factory=Funding)
     opportunistic: bool = False

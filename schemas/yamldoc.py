@@ -2,15 +2,19 @@
 
 Knows nothing of kinds; `schemas.load` turns documents into models. YAML 1.2-style scalars: only
 true/false are booleans and timestamps stay text; duplicate keys, custom tags and alias bombs are
-errors rather than silent surprises.
+errors rather than silent surprises. A broken document costs only itself: `parse_all` keeps every
+other document of the file.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+from schemas.diagnostics import DUPLICATE_KEY, YAML_SYNTAX
 
 try:  # the C parser is ~10x faster; fall back only where libyaml is missing
     from yaml import CSafeLoader as _Loader
@@ -23,9 +27,21 @@ MAX_DEPTH = 64  # no fleet object nests anywhere near this; deeper input is host
 
 
 class YamlError(Exception):
-    def __init__(self, line: int, col: int, message: str) -> None:
+    """One problem at (line, col); `code` is the diagnostic code it is reported under."""
+
+    def __init__(self, line: int, col: int, message: str, code: str = YAML_SYNTAX) -> None:
         super().__init__(message)
-        self.line, self.col, self.message = line, col, message
+        self.line, self.col, self.message, self.code = line, col, message, code
+
+
+@dataclass(slots=True)
+class BadDocument:
+    """A document of a file that could not be read, with its raw text (for salvaging its name)."""
+
+    index: int
+    line: int
+    error: YamlError
+    text: bytes
 
 
 @dataclass(slots=True)
@@ -48,10 +64,11 @@ class Document:
         return self.line, self.col
 
 
+_FLOAT_12 = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
 _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 
 
-def _scalar(node: yaml.ScalarNode) -> Any:
+def _scalar(node: yaml.ScalarNode, offset: int) -> Any:
     tag, value = node.tag, node.value
     if tag == "tag:yaml.org,2002:null":
         return None
@@ -67,33 +84,39 @@ def _scalar(node: yaml.ScalarNode) -> Any:
             return float(value.replace("_", ""))
         except ValueError:
             return value
+    if tag == "tag:yaml.org,2002:str" and not node.style and _FLOAT_12.fullmatch(value):
+        return float(value)  # YAML 1.2 reads 1e3 and 1.5e3 as numbers; PyYAML's 1.1 rules do not
     if tag in ("tag:yaml.org,2002:str", "tag:yaml.org,2002:timestamp"):
         return value
     raise YamlError(
-        node.start_mark.line + 1, node.start_mark.column + 1, f"unsupported YAML tag {tag}; use plain values"
+        node.start_mark.line + 1 + offset,
+        node.start_mark.column + 1,
+        f"unsupported YAML tag {tag}; remove the tag and write a plain value",
     )
 
 
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, offset: int = 0) -> None:
         self.positions: dict[Path, tuple[int, int]] = {}
         self.count = 0
+        self.offset = offset  # lines before this document's chunk (see `parse_all`)
+
+    def _at(self, node: yaml.Node) -> tuple[int, int]:
+        return node.start_mark.line + 1 + self.offset, node.start_mark.column + 1
 
     def build(self, node: yaml.Node, path: Path) -> Any:
         self.count += 1
         if self.count > MAX_NODES:
             raise YamlError(
-                node.start_mark.line + 1, 1, f"document expands to more than {MAX_NODES} values (alias bomb?)"
+                *self._at(node),
+                f"document holds more than {MAX_NODES} values (counting each use of an &anchor's *alias); "
+                "a fleet object is far smaller, so split it or remove the repetition",
             )
         if len(path) > MAX_DEPTH:
-            raise YamlError(
-                node.start_mark.line + 1,
-                node.start_mark.column + 1,
-                f"YAML nests deeper than {MAX_DEPTH} levels; flatten it",
-            )
-        self.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+            raise YamlError(*self._at(node), f"YAML nests deeper than {MAX_DEPTH} levels; flatten it")
+        self.positions.setdefault(path, self._at(node))
         if isinstance(node, yaml.ScalarNode):
-            return _scalar(node)
+            return _scalar(node, self.offset)
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         if isinstance(node, yaml.MappingNode):
@@ -101,23 +124,22 @@ class _Builder:
             for key_node, value_node in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     raise YamlError(
-                        key_node.start_mark.line + 1,
-                        key_node.start_mark.column + 1,
-                        "merge keys (<<) are not supported; write the fields out",
+                        *self._at(key_node), "merge keys (<<) are not supported; write the fields out"
                     )
                 key = self.build(key_node, (*path, "<key>"))
                 if not isinstance(key, str):
                     key = str(key).lower() if isinstance(key, bool) else str(key)
                 if key in out:
+                    first = self.positions[(*path, key)][0]
                     raise YamlError(
-                        key_node.start_mark.line + 1,
-                        key_node.start_mark.column + 1,
-                        f"duplicate key {key!r}; keep one",
+                        *self._at(key_node),
+                        f"duplicate key {key!r} (first set at line {first}); keep one of them",
+                        DUPLICATE_KEY,
                     )
-                self.positions[(*path, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                self.positions[(*path, key)] = self._at(key_node)
                 out[key] = self.build(value_node, (*path, key))
             return out
-        raise YamlError(node.start_mark.line + 1, 1, "unsupported YAML node")  # pragma: no cover
+        raise YamlError(*self._at(node), "unsupported YAML node")  # pragma: no cover
 
 
 def _may_nest_past(text: bytes, limit: int) -> bool:
@@ -136,7 +158,7 @@ def _may_nest_past(text: bytes, limit: int) -> bool:
     return False
 
 
-def check_depth(text: bytes) -> None:
+def check_depth(text: bytes, offset: int = 0) -> None:
     """Refuse nesting past MAX_DEPTH before the composer recurses (it would crash the process)."""
     if not _may_nest_past(text, MAX_DEPTH):
         return
@@ -148,41 +170,190 @@ def check_depth(text: bytes) -> None:
                 if depth > MAX_DEPTH:
                     mark = event.start_mark
                     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-                    raise YamlError(line, col, f"YAML nests deeper than {MAX_DEPTH} levels; flatten it")
+                    raise YamlError(
+                        line + offset, col, f"YAML nests deeper than {MAX_DEPTH} levels; flatten it"
+                    )
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
     except yaml.YAMLError:
         return  # the composer reports syntax errors with their position
 
 
-def parse(text: str | bytes, path: str) -> list[Document]:
-    """Every document of a file. Raises YamlError (with line and column) on the first bad one."""
-    check_depth(text.encode() if isinstance(text, str) else text)
-    loader = _Loader(text)
+# Characters YAML does not allow in a stream (C0/C1 controls other than tab and line breaks, surrogates,
+# noncharacters): their presence means binary data, not a text file.
+_NOT_YAML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ufffe\uffff]")
+_BOMS = {
+    b"\xff\xfe\x00\x00": "UTF-32",
+    b"\x00\x00\xfe\xff": "UTF-32",
+    b"\xff\xfe": "UTF-16",
+    b"\xfe\xff": "UTF-16",
+}
+
+
+def _line_col(data: bytes, pos: int) -> tuple[int, int]:
+    start = data.rfind(b"\n", 0, pos) + 1
+    return data.count(b"\n", 0, pos) + 1, len(data[start:pos].decode("utf-8", errors="replace")) + 1
+
+
+def check_text(data: bytes) -> YamlError | None:
+    """Fleet files are UTF-8 text: name the first byte or character that says otherwise."""
+    for bom, name in _BOMS.items():
+        if data.startswith(bom):
+            return YamlError(
+                1, 1, f"the file is {name}-encoded; save it as UTF-8 (fleet files are UTF-8 YAML)"
+            )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line, col = _line_col(data, err.start)
+        return YamlError(
+            line,
+            col,
+            f"not UTF-8 text: byte 0x{data[err.start]:02x} cannot appear here; save the file as UTF-8 "
+            "(fleet files are UTF-8 YAML, not binary or Latin-1)",
+        )
+    bad = _NOT_YAML.search(text)
+    if bad is not None:
+        line, col = _line_col(data, len(text[: bad.start()].encode()))
+        return YamlError(
+            line,
+            col,
+            f"control character U+{ord(bad.group()):04X} is not allowed in YAML (binary data?); "
+            "fleet files are UTF-8 text, so remove it",
+        )
+    return None
+
+
+def _syntax_error(err: yaml.MarkedYAMLError, data: bytes, offset: int) -> YamlError:
+    mark, context_mark = err.problem_mark or err.context_mark, err.context_mark
+    if mark is not None and context_mark is not None and mark.index >= len(data.rstrip()):
+        mark = context_mark  # "unexpected end of the file": point at what was left open
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    lines = data.split(b"\n")
+    if mark is not None and mark.index >= len(data.rstrip()):
+        filled = [
+            n for n, text in enumerate(lines, start=1) if text.strip() and not text.lstrip().startswith(b"#")
+        ]
+        if filled:  # still the end of the file: the last line with content is where it was left open
+            line, col = filled[-1], len(lines[filled[-1] - 1].rstrip().decode(errors="replace")) + 1
+    text = lines[line - 1] if 0 < line <= len(lines) else b""
+    indent = text[: len(text) - len(text.lstrip(b" \t"))]
+    if b"\t" in indent or (b"\t" in text and "cannot start any token" in str(err.problem)):
+        return YamlError(
+            line + offset,
+            text.index(b"\t") + 1,
+            "a tab character is used for indentation; YAML indents with spaces only, so replace the tab with spaces",
+        )
+    problem = " ".join(str(err.problem or err).split())
+    context = " ".join(str(err.context or "").split())
+    if (
+        context
+        and context_mark is not None
+        and context_mark.line + 1 != line
+        and context_mark.index < len(data.rstrip())
+    ):
+        problem += f" ({context} at line {context_mark.line + 1 + offset})"
+    hint = next((h for key, h in _HINTS if key in f"{problem} {context}"), "fix the YAML here")
+    return YamlError(line + offset, col, f"YAML syntax error: {problem}; {hint}")
+
+
+_HINTS = (
+    ("quoted scalar", "close the quoted value with its matching quote"),
+    ("expected ',' or ']'", "close the [ list with ] (and separate items with commas)"),
+    ("expected ',' or '}'", "close the { mapping with } (and separate fields with commas)"),
+    ("flow node", "a value is missing: close the [ or { opened above, or remove a stray comma"),
+    ("mapping values are not allowed", "check this line's indentation, or quote a value that contains ': '"),
+    ("expected key", "indent this line like the other fields of its mapping"),
+    ("block sequence", "indent this line like the other items of its list"),
+    ("expected <document start>", "start each further document with a --- line"),
+)
+
+
+def _compose(data: bytes, path: str, offset: int, first_index: int) -> list[Document]:
+    """Every document of one chunk; raises YamlError with file-relative lines on the first bad one."""
+    check_depth(data, offset)
+    loader = _Loader(data)
     docs: list[Document] = []
     try:
-        index = 0
         while loader.check_node():
             node = loader.get_node()
             if node is None:  # pragma: no cover
                 break
-            builder = _Builder()
-            data = builder.build(node, ())
-            docs.append(
-                Document(
-                    path, index, data, node.start_mark.line + 1, node.start_mark.column + 1, builder.positions
-                )
-            )
-            index += 1
+            builder = _Builder(offset)
+            value = builder.build(node, ())
+            line, col = builder._at(node)
+            docs.append(Document(path, first_index + len(docs), value, line, col, builder.positions))
     except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        raise YamlError(line, col, f"YAML syntax error: {err.problem or err}") from None
+        raise _syntax_error(err, data, offset) from None
     except yaml.YAMLError as err:
-        raise YamlError(1, 1, f"YAML error: {err}") from None
+        raise YamlError(1 + offset, 1, f"YAML error: {' '.join(str(err).split())}") from None
+    except RecursionError:
+        raise YamlError(1 + offset, 1, f"YAML nests deeper than {MAX_DEPTH} levels; flatten it") from None
     finally:
         loader.dispose()
-    return [d for d in docs if d.data is not None]
+    return docs
+
+
+_DOC_START = re.compile(rb"^---(?=[ \t\r\n]|$)", re.M)
+_NO_CONTENT = re.compile(rb"\A(?:[ \t]*(?:#[^\n]*|%[^\n]*)?\r?\n?)*\Z")
+
+
+def _chunks(data: bytes) -> list[tuple[int, bytes]]:
+    """The file split before every `---` at column 0 (a document marker can appear nowhere else), as
+    (lines before the chunk, chunk); comment- or directive-only chunks join the next one."""
+    starts = [0, *(m.start() for m in _DOC_START.finditer(data) if m.start() > 0), len(data)]
+    out: list[tuple[int, bytes]] = []
+    pending = 0
+    for end in starts[1:]:
+        if end < len(data) and _NO_CONTENT.match(data[pending:end]):
+            continue  # nothing but comments or directives: keep it with the next document
+        out.append((data.count(b"\n", 0, pending), data[pending:end]))
+        pending = end
+    return out
+
+
+def parse_all(text: str | bytes, path: str) -> tuple[list[Document], list[BadDocument]]:
+    """Every readable document of a file, and each unreadable one with its error. A file that is not
+    UTF-8 text is one bad document; otherwise a broken document never costs its neighbours."""
+    data = text.encode() if isinstance(text, str) else text
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    bad_text = check_text(data)
+    if bad_text is not None:
+        return [], [BadDocument(0, 1, bad_text, data)]
+    try:
+        return [d for d in _compose(data, path, 0, 0) if d.data is not None], []
+    except YamlError:
+        pass  # find which documents are broken, one chunk at a time
+    docs: list[Document] = []
+    bad: list[BadDocument] = []
+    index = 0
+    for offset, chunk in _chunks(data):
+        try:
+            found = _compose(chunk, path, offset, index)
+        except YamlError as err:
+            bad.append(BadDocument(index, offset + _first_content_line(chunk), err, chunk))
+            index += 1
+            continue
+        docs += found
+        index += len(found)
+    return [d for d in docs if d.data is not None], bad
+
+
+def _first_content_line(chunk: bytes) -> int:
+    for n, line in enumerate(chunk.split(b"\n"), start=1):
+        body = line.strip()
+        if body and not body.startswith((b"#", b"%")) and body.split(b"#")[0].strip() != b"---":
+            return n
+    return 1
+
+
+def parse(text: str | bytes, path: str) -> list[Document]:
+    """Every document of a file. Raises YamlError (with line and column) on the first bad one."""
+    docs, bad = parse_all(text, path)
+    if bad:
+        raise bad[0].error
+    return docs
 
 
 def fast_load_all(text: str | bytes) -> list[Any]:

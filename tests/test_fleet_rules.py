@@ -82,7 +82,8 @@ def test_diagnostics_are_sorted_by_path_line_and_column(tmp_path: Path) -> None:
 
 def test_every_message_says_what_to_change(tmp_path: Path) -> None:
     diags = check_fleet(fleet_files(materialize("broken", tmp_path))).diagnostics
-    verbs = ("add", "remove", "rename", "set", "use", "move", "fix", "lower", "pick", "break")
+    verbs = ("add", "remove", "rename", "set", "use", "move", "fix", "lower", "pick", "break", "close", "indent",
+             "quote", "save", "replace", "split", "write", "delete", "flatten", "keep")  # fmt: skip
     for d in diags:
         assert any(v in d.message for v in verbs), str(d)
 

@@ -74,13 +74,20 @@ BASE_FILES = {
 }
 
 
-def commit(repo: pygit2.Repository, files: dict[str, bytes], message: str, branch: str = "main") -> str:
+def commit(
+    repo: pygit2.Repository,
+    files: dict[str, bytes],
+    message: str,
+    branch: str = "main",
+    who: pygit2.Signature = HUMAN,
+    delete: tuple[str, ...] = (),
+) -> str:
     ref = repo.references.get(f"refs/heads/{branch}")
     parent = ref.peel(pygit2.Commit) if ref is not None else None
     current = gitstore.read_files(repo, str(parent.id)) if parent is not None else {}
-    tree = write_tree(repo, {**current, **files})
+    tree = write_tree(repo, {p: b for p, b in {**current, **files}.items() if p not in delete})
     parents = [parent.id] if parent is not None else []
-    return str(repo.create_commit(f"refs/heads/{branch}", HUMAN, HUMAN, message, tree, parents))
+    return str(repo.create_commit(f"refs/heads/{branch}", who, who, message, tree, parents))
 
 
 @pytest.fixture
@@ -215,3 +222,86 @@ def test_the_plan_output_matches_its_golden_file(fleet: pygit2.Repository, fmt: 
     if os.environ.get("JOBTREE_REGEN_GOLDEN"):
         golden.write_text(out)
     assert out == golden.read_text()
+
+
+def test_a_pull_request_deleting_a_run_shows_it_stopping_and_the_run_it_lets_start(
+    fleet: pygit2.Repository,
+) -> None:
+    commit(fleet, {}, "drop r1\n", "pr", delete=("runs/t/r1.yaml",))
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    assert code == 1
+    report = json.loads(out)
+    assert report["cuts"] == [{"run": "t/r1", "reason": "RunDeleted", "gpus": 16}]
+    # r1's 16 GPUs and its 16 of envelope `now` are free, so r2 no longer waits for the 10:00 window
+    (start,) = report["starts"]
+    assert (start["run"], start["gpus"], start["payers"]) == (
+        "t/r2",
+        16,
+        [{"payer": "org:t (t/now)", "gpus": 16}],
+    )
+    assert [e["text"] for e in report["eta"]] == ["t/r2 now starts at once instead of 2026-03-02T10:00:10Z"]
+
+
+def test_cutting_a_budget_under_a_running_run_shows_the_unfunded_gpus(fleet: pygit2.Repository) -> None:
+    commit(fleet, {"budgets/t.yaml": budget(now_gpus=8)}, "halve now\n", "pr")
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    assert code == 1
+    report = json.loads(out)
+    assert report["cuts"] == []  # a budget change never kills work
+    (usage,) = [b for b in report["budgets"] if b["envelope"] == "t/now"]
+    # r1's group 0 (8 GPUs) stays funded by the 8 left; group 1 keeps running, paid by nobody
+    assert (usage["before"]["active"], usage["before"]["unfunded"]) == (16, 0)
+    assert (usage["after"]["active"], usage["after"]["unfunded"], usage["after"]["headroom"]) == (8, 8, 0)
+    code, out = plan(fleet)
+    assert (
+        "budget   t/now: 16 active, 0 spare, 0 out, headroom 0 -> 8 active, 0 spare, 0 out, 8 unfunded, headroom 0"
+        in out
+    )
+
+
+def test_a_branch_cannot_name_itself_the_reconciler_to_edit_state(fleet: pygit2.Repository) -> None:
+    # the pull request rewrites jobtree.yaml's reconciler identity to its author, then "signs" a state edit
+    commit(fleet, {"jobtree.yaml": FLEET.replace(b"jobtree@fleet.example", b"ada@example.com")}, "me\n", "pr")
+    trailer = f"Spec-Commit: {fleet.references['refs/heads/main'].target}"
+    commit(fleet, {"state/leases/t/r1.yaml": b"kind: Lease\n"}, f"jobtree: fix\n\n{trailer}\n", "pr")
+    code, out = plan(fleet)
+    assert code == 3
+    assert "state/leases/t/r1.yaml (changed by hand in" in out
+
+
+def test_a_commit_posing_as_the_reconciler_that_also_edits_a_run_is_refused(fleet: pygit2.Repository) -> None:
+    bot = pygit2.Signature("jobtree", "jobtree@fleet.example", T0, 0)
+    trailer = f"Spec-Commit: {fleet.references['refs/heads/main'].target}"
+    files = {"state/leases/t/r1.yaml": b"kind: Lease\n", "runs/t/r3.yaml": run("r3", 8)}
+    commit(fleet, files, f"jobtree: started r3\n\n{trailer}\n", "pr", who=bot)
+    code, out = plan(fleet)
+    assert code == 3
+    assert "state/leases/t/r1.yaml (changed by hand in" in out and "runs/t/r3.yaml" not in out
+
+
+def test_a_folder_that_is_not_a_repository_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(command, [str(tmp_path), "--base", "main"])
+    assert result.exit_code == 2 and "is not a Git repository" in result.output
+
+
+def test_damaged_state_on_the_base_branch_is_exit_four_naming_the_file(fleet: pygit2.Repository) -> None:
+    (lease_file,) = [
+        p for p in gitstore.read_files(fleet, "main", ["state/leases/"]) if p.endswith("r1.yaml")
+    ]
+    commit(fleet, {lease_file: b"garbage: [\n"}, "oops\n")
+    fleet.references["refs/heads/pr"].set_target(fleet.references["refs/heads/main"].target)
+    code, out = plan(fleet)
+    assert code == 4
+    assert f"cannot read {lease_file} at base" in out and "state/ on the base branch is damaged" in out
+
+
+def test_markdown_fits_one_comment_even_when_every_invalid_file_has_a_huge_message(
+    fleet: pygit2.Repository,
+) -> None:
+    junk = {f"runs/t/junk-{i:03d}.yaml": b"kind: " + b"K" * 5000 + b"\n" for i in range(60)}
+    commit(fleet, junk, "junk\n", "pr")
+    code, out = plan(fleet, "--format", "markdown")
+    assert code == 3
+    assert len(out) <= 65_535
+    assert "Invalid files" in out and "runs/t/junk-000.yaml:1:1: JT003" in out
+    assert "more invalid-file lines" in out and "did not fit in one comment" in out

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from schemas import publish
+from schemas.load import KINDS as KINDS_BY_NAME
 from tests.corpus_support import INVALID, VALID, documents, kind_files, model_for, schema_validator, sentence
 
 SCHEMAS_DIR = Path(publish.__file__).parent
@@ -126,7 +127,10 @@ def perturbed(value: Any) -> st.SearchStrategy[Any]:
     if isinstance(value, bool):
         return st.sampled_from([not value, int(value), str(value).lower()])
     if isinstance(value, int):
-        return st.sampled_from([value - 1, value + 1, -value, float(value), value + 0.5, str(value), 0])
+        bounds = [1_025, 100_001, 1_000_000, 1_000_001]  # just past the published maxima (GPUs per node, ...)
+        return st.sampled_from(
+            [value - 1, value + 1, -value, float(value), value + 0.5, str(value), 0, *bounds]
+        )
     if isinstance(value, float):
         return st.sampled_from([-value, value * 3, int(value), str(value), 0, 1])
     if isinstance(value, str):
@@ -238,3 +242,65 @@ def _assert_structural(node: Any, where: str) -> None:
         _assert_structural(node["items"], f"{where}[]")
     if isinstance(node.get("additionalProperties"), dict):
         _assert_structural(node["additionalProperties"], f"{where}{{}}")
+
+
+# --- the CRDs' openAPIV3Schema, read as the API server would ----------------------------------
+
+CRD_FILES = {"Budget": "budgets", "Run": "runs", "Lease": "gpuleases", "Reservation": "reservations"}
+
+
+def _as_json_schema(node: Any) -> Any:
+    """OpenAPI v3 (Kubernetes flavour) to JSON Schema: `nullable` admits null; x- keys are hints."""
+    if isinstance(node, list):
+        return [_as_json_schema(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _as_json_schema(v) for k, v in node.items() if not k.startswith("x-") and k != "nullable"}
+    return {"anyOf": [out, {"type": "null"}]} if node.get("nullable") else out
+
+
+def crd_validator(kind: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    text = (SCHEMAS_DIR / "crds" / f"{CRD_FILES[kind]}.yaml").read_text(encoding="utf-8")
+    schema = yaml.safe_load(text)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return Draft202012Validator(_as_json_schema(schema))
+
+
+def test_the_crd_files_are_plain_yaml_without_anchors_or_aliases() -> None:
+    for kind, plural in CRD_FILES.items():
+        text = (SCHEMAS_DIR / "crds" / f"{plural}.yaml").read_text(encoding="utf-8")
+        assert "&id" not in text and "*id" not in text, kind
+
+
+@pytest.mark.parametrize("kind", sorted(CRD_FILES))
+def test_a_crd_accepts_every_valid_corpus_object_of_its_kind(kind: str) -> None:
+    validator = crd_validator(kind)
+    found = 0
+    for path in kind_files(VALID):
+        for data in documents(path):
+            if isinstance(data, dict) and data.get("kind") == kind:
+                found += 1
+                assert validator.is_valid(data), (path.name, [e.message for e in validator.iter_errors(data)])
+    assert found, f"the valid corpus has no {kind}"
+
+
+@pytest.mark.parametrize(
+    ("resources", "want_valid"),
+    [
+        ({"gpuType": "H100-80GB", "totalGPUs": 8}, True),
+        ({"gpuType": "H100-80GB", "totalGPUs": "8"}, False),
+        ({"gpuType": "H100-80GB", "totalGPUs": 0}, False),
+        ({"gpuType": "H100-80GB", "totalGPUs": 1_000_001}, False),
+        ({"gpuType": "", "totalGPUs": 8}, False),
+    ],
+)
+def test_the_run_crd_rejects_what_the_run_model_rejects(resources: dict[str, Any], want_valid: bool) -> None:
+    run = {
+        "apiVersion": "rq.davidlangworthy.io/v1",
+        "kind": "Run",
+        "metadata": {"name": "r", "namespace": "ns"},
+        "spec": {"owner": "org:x", "resources": resources},
+    }
+    assert crd_validator("Run").is_valid(run) is want_valid
+    assert model_accepts(KINDS_BY_NAME["Run"], run) is want_valid

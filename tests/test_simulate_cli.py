@@ -34,7 +34,7 @@ def run(path: Path) -> tuple[int, str]:
             "nests deeper than 64",
             id="deep block nesting",
         ),  # fmt: skip
-        pytest.param("spec: {start: [\n", 2, "YAML syntax error", id="unclosed bracket"),
+        pytest.param("spec: {start: [\n", 1, "YAML syntax error", id="unclosed bracket"),
         pytest.param("a: 1\na: 2\n", 2, "duplicate key 'a'", id="duplicate key"),
     ],
 )

@@ -77,12 +77,21 @@ def test_github_format_matches_the_golden_annotations(tmp_path: Path) -> None:
     )
 
 
-def test_github_annotations_escape_newlines_and_commas() -> None:
+def test_github_annotations_escape_percent_commas_and_colons() -> None:
     from reconciler.validate import github_line
     from schemas.diagnostics import Diagnostic
 
-    line = github_line(Diagnostic("runs/a,b.yaml", 3, 4, "JT010", "50% bad\nnext"))
-    assert line == "::error file=runs/a%2Cb.yaml,line=3,col=4,title=JT010::50%25 bad%0Anext"
+    line = github_line(Diagnostic("runs/a,b:c.yaml", 3, 4, "JT010", "50% bad, next: x"))
+    assert line == "::error file=runs/a%2Cb%3Ac.yaml,line=3,col=4,title=JT010::50%25 bad, next: x"
+
+
+def test_a_diagnostic_is_always_one_line_even_when_it_quotes_a_multiline_value() -> None:
+    from reconciler.validate import github_line
+    from schemas.diagnostics import Diagnostic
+
+    d = Diagnostic("runs/a/b.yaml", 3, 4, "JT010", "kind 'a\nb' does not belong here;\r\n expected Run")
+    assert str(d) == "runs/a/b.yaml:3:4: JT010 kind 'a b' does not belong here; expected Run"
+    assert "\n" not in github_line(d) and "%0A" not in github_line(d)
 
 
 def test_a_missing_repository_folder_is_a_usage_error(tmp_path: Path) -> None:

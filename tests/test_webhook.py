@@ -264,3 +264,69 @@ def test_the_command_fails_clearly_when_the_pipeline_has_no_reconcile_once(
     monkeypatch.setitem(sys.modules, "reconciler.reconcile", types.ModuleType("reconciler.reconcile"))
     result = CliRunner().invoke(webhook.command, ["--port", "0"], env={"JOBTREE_WEBHOOK_SECRET": "x"})
     assert result.exit_code == 4 and "reconcile_once" in result.output
+
+
+def raw_request(srv: webhook.WebhookServer, data: bytes) -> str:
+    """Send bytes as they are (headers no client library would send) and read one whole reply."""
+    host, port = srv.httpd.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=5) as sock:
+        sock.sendall(data)
+        reply = b""
+        while b"\r\n\r\n" not in reply and (chunk := sock.recv(4096)):
+            reply += chunk
+        head, _, body = reply.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        while len(body) < length and (chunk := sock.recv(4096)):
+            body += chunk
+    return (head + b"\r\n\r\n" + body).decode("latin-1")
+
+
+def test_a_signature_header_that_is_not_ascii_gets_401_not_a_dropped_connection(server, recorder) -> None:
+    body = json.dumps(PUSH_MAIN).encode()
+    request = (
+        b"POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\n"
+        b"X-Hub-Signature-256: sha256=\xff\xfe\r\nContent-Length: %d\r\n\r\n" % len(body)
+    ) + body
+    reply = raw_request(server, request)
+    assert reply.startswith("HTTP/1.1 401") and "nothing was run" in reply
+    assert server.queue.wait_idle(5)
+    assert recorder.runs == 0
+
+
+def test_json_nested_beyond_the_parser_gets_400_with_a_valid_signature(server, recorder) -> None:
+    body = b"[" * 100_000 + b"]" * 100_000
+    server.max_body = len(body)
+    headers = {"X-GitHub-Event": "push", "X-Hub-Signature-256": webhook.signature_for(SECRET, body)}
+    status, reply = call(server, "POST", "/webhook", body, headers)
+    assert (status, reply) == (400, {"error": "malformed payload: nested too deeply"})
+    assert recorder.runs == 0
+
+
+def test_two_different_content_lengths_are_refused_before_the_body_is_read(server, recorder) -> None:
+    body = json.dumps(PUSH_MAIN).encode()
+    request = (
+        b"POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\n"
+        b"X-Hub-Signature-256: %s\r\nContent-Length: %d\r\nContent-Length: 5\r\n\r\n"
+        % (webhook.signature_for(SECRET, body).encode(), len(body))
+    ) + body
+    reply = raw_request(server, request)
+    assert reply.startswith("HTTP/1.1 400") and "conflicting Content-Length" in reply
+    assert recorder.runs == 0
+
+
+def test_a_bug_while_handling_a_request_is_a_500_and_the_server_keeps_serving(
+    server, recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object) -> webhook.Reply:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(server, "receive", broken)
+    status, reply = deliver(server, "push", PUSH_MAIN)
+    assert (status, reply) == (500, {"error": "internal error; nothing was run"})
+    monkeypatch.undo()
+    assert deliver(server, "push", PUSH_MAIN)[0] == 202
+    assert server.queue.wait_idle(5) and recorder.runs == 1
