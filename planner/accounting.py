@@ -136,6 +136,7 @@ class Book:
         self.orphaned: set[GroupKey] = set()  # groups paid by an envelope that no longer exists
         self.seen = 0  # how many leases the last classify read (later ones were appended since)
         self.closures_at = -1  # the pass's closure count at the last classify (set by the caller)
+        self.closed_seen = 0  # how much of the pass's closed-lease log the last classify saw
 
     def category(self, run_owner: str, env: Env) -> str:
         if env.owner == run_owner:
@@ -232,6 +233,49 @@ def classify(
         book.unfunded |= blocked
 
 
+def reclassify(
+    book: Book,
+    leases: Sequence[Lease],
+    owner_of: Callable[[str], str],
+    rank_of: Callable[[str], tuple[object, ...]],
+    touched: set[str],
+) -> None:
+    """`classify` for the touched envelopes only (those whose leases opened or closed since).
+
+    Every other envelope's claims are as the last classify left them, and `settle` reads nothing
+    but an envelope's own claims, so this gives classify's answer; their funding (with anything
+    added to it since, such as held reservations' funding) is kept as it is.
+    """
+    mine = []
+    orphaned: set[GroupKey] = set()
+    for lease in leases:
+        env_key = lease.payer.env_key
+        if not lease.open or lease.role == "Borrowed" or env_key is None:
+            continue
+        if env_key in touched:
+            mine.append(lease)
+        elif env_key not in book.envs:
+            orphaned.add((lease.run, lease.group))
+    per_env, gone = claims_of(book, mine, owner_of, rank_of)
+    orphaned |= gone
+    for env_key in sorted(touched):
+        if env_key not in book.envs:
+            continue
+        env_claims = per_env.get(env_key, [])
+        funded, blocked = settle(book, env_key, env_claims)
+        book.funded[env_key] = funded
+        book.blocked[env_key] = blocked
+        if env_claims:
+            book.claims[env_key] = env_claims
+        else:
+            book.claims.pop(env_key, None)
+        book.changes.append(env_key)
+        book.touched[env_key] += 1
+    book.orphaned = orphaned
+    book.unfunded = set(orphaned).union(*book.blocked.values())
+    book.seen = len(leases)
+
+
 def claims_of(
     book: Book,
     leases: Iterable[Lease],
@@ -242,9 +286,9 @@ def claims_of(
     claims: dict[tuple[str, str, tuple[object, ...], GroupKey], int] = defaultdict(int)
     orphaned: set[GroupKey] = set()
     for lease in leases:
-        if not lease.open or lease.role == "Borrowed" or lease.payer.key is None:
+        env_key = lease.payer.env_key
+        if not lease.open or lease.role == "Borrowed" or env_key is None:
             continue
-        env_key = f"{lease.payer.budget}/{lease.payer.envelope}"
         group = (lease.run, lease.group)
         env = book.envs.get(env_key)
         if env is None:  # the envelope is gone: nobody funds this claim

@@ -211,9 +211,17 @@ def _hold_funding(ctx: Pass, line: Line, srcs: list[pack.Source], need: int, spe
             left -= n
 
 
-def _reapply_funding_holds(ctx: Pass, line: Line) -> None:
+def _refresh_after_cuts(ctx: Pass, line: Line) -> None:
+    """Funding classes again, only for envelopes whose leases opened or closed since the last
+    refresh; the funding held for reservations in line is put back on the ones re-derived."""
+    book = ctx.book
+    changed = [*ctx.closed_log[book.closed_seen :], *ctx.leases[book.seen :]]
+    touched = {k for x in changed if (k := x.payer.env_key) is not None}
+    accounting.reclassify(book, ctx.leases, ctx.owner_of, ctx.rank, touched)
+    book.closures_at, book.closed_seen = ctx.closures, len(ctx.closed_log)
     for env_key, category, gpus in line.funding_holds:
-        ctx.book.add(env_key, category, gpus)
+        if env_key in touched:
+            book.add(env_key, category, gpus)
 
 
 def _note_funding(ctx: Pass, res: Reservation, short: cover.Shortfall | None) -> bool:
@@ -277,8 +285,7 @@ def _activate(
     resolver.unfunded = _unfunded_with(ctx, spec, srcs, need_gpus(spec, width))
     resolver.run()
     lookahead_hours = ctx.world.settings.lookahead / 3600
-    accounting_refresh(ctx)
-    _reapply_funding_holds(ctx, line)
+    _refresh_after_cuts(ctx, line)
     srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
     placed = pack.place(ctx.topo, _request(spec, width, srcs, line.held), spec.spec.resources.gpuType)
     if placed.failure is not None:
@@ -324,4 +331,4 @@ def _unfunded_with(ctx: Pass, spec: Run, srcs: list[pack.Source], need: int) -> 
 def accounting_refresh(ctx: Pass) -> None:
     ctx.book.unfunded = set()
     accounting.classify(ctx.book, ctx.leases, ctx.owner_of, ctx.rank)
-    ctx.book.closures_at = ctx.closures
+    ctx.book.closures_at, ctx.book.closed_seen = ctx.closures, len(ctx.closed_log)

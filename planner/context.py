@@ -64,6 +64,7 @@ class Pass:
     messages: dict[str, str] = field(default_factory=dict)
     closures: int = 0  # leases closed so far this pass (accounting snapshots compare against it)
     fill_lost: set[str] = field(default_factory=set)  # opportunistic runs that lost fill leases
+    closed_log: list[Lease] = field(default_factory=list)  # leases closed this pass, in order
 
     @property
     def now(self) -> int:
@@ -114,6 +115,7 @@ class Pass:
             return
         lease.ended, lease.closure = self.now, closure
         self.closures += 1
+        self.closed_log.append(lease)
         self.topo.release(lease)
         self.events.append(Event(self.now, "End", lease, closure))
         if lease.role == "Borrowed" and closure in ("ReclaimedBySpare", "NodeFailure"):

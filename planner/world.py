@@ -43,6 +43,11 @@ class Payer:
     owner: str
     budget: str | None = None
     envelope: str | None = None
+    env_key: str | None = field(default=None, init=False, compare=False, repr=False)  # "budget/envelope"
+
+    def __post_init__(self) -> None:
+        key = f"{self.budget}/{self.envelope}" if self.budget and self.envelope else None
+        object.__setattr__(self, "env_key", key)
 
     @property
     def key(self) -> tuple[str, str] | None:
