@@ -20,9 +20,16 @@ def _payer(owner: str, piece: Piece) -> Payer:
 def bind(
     ctx: Pass, run: str, owner: str, groups: list[GroupPlan], reason: str, role: str = "Active"
 ) -> list[Lease]:
-    """Open the leases of the planned groups (and their spares), debiting the paying envelopes."""
+    """Open the leases of the planned groups (and their spares), debiting the paying envelopes.
+
+    Each working lease records the first rendezvous rank its GPUs serve: group i starts at
+    i × the group size (or after the groups before it), pieces in placement order. A swap moves
+    these ranks to the spare; nothing else ever renumbers them."""
     out: list[Lease] = []
+    size = _group_size(ctx, run)
+    after = max((x.rank + x.gpus for x in ctx.open_leases(run) if x.rank is not None), default=0)
     for g in groups:
+        rank = g.index * size if size else after
         for pieces, piece_role in ((g.pieces, role), (g.spares, "Spare")):
             for piece in pieces:
                 node = ctx.topo.nodes[piece.node]
@@ -31,10 +38,24 @@ def bind(
                     if role == "Borrowed"
                     else node.free_slots(piece.gpus)
                 )
+                working = piece_role != "Spare"
                 lease = ctx.open_lease(
-                    run, g.index, piece_role, piece.node, slots, _payer(owner, piece), reason
-                )
+                    run, g.index, piece_role, piece.node, slots, _payer(owner, piece), reason,
+                    rank if working else None,
+                )  # fmt: skip
+                if working:
+                    rank += piece.gpus
+                    after = max(after, rank)
                 if piece.source is not None:
                     ctx.book.add(piece.source.env.key, piece.source.category, piece.gpus)
                 out.append(lease)
     return out
+
+
+def _group_size(ctx: Pass, run: str) -> int | None:
+    spec = ctx.specs.get(run)
+    if spec is None:
+        return None
+    if spec.spec.locality.groupGPUs is not None:
+        return spec.spec.locality.groupGPUs
+    return spec.spec.malleable.stepGPUs if spec.spec.malleable is not None else None

@@ -91,19 +91,18 @@ class Pass:
         return (rec.submitted if rec else self.now, run)
 
     def open_lease(
-        self, run: str, group: int, role: str, node: str, slots: tuple[int, ...], payer: Payer, reason: str
+        self,
+        run: str,
+        group: int,
+        role: str,
+        node: str,
+        slots: tuple[int, ...],
+        payer: Payer,
+        reason: str,
+        rank: int | None = None,
     ) -> Lease:
-        lease = Lease(
-            lease_name(run, group, role, node, payer, self.now),
-            run,
-            group,
-            role,
-            node,
-            slots,
-            payer,
-            self.now,
-            reason,
-        )
+        name = lease_name(run, group, role, node, payer, self.now)
+        lease = Lease(name, run, group, role, node, slots, payer, self.now, reason, rank=rank)
         self.leases.append(lease)
         self.by_run[run].append(lease)
         self.topo.occupy(lease)

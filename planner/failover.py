@@ -61,6 +61,8 @@ def _swap(ctx: Pass, run: str, group: int, failed: list[Lease]) -> bool:
     if sum(x.gpus for x in spares) < need:
         return False
     left = need
+    ranks = [x.rank for x in failed if x.rank is not None]
+    rank = min(ranks) if len(ranks) == len(failed) else None  # the moved pod keeps its ranks
     for spare in spares:
         if left == 0:
             break
@@ -75,7 +77,8 @@ def _swap(ctx: Pass, run: str, group: int, failed: list[Lease]) -> bool:
         ctx.close_lease(spare, "Swap")
         if keep:
             ctx.open_lease(run, group, "Spare", spare.node, keep, spare.payer, "Swap")
-        ctx.open_lease(run, group, "Active", spare.node, take, spare.payer, "Swap")
+        ctx.open_lease(run, group, "Active", spare.node, take, spare.payer, "Swap", rank)
+        rank = rank + len(take) if rank is not None else None
         left -= len(take)
     for lease in failed:
         ctx.close_lease(lease, "NodeFailure")

@@ -65,7 +65,8 @@ def _rank_bases(
             current, offset = group, 0
             if group_size is not None:
                 base = group * group_size
-        out[(group, node)] = base + offset
+        ranks = [x.rank for x in ls if x.rank is not None]
+        out[(group, node)] = min(ranks) if len(ranks) == len(ls) else base + offset  # recorded at bind
         n = sum(x.gpus for x in ls)
         offset += n
         if group_size is None:

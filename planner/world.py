@@ -72,6 +72,7 @@ class Lease:
     reason: str  # Start | Grow | Swap | Fill
     ended: int | None = None
     closure: str | None = None
+    rank: int | None = None  # first rendezvous rank these GPUs serve (None for spares)
 
     @property
     def open(self) -> bool:

@@ -51,7 +51,8 @@ def lease_obj(x: Lease) -> dict[str, Any]:
         "spec": {
             "runRef": {"namespace": ns, "name": name},
             "group": x.group,
-            "slice": {"nodes": [f"{x.node}#{s}" for s in x.slots], "role": x.role},
+            "slice": {"nodes": [f"{x.node}#{s}" for s in x.slots], "role": x.role}
+            | ({"rank": x.rank} if x.rank is not None else {}),
             "payer": {k: v for k, v in x.payer.as_dict().items() if v is not None},
             "interval": interval,
             "reason": x.reason,
@@ -70,7 +71,7 @@ def lease_from(obj: dict[str, Any]) -> Lease:
         obj["metadata"]["name"], f"{spec['runRef']['namespace']}/{spec['runRef']['name']}", int(spec["group"]),
         spec["slice"]["role"], node, tuple(int(n.rsplit("#", 1)[1]) for n in nodes),
         Payer(p["owner"], p.get("budget"), p.get("envelope")), _ts(spec["interval"]["start"]), spec["reason"],
-        _ts(ended) if ended else None, st.get("closureReason"),
+        _ts(ended) if ended else None, st.get("closureReason"), spec["slice"].get("rank"),
     )  # fmt: skip
 
 

@@ -28,6 +28,7 @@ CLOSURE_PATTERN = r"^(" + "|".join(CLOSURE_REASONS) + r"|RandomPreempt\(0x[0-9a-
 class Slice(Model):
     nodes: list[str] = Field(min_length=1)
     role: Role
+    rank: NonNegInt | None = None  # first rendezvous rank these GPUs serve; a swap moves it, never renumbers
 
 
 class Payer(Model):

@@ -156,6 +156,22 @@ def test_failed_node_swaps_group_zero_onto_its_spare(spares: dict[str, Any]) -> 
     assert st["nodes"]["A-n03"]["cordoned"] is True
 
 
+def test_the_swapped_pod_keeps_the_ranks_of_the_failed_one(spares: dict[str, Any]) -> None:
+    # group 0 binds 8 nodes of 4 free GPUs each in placement order (most free, then name):
+    # A-n00 serves ranks 0-3, A-n01 4-7, A-n02 8-11, A-n03 12-15, ... The A-n03 pod moves to the
+    # spare on A-n16 and keeps rank 12; no other pod is renumbered.
+    def ranks(state: dict[str, Any]) -> dict[str, int]:
+        return {
+            nodes_of(x).pop(): x["spec"]["slice"]["rank"]
+            for x in _by_role(state, "alpha/j1", "Active")
+            if x["spec"]["group"] == 0
+        }
+
+    before, after = ranks(spares["checkpoints"]["T0"]), ranks(spares["checkpoints"]["T2"])
+    assert before == {f"A-n{i:02d}": 4 * i for i in range(8)}
+    assert after == {**{n: r for n, r in before.items() if n != "A-n03"}, "A-n16": 12}
+
+
 def test_second_failure_swaps_group_one_and_the_filler_requeues(spares: dict[str, Any]) -> None:
     st, ledger = spares["checkpoints"]["T3"], spares["ledger"]
     at = "2026-03-02T09:10:00Z"
