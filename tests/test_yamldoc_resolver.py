@@ -1,0 +1,37 @@
+"""The fast scalar resolver reads every plain scalar as PyYAML's own resolver does (same tags)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from schemas import yamldoc
+
+WORDS = [
+    "yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE",
+    "on", "On", "ON", "off", "Off", "OFF", "~", "null", "Null", "NULL", "y", "n", "nope", "onward",
+    "org:ai:rai", "H100-80GB", ".inf", "-.Inf", ".nan", "-1", "+7", "0x10", "0o17", "1_000", "1e3",
+    "2026-03-02", "2026-03-02T09:00:00Z", "<<", "=", "us-west", "15m",
+]  # fmt: skip
+
+
+def tag(text: str, loader: type) -> str:
+    node = yaml.compose(text, Loader=loader)
+    assert node is not None
+    return str(node.tag)
+
+
+@pytest.mark.parametrize("word", WORDS)
+def test_a_plain_scalar_gets_the_tag_pyyaml_gives_it(word: str) -> None:
+    assert tag(word, yamldoc._FastLoader) == tag(word, yaml.CSafeLoader)
+
+
+@given(st.text(alphabet="abnoyftNOYFT~01.-+:eE_x", min_size=1, max_size=8))
+def test_any_short_word_gets_the_tag_pyyaml_gives_it(word: str) -> None:
+    try:
+        want = tag(word, yaml.CSafeLoader)
+    except yaml.YAMLError:
+        return  # not a plain scalar on its own (e.g. starts with an indicator)
+    assert tag(word, yamldoc._FastLoader) == want
