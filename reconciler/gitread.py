@@ -13,7 +13,8 @@ from pygit2.enums import FileMode, ObjectType
 
 from schemas import load
 
-SPEC_FILES = ("jobtree.yaml", "inventory/nodes.yaml")
+FLEET_FILE = load.FLEET_FILE
+SPEC_FILES = (FLEET_FILE, load.INVENTORY_FILE)
 SPEC_DIRS = ("budgets", "runs")
 YAML_SUFFIXES = (".yaml", ".yml")
 # Past this size a spec file is a mistake or an attack: only its first MAX_FILE_BYTES + 1 bytes are
@@ -30,6 +31,10 @@ def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
     root = Path(path)
     if not root.is_dir():
         raise GitReadError(f"{root} is not a directory; pass the fleet repository's folder")
+    if (root / "HEAD").is_file() and (root / "objects").is_dir() and not (root / FLEET_FILE).exists():
+        raise GitReadError(
+            f"{root} is a bare Git repository with no files to read; pass --rev (e.g. --rev main)"
+        )
     out: dict[str, bytes] = {}
     for name in SPEC_FILES:
         file = root / name

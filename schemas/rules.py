@@ -101,11 +101,20 @@ def _config_rules(found: Findings, config: Loaded) -> None:
         first.setdefault(tenant.namespace, i)
 
 
+def canonical_path(obj: Loaded) -> str:
+    """Where the layout says an object lives: runs/<namespace>/<name>.yaml, budgets/<name>.yaml."""
+    meta = obj.model.metadata
+    return f"runs/{meta.namespace}/{meta.name}" if obj.model.kind == "Run" else f"budgets/{meta.name}"
+
+
 def _unique(found: Findings, objects: Sequence[Loaded]) -> list[Loaded]:
-    """Keep the first object of each kind/namespace/name (in path order); reject later copies."""
+    """Keep one object per kind/namespace/name and reject the other copies. The keeper is the copy in
+    its canonical file (so adding a same-named file elsewhere never displaces a run's own), else the
+    first in path order."""
     seen: dict[str, Loaded] = {}
     kept: list[Loaded] = []
-    for obj in objects:
+    at_home = {id(o) for o in objects if o.doc.path.rsplit(".", 1)[0] == canonical_path(o)}
+    for obj in sorted(objects, key=lambda o: (id(o) not in at_home, o.doc.path, o.doc.index)):
         first = seen.get(obj.key)
         if first is None:
             seen[obj.key] = obj

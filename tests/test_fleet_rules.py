@@ -162,3 +162,17 @@ def test_the_order_files_arrive_in_changes_nothing(name: str, tmp_path: Path) ->
     want, got = check_fleet(files), check_fleet(shuffled)
     assert (got.diagnostics, got.objects, got.rejected) == (want.diagnostics, want.objects, want.rejected)
     assert [r.metadata.name for r in got.runs] == [r.metadata.name for r in want.runs]
+
+
+def test_a_same_named_copy_never_displaces_a_run_from_its_own_file(tmp_path: Path) -> None:
+    root = materialize("seeds", tmp_path)
+    j2 = (root / "runs" / "team-b" / "j2.yaml").read_text()
+    # "a-copy" sorts before "j2": path order alone would keep the copy and reject the original
+    (root / "runs" / "team-b" / "a-copy.yaml").write_text(j2.replace("totalGPUs: 24", "totalGPUs: 16"))
+    fleet = check_fleet(fleet_files(root))
+    assert [(d.path, d.code) for d in fleet.diagnostics] == [
+        ("runs/team-b/a-copy.yaml", codes.DUPLICATE_OBJECT)
+    ]
+    (kept,) = [r for r in fleet.runs if r.metadata.name == "j2"]
+    assert kept.spec.resources.totalGPUs == 24
+    assert "is already defined at runs/team-b/j2.yaml:" in fleet.diagnostics[0].message

@@ -48,3 +48,14 @@ def test_an_empty_repository_has_no_revision_to_read(tmp_path: Path) -> None:
     pygit2.init_repository(str(tmp_path))
     with pytest.raises(gitread.GitReadError, match="HEAD"):
         gitread.read_tree(tmp_path, "HEAD")
+
+
+def test_validating_a_bare_repository_without_rev_says_to_pass_rev(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from reconciler.cli import main
+
+    pygit2.init_repository(str(tmp_path / "fleet.git"), bare=True)
+    result = CliRunner().invoke(main, ["validate", str(tmp_path / "fleet.git")])
+    assert result.exit_code == 2
+    assert "bare Git repository" in result.stderr and "--rev" in result.stderr
