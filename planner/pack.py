@@ -84,7 +84,7 @@ class _Cursor:
         if req.fill:
             members = topo.fill_free().get(flavor, {})
             self.members = members
-            base = {d: sum(len(n.fill_slots()) for n in ns) for d, ns in members.items()}
+            base = {d: sum(n.fill_count() for n in ns) for d, ns in members.items()}
         else:
             view = topo.member_view(funded_nodes(req.sources))
             self.members = view.by_domain
@@ -95,7 +95,7 @@ class _Cursor:
         self._probe: tuple[str, int, tuple[list[Piece], list[int], int]] | None = None
 
     def avail(self, node: Node) -> int:
-        base = len(node.fill_slots()) if self.req.fill else node.free
+        base = node.fill_count() if self.req.fill else node.free
         return base - self.taken.get(node.name, 0)
 
     def domain_free(self, domain: str) -> int:
@@ -146,7 +146,7 @@ class _Cursor:
             nodes = [
                 (a, n.name, n)
                 for n in self.members.get(domain, ())
-                if (a := (len(n.fill_slots()) if fill else n.free) - taken.get(n.name, 0)) > 0
+                if (a := (n.fill_count() if fill else n.free) - taken.get(n.name, 0)) > 0
             ]
             nodes.sort(key=lambda t: (-t[0], t[1]))
         sources = self.req.sources

@@ -39,6 +39,10 @@ class Node:
                     break
         return tuple(out)
 
+    def fill_count(self) -> int:
+        """How many spare-held slots no fill lease overlays yet."""
+        return len(self.spare - self.fill) if self.usable and self.spare else 0
+
     def fill_slots(self) -> list[int]:
         """Spare-held slots no fill lease overlays yet."""
         return sorted(self.spare - self.fill) if self.usable and self.spare else []
@@ -238,7 +242,7 @@ class Topology:
             out: dict[str, dict[str, list[Node]]] = defaultdict(lambda: defaultdict(list))
             for name in sorted(self.spare_nodes):
                 n = self.nodes[name]
-                if n.fill_slots():
+                if n.fill_count():
                     out[n.flavor][n.domain].append(n)
             self._fill_free = {f: dict(by) for f, by in out.items()}
         return self._fill_free
