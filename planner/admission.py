@@ -296,7 +296,9 @@ def _activate(
     for victim in sorted(set(resolver.requeued), key=ctx.rank):
         victim_spec = ctx.specs.get(victim)
         if victim_spec is not None and ctx.records[victim].phase == "Pending":
+            why = ctx.records[victim].message  # "requeued after <reason> for reservation <key>"
             _reserve(ctx, victim, victim_spec, line, lookahead_hours)
+            ctx.messages[victim] = why
     return True
 
 
