@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover
 
 Path = tuple[str | int, ...]
 MAX_NODES = 200_000
+MAX_DOCUMENTS = 1_000  # per file: fleets keep one object per file, a few share one at most
 MAX_DEPTH = 64  # no fleet object nests anywhere near this; deeper input is hostile or broken
 
 
@@ -303,11 +304,13 @@ def _chunks(data: bytes) -> list[tuple[int, bytes]]:
     (lines before the chunk, chunk); comment- or directive-only chunks join the next one."""
     starts = [0, *(m.start() for m in _DOC_START.finditer(data) if m.start() > 0), len(data)]
     out: list[tuple[int, bytes]] = []
-    pending = 0
+    pending = line = 0
     for end in starts[1:]:
         if end < len(data) and _NO_CONTENT.match(data[pending:end]):
             continue  # nothing but comments or directives: keep it with the next document
-        out.append((data.count(b"\n", 0, pending), data[pending:end]))
+        chunk = data[pending:end]
+        out.append((line, chunk))
+        line += chunk.count(b"\n")
         pending = end
     return out
 
@@ -319,6 +322,10 @@ def parse_all(text: str | bytes, path: str) -> tuple[list[Document], list[BadDoc
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     bad_text = check_text(data)
+    if bad_text is None and len(_DOC_START.findall(data)) >= MAX_DOCUMENTS:
+        bad_text = YamlError(
+            1, 1, f"the file holds more than {MAX_DOCUMENTS} documents; split it into one file per object"
+        )
     if bad_text is not None:
         return [], [BadDocument(0, 1, bad_text, data)]
     try:

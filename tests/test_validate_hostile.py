@@ -257,3 +257,22 @@ spec:
         .maxGPUHours
         == 1500.0
     )
+
+
+def test_a_file_of_thousands_of_documents_is_one_diagnostic_and_quick(tmp_path: Path) -> None:
+    many = b"a: 1\n---\n" * 400_000 + b"b: [\n"  # a broken last document would re-read each one
+    root = with_file(tmp_path, "runs/team-b/many.yaml", many)
+    line = only_problem(validate(root))
+    assert (
+        line
+        == "runs/team-b/many.yaml:1:1: JT001 the file holds more than 1000 documents; split it into one file per object"
+    )
+
+
+def test_a_missing_kind_says_which_kind_to_add(tmp_path: Path) -> None:
+    root = with_file(tmp_path, "runs/team-b/k.yaml", RUN.format(name="k").replace("kind: Run\n", "").encode())
+    line = only_problem(validate(root))
+    assert (
+        line
+        == "runs/team-b/k.yaml:1:1: JT003 kind is missing; add `kind: Run` (with apiVersion, metadata and spec)"
+    )
