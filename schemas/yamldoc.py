@@ -22,7 +22,8 @@ except ImportError:  # pragma: no cover
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 Path = tuple[str | int, ...]
-MAX_NODES = 200_000
+MAX_NODES = 200_000  # per document
+MAX_FILE_VALUES = 400_000  # per file, so many small alias bombs cannot add up
 MAX_DOCUMENTS = 1_000  # per file: fleets keep one object per file, a few share one at most
 MAX_DEPTH = 64  # no fleet object nests anywhere near this; deeper input is hostile or broken
 
@@ -97,10 +98,11 @@ def _scalar(node: yaml.ScalarNode, offset: int) -> Any:
 
 
 class _Builder:
-    def __init__(self, offset: int = 0) -> None:
+    def __init__(self, offset: int = 0, file_left: int = MAX_FILE_VALUES) -> None:
         self.positions: dict[Path, tuple[int, int]] = {}
         self.count = 0
         self.offset = offset  # lines before this document's chunk (see `parse_all`)
+        self.file_left = file_left  # values the rest of the file may still hold
 
     def _at(self, node: yaml.Node) -> tuple[int, int]:
         return node.start_mark.line + 1 + self.offset, node.start_mark.column + 1
@@ -112,6 +114,12 @@ class _Builder:
                 *self._at(node),
                 f"document holds more than {MAX_NODES} values (counting each use of an &anchor's *alias); "
                 "a fleet object is far smaller, so split it or remove the repetition",
+            )
+        if self.count > self.file_left:
+            raise YamlError(
+                *self._at(node),
+                f"the file holds more than {MAX_FILE_VALUES} values (counting each use of an &anchor's "
+                "*alias); split it or remove the repetition",
             )
         if len(path) > MAX_DEPTH:
             raise YamlError(*self._at(node), f"YAML nests deeper than {MAX_DEPTH} levels; flatten it")
@@ -270,8 +278,9 @@ _HINTS = (
 )
 
 
-def _compose(data: bytes, path: str, offset: int, first_index: int) -> list[Document]:
-    """Every document of one chunk; raises YamlError with file-relative lines on the first bad one."""
+def _compose(data: bytes, path: str, offset: int, first_index: int, spent: list[int]) -> list[Document]:
+    """Every document of one chunk; raises YamlError with file-relative lines on the first bad one.
+    `spent` counts the values built so far in the whole file (aliases expanded), against MAX_FILE_VALUES."""
     check_depth(data, offset)
     loader = _Loader(data)
     docs: list[Document] = []
@@ -280,8 +289,11 @@ def _compose(data: bytes, path: str, offset: int, first_index: int) -> list[Docu
             node = loader.get_node()
             if node is None:  # pragma: no cover
                 break
-            builder = _Builder(offset)
-            value = builder.build(node, ())
+            builder = _Builder(offset, MAX_FILE_VALUES - spent[0])
+            try:
+                value = builder.build(node, ())
+            finally:
+                spent[0] += builder.count
             line, col = builder._at(node)
             docs.append(Document(path, first_index + len(docs), value, line, col, builder.positions))
     except yaml.MarkedYAMLError as err:
@@ -329,15 +341,18 @@ def parse_all(text: str | bytes, path: str) -> tuple[list[Document], list[BadDoc
     if bad_text is not None:
         return [], [BadDocument(0, 1, bad_text, data)]
     try:
-        return [d for d in _compose(data, path, 0, 0) if d.data is not None], []
-    except YamlError:
-        pass  # find which documents are broken, one chunk at a time
+        return [d for d in _compose(data, path, 0, 0, [0]) if d.data is not None], []
+    except YamlError as err:
+        if err.message.startswith("the file holds more than"):
+            return [], [BadDocument(0, 1, err, data)]  # hostile as a whole: never build it twice
+        # otherwise find which documents are broken, one chunk at a time
     docs: list[Document] = []
     bad: list[BadDocument] = []
     index = 0
+    spent = [0]
     for offset, chunk in _chunks(data):
         try:
-            found = _compose(chunk, path, offset, index)
+            found = _compose(chunk, path, offset, index, spent)
         except YamlError as err:
             bad.append(BadDocument(index, offset + _first_content_line(chunk), err, chunk))
             index += 1
