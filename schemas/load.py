@@ -104,6 +104,11 @@ def validate_document(doc: Document, model: type[BaseModel]) -> tuple[Any | None
         return None, out
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _object_name(data: Any) -> str:
     if not isinstance(data, dict):
         return ""
@@ -149,7 +154,10 @@ def load_object(doc: Document, allowed: Iterable[str]) -> tuple[Loaded | None, l
                 line,
                 col,
                 codes.UNKNOWN_KIND,
-                f"kind {kind!r} does not belong here; expected {hint}",
+                f"kind is missing; add `kind: {allowed[0]}` (with apiVersion, metadata and spec)"
+                if kind is None
+                else f"kind {_short(kind)} does not belong here; set kind: {hint}, or move the file to the "
+                "folder for its kind",
                 _object_name(data),
             )
         ]

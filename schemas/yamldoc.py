@@ -42,7 +42,9 @@ class _FastLoader(_Loader):  # type: ignore[misc,valid-type]  # CSafeLoader is u
 
 
 Path = tuple[str | int, ...]
-MAX_NODES = 200_000
+MAX_NODES = 200_000  # per document
+MAX_FILE_VALUES = 400_000  # per file, so many small alias bombs cannot add up
+MAX_DOCUMENTS = 1_000  # per file: fleets keep one object per file, a few share one at most
 MAX_DEPTH = 64  # no fleet object nests anywhere near this; deeper input is hostile or broken
 
 
@@ -116,10 +118,11 @@ def _scalar(node: yaml.ScalarNode, offset: int) -> Any:
 
 
 class _Builder:
-    def __init__(self, offset: int = 0) -> None:
+    def __init__(self, offset: int = 0, file_left: int = MAX_FILE_VALUES) -> None:
         self.positions: dict[Path, tuple[int, int]] = {}
         self.count = 0
         self.offset = offset  # lines before this document's chunk (see `parse_all`)
+        self.file_left = file_left  # values the rest of the file may still hold
 
     def _at(self, node: yaml.Node) -> tuple[int, int]:
         return node.start_mark.line + 1 + self.offset, node.start_mark.column + 1
@@ -131,6 +134,12 @@ class _Builder:
                 *self._at(node),
                 f"document holds more than {MAX_NODES} values (counting each use of an &anchor's *alias); "
                 "a fleet object is far smaller, so split it or remove the repetition",
+            )
+        if self.count > self.file_left:
+            raise YamlError(
+                *self._at(node),
+                f"the file holds more than {MAX_FILE_VALUES} values (counting each use of an &anchor's "
+                "*alias); split it or remove the repetition",
             )
         if len(path) > MAX_DEPTH:
             raise YamlError(*self._at(node), f"YAML nests deeper than {MAX_DEPTH} levels; flatten it")
@@ -289,8 +298,9 @@ _HINTS = (
 )
 
 
-def _compose(data: bytes, path: str, offset: int, first_index: int) -> list[Document]:
-    """Every document of one chunk; raises YamlError with file-relative lines on the first bad one."""
+def _compose(data: bytes, path: str, offset: int, first_index: int, spent: list[int]) -> list[Document]:
+    """Every document of one chunk; raises YamlError with file-relative lines on the first bad one.
+    `spent` counts the values built so far in the whole file (aliases expanded), against MAX_FILE_VALUES."""
     check_depth(data, offset)
     loader = _FastLoader(data)
     docs: list[Document] = []
@@ -299,8 +309,11 @@ def _compose(data: bytes, path: str, offset: int, first_index: int) -> list[Docu
             node = loader.get_node()
             if node is None:  # pragma: no cover
                 break
-            builder = _Builder(offset)
-            value = builder.build(node, ())
+            builder = _Builder(offset, MAX_FILE_VALUES - spent[0])
+            try:
+                value = builder.build(node, ())
+            finally:
+                spent[0] += builder.count
             line, col = builder._at(node)
             docs.append(Document(path, first_index + len(docs), value, line, col, builder.positions))
     except yaml.MarkedYAMLError as err:
@@ -323,11 +336,13 @@ def _chunks(data: bytes) -> list[tuple[int, bytes]]:
     (lines before the chunk, chunk); comment- or directive-only chunks join the next one."""
     starts = [0, *(m.start() for m in _DOC_START.finditer(data) if m.start() > 0), len(data)]
     out: list[tuple[int, bytes]] = []
-    pending = 0
+    pending = line = 0
     for end in starts[1:]:
         if end < len(data) and _NO_CONTENT.match(data[pending:end]):
             continue  # nothing but comments or directives: keep it with the next document
-        out.append((data.count(b"\n", 0, pending), data[pending:end]))
+        chunk = data[pending:end]
+        out.append((line, chunk))
+        line += chunk.count(b"\n")
         pending = end
     return out
 
@@ -339,18 +354,25 @@ def parse_all(text: str | bytes, path: str) -> tuple[list[Document], list[BadDoc
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     bad_text = check_text(data)
+    if bad_text is None and len(_DOC_START.findall(data)) >= MAX_DOCUMENTS:
+        bad_text = YamlError(
+            1, 1, f"the file holds more than {MAX_DOCUMENTS} documents; split it into one file per object"
+        )
     if bad_text is not None:
         return [], [BadDocument(0, 1, bad_text, data)]
     try:
-        return [d for d in _compose(data, path, 0, 0) if d.data is not None], []
-    except YamlError:
-        pass  # find which documents are broken, one chunk at a time
+        return [d for d in _compose(data, path, 0, 0, [0]) if d.data is not None], []
+    except YamlError as err:
+        if err.message.startswith("the file holds more than"):
+            return [], [BadDocument(0, 1, err, data)]  # hostile as a whole: never build it twice
+        # otherwise find which documents are broken, one chunk at a time
     docs: list[Document] = []
     bad: list[BadDocument] = []
     index = 0
+    spent = [0]
     for offset, chunk in _chunks(data):
         try:
-            found = _compose(chunk, path, offset, index)
+            found = _compose(chunk, path, offset, index, spent)
         except YamlError as err:
             bad.append(BadDocument(index, offset + _first_content_line(chunk), err, chunk))
             index += 1

@@ -298,10 +298,22 @@ def test_damaged_state_on_the_base_branch_is_exit_four_naming_the_file(fleet: py
 def test_markdown_fits_one_comment_even_when_every_invalid_file_has_a_huge_message(
     fleet: pygit2.Repository,
 ) -> None:
-    junk = {f"runs/t/junk-{i:03d}.yaml": b"kind: " + b"K" * 5000 + b"\n" for i in range(60)}
-    commit(fleet, junk, "junk\n", "pr")
+    def junk(i: int) -> bytes:  # a lending ACL entry of 5,000 characters, quoted back in its diagnostic
+        return f"""apiVersion: rq.davidlangworthy.io/v1
+kind: Budget
+metadata: {{name: junk-{i:03d}}}
+spec:
+  owner: "org:t"
+  envelopes: [{{name: e, flavor: H100-80GB, concurrency: 1, lending: {{allow: true, to: ["a {"x" * 5000}"]}}}}]
+""".encode()
+
+    commit(fleet, {f"budgets/junk-{i:03d}.yaml": junk(i) for i in range(60)}, "junk\n", "pr")
     code, out = plan(fleet, "--format", "markdown")
     assert code == 3
     assert len(out) <= 65_535
-    assert "Invalid files" in out and "runs/t/junk-000.yaml:1:1: JT003" in out
+    assert (
+        "Invalid files" in out
+        and "budgets/junk-000.yaml:6:" in out
+        and "JT034 lending.to entry 'a xxx" in out
+    )
     assert "more invalid-file lines" in out and "did not fit in one comment" in out

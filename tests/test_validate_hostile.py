@@ -257,3 +257,32 @@ spec:
         .maxGPUHours
         == 1500.0
     )
+
+
+def test_a_file_of_thousands_of_documents_is_one_diagnostic_and_quick(tmp_path: Path) -> None:
+    many = b"a: 1\n---\n" * 400_000 + b"b: [\n"  # a broken last document would re-read each one
+    root = with_file(tmp_path, "runs/team-b/many.yaml", many)
+    line = only_problem(validate(root))
+    assert (
+        line
+        == "runs/team-b/many.yaml:1:1: JT001 the file holds more than 1000 documents; split it into one file per object"
+    )
+
+
+def test_a_missing_kind_says_which_kind_to_add(tmp_path: Path) -> None:
+    root = with_file(tmp_path, "runs/team-b/k.yaml", RUN.format(name="k").replace("kind: Run\n", "").encode())
+    line = only_problem(validate(root))
+    assert (
+        line
+        == "runs/team-b/k.yaml:1:1: JT003 kind is missing; add `kind: Run` (with apiVersion, metadata and spec)"
+    )
+
+
+def test_many_small_alias_bombs_in_one_file_add_up_to_one_diagnostic(tmp_path: Path) -> None:
+    # each document expands to 10^4 values (under the per-document cap); 100 of them pass the file's cap
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}' if i > 1 else '*a'] * 10)}]\n" for i in range(1, 4)
+    )
+    root = with_file(tmp_path, "runs/team-b/bombs.yaml", ("---\n" + bomb).encode() * 100)
+    line = only_problem(validate(root))
+    assert line.startswith("runs/team-b/bombs.yaml:") and "the file holds more than 400000 values" in line
