@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import pygit2
 
-from reconciler.gitstore import GitUnavailable, PermanentGitError, move_branch
+from reconciler.gitstore import GitUnavailable, PermanentGitError
+from reconciler.worktree import move_branch
 
 
 class PushStatus(enum.Enum):

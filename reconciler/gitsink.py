@@ -9,15 +9,14 @@ committed `asOf` is exact because no lease opened or closed in between (that wou
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import pygit2
 import yaml
 
 from planner.plan import Plan
-from reconciler import statefiles
+from reconciler import gitpack, passmemo, statefiles
 
 # Fields that change with the clock alone, not with a decision.
 VOLATILE = frozenset(
@@ -46,32 +45,89 @@ def _same_decisions(old: bytes, new: bytes) -> bool:
 
 @dataclass(slots=True)
 class NextTree:
-    files: dict[str, bytes]  # every file under state/ and rendered/ the next commit holds
+    blobs: dict[str, str]  # every file under state/ and rendered/ the next commit holds -> blob id
+    contents: dict[str, bytes]  # blob id -> bytes, for the files this pass wrote anew
     meaningful: list[str]  # paths whose decisions changed (empty: commit nothing)
+    memo: passmemo.Memo  # the next tree: what to cache once it is committed
+    kept: passmemo.Memo  # the current tree, plus what this pass checked: what to cache when not
 
 
-def next_tree(plan: Plan, current: Mapping[str, str], read: Callable[[str], bytes]) -> NextTree:
-    """The owned files after this plan, given the current `{path: blob id}` and a blob reader.
+_MISSING = object()
+
+
+def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) -> NextTree:
+    """The owned files after this plan, given the current tree's memo and a blob reader.
 
     Ledger days get this pass's events appended; every other owned file is exactly `encode(plan)`.
+    A file whose source the memo shows unchanged keeps its blob without being written again.
     """
-    files = statefiles.encode(plan)
-    for path, blob in current.items():
-        if path.startswith(LEDGER):
-            files[path] = read(blob)
-    for path, lines in statefiles.ledger_lines(plan).items():
-        files[path] = files.get(path, b"") + lines
+    old_blobs = current.blobs
+    blobs: dict[str, str] = {}
+    contents: dict[str, bytes] = {}
     changed: list[str] = []
-    for path in sorted(set(files) | set(current)):
-        new = files.get(path)
-        old = current.get(path)
-        if new is not None and old is not None and str(pygit2.hash(new)) == old:
+    pieces: dict[str, tuple[str, Any]] = {}
+    keys: dict[str, Any] = {}
+    prints: dict[str, bytes] = {}
+    kept_keys, kept_prints = dict(current.keys), dict(current.prints)
+    for path, (kind, key) in statefiles.sources(plan).items():
+        old = old_blobs.get(path)
+        if kind == statefiles.RENDERED:
+            fp = passmemo.fingerprint(key)
+            if old is not None and fp is not None and current.prints.get(path) == fp:
+                blobs[path], prints[path] = old, fp
+                continue
+            obj = key
+            if fp is not None:
+                prints[path] = fp
+        else:
+            if old is not None and current.keys.get(path, _MISSING) == key:
+                blobs[path], keys[path], pieces[path] = old, key, current.pieces[path]
+                continue
+            obj = statefiles.file_object(kind, key)
+            keys[path], pieces[path] = key, (kind, statefiles.piece(kind, obj))
+        data = statefiles.file_bytes(kind, obj)
+        blob = gitpack.object_id("blob", data).hex()
+        blobs[path] = blob
+        if blob == old:  # same bytes: what this pass knows about the file holds for the current tree too
+            if kind == statefiles.RENDERED:
+                if fp is not None:
+                    kept_prints[path] = fp
+            else:
+                kept_keys[path] = key
             continue
-        if new is None or old is None or path.startswith(LEDGER):
+        contents[blob] = data
+        if old is None or kind == statefiles.RENDERED or not _same(current, path, kind, obj, data, read):
             changed.append(path)
-        elif not (path.startswith("state/") and _same_decisions(read(old), new)):
+    for path, blob in old_blobs.items():
+        if path.startswith(LEDGER):
+            blobs[path] = blob
+        elif path not in blobs:
+            changed.append(path)  # removed
+    for path, lines in statefiles.ledger_lines(plan).items():
+        data = (read(blobs[path]) if path in blobs else b"") + lines
+        blob = gitpack.object_id("blob", data).hex()
+        if blob != blobs.get(path):
+            blobs[path], contents[blob] = blob, data
             changed.append(path)
-    return NextTree(files, changed)
+    memo = passmemo.Memo((), blobs, pieces, keys, prints)
+    kept = passmemo.Memo(current.trees, old_blobs, current.pieces, kept_keys, kept_prints)
+    return NextTree(blobs, contents, sorted(changed), memo, kept)
+
+
+def _same(
+    current: passmemo.Memo, path: str, kind: str, obj: Any, data: bytes, read: Callable[[str], bytes]
+) -> bool:
+    """Whether a rewritten state file holds the same decisions (only meters and `asOf` moved)."""
+    new = obj if kind == statefiles.LEASES else [obj]
+    key = current.keys.get(path, _MISSING)
+    if key is not _MISSING:
+        old_obj = statefiles.file_object(kind, key)
+        old = old_obj if kind == statefiles.LEASES else [old_obj]
+    elif path in current.loaded:
+        old = current.loaded[path]
+    else:
+        return _same_decisions(read(current.blobs[path]), data)
+    return bool(_stable(old) == _stable(new))
 
 
 def summary(plan: Plan) -> list[str]:

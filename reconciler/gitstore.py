@@ -1,12 +1,14 @@
 """Git source and sink (steps 1 and 6 of a pass): read a commit, write one state commit; never plans or renders.
 
-With `reconciler.gitremote` (fetch, compare-and-swap push, sync, retry) the only code that writes
-Git; `reconciler.writerlock` guards one writer per clone. pygit2 only, no `git` subprocess. For
-convenience `gitstore.push`, `sync_with_remote`, `run_with_retry`, `writer_lock`, ... are re-exported.
+With its helpers `gitpack` (object writes) and `worktree` (the checked-out branch) and with
+`reconciler.gitremote` (fetch, compare-and-swap push, sync, retry) the only code that writes Git;
+`reconciler.writerlock` guards one writer per clone. pygit2 only, no `git` subprocess. For
+convenience `gitstore.push`, `sync_with_remote`, `move_branch`, `writer_lock`, ... are re-exported.
 
 The reconciler works on a branch ref of a clone it owns. When that branch is also checked out in a
-non-bare clone, every ref move goes through a SAFE checkout first (like `git merge --ff-only`): local
-edits are never overwritten, and a conflict refuses the move with `DirtyCheckout` instead.
+non-bare clone, every ref move first updates the changed paths of the work tree (`reconciler.worktree`,
+like `git merge --ff-only`): local edits are never overwritten, and a conflict refuses the move with
+`DirtyCheckout` instead. New objects of a big commit are written as one pack (`reconciler.gitpack`).
 
 Errors are split the kopf way: `TemporaryGitError` (retry after a delay: remote unreachable, lock
 busy) and `PermanentGitError` (retrying cannot help: bad revision, not a repository, dirty checkout).
@@ -23,7 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pygit2
-from pygit2.enums import CheckoutNotify, CheckoutStrategy, ObjectType, ReferenceType, SortMode
+from pygit2.enums import FileMode, ObjectType, SortMode
+
+from reconciler import gitpack
 
 OWNED_PREFIXES: tuple[str, ...] = ("state/", "rendered/")
 TRAILER = "Spec-Commit"
@@ -182,7 +186,7 @@ def spec_commit_of(message: str) -> str | None:
 @dataclass(slots=True)
 class _Node:
     owned: bool = False
-    children: dict[str, _Node | bytes] | None = None
+    children: dict[str, _Node | bytes] | None = None  # a file is its raw blob id
 
     def kids(self) -> dict[str, _Node | bytes]:
         if self.children is None:
@@ -190,7 +194,7 @@ class _Node:
         return self.children
 
 
-def _trie(owned_prefixes: Iterable[str], files: Mapping[str, bytes]) -> _Node:
+def _trie(owned_prefixes: Iterable[str], blobs: Mapping[str, bytes]) -> _Node:
     root = _Node()
     for prefix in owned_prefixes:
         if not prefix.endswith("/") or prefix.startswith("/") or "//" in prefix:
@@ -201,8 +205,9 @@ def _trie(owned_prefixes: Iterable[str], files: Mapping[str, bytes]) -> _Node:
             assert isinstance(nxt, _Node)
             node = nxt
         node.owned = True
-    for path, data in files.items():
-        if not any(path.startswith(p) for p in owned_prefixes):
+    prefixes = tuple(owned_prefixes)
+    for path, oid in blobs.items():
+        if not path.startswith(prefixes):
             raise ValueError(f"{path} is outside the owned prefixes {list(owned_prefixes)}")
         parts = path.split("/")
         if any(p in ("", ".", "..", ".git") for p in parts):
@@ -215,28 +220,44 @@ def _trie(owned_prefixes: Iterable[str], files: Mapping[str, bytes]) -> _Node:
             node = nxt
         if isinstance(node.kids().get(parts[-1]), _Node):
             raise ValueError(f"{path} is a directory in the same commit")
-        node.kids()[parts[-1]] = bytes(data)
+        node.kids()[parts[-1]] = oid
     return root
 
 
-def _build(repo: pygit2.Repository, base: pygit2.Tree | None, node: _Node) -> pygit2.Oid | None:
-    """Write the tree for `node`; `base` seeds unowned directories and spares rewriting unchanged blobs."""
-    builder = repo.TreeBuilder() if node.owned or base is None else repo.TreeBuilder(base)
-    for name, child in sorted(node.kids().items()):
+def _tree_key(item: tuple[str, tuple[int, bytes]]) -> bytes:
+    name, (mode, _) = item
+    return name.encode() + (b"/" if mode == FileMode.TREE else b"")  # Git orders a directory as "name/"
+
+
+def _build(
+    repo: pygit2.Repository, base: pygit2.Tree | None, node: _Node, out: list[tuple[bytes, str, bytes]]
+) -> bytes | None:
+    """The raw id of the tree for `node` (None when empty); new tree objects go to `out`.
+
+    Unowned directories keep `base`'s other entries; owned ones hold exactly what `node` lists.
+    """
+    entries: dict[str, tuple[int, bytes]] = {}
+    if not node.owned and base is not None:
+        entries = {str(e.name): (int(e.filemode), e.id.raw) for e in base}
+    for name, child in node.kids().items():
         if isinstance(child, bytes):
-            oid = pygit2.hash(child)
-            known = base[name] if base is not None and name in base else None
-            if known is None or known.id != oid:
-                oid = repo.create_blob(child)
-            builder.insert(name, oid, pygit2.GIT_FILEMODE_BLOB)
+            entries[name] = (FileMode.BLOB, child)
             continue
-        sub = _build(repo, _subtree(repo, base, [name]) if base is not None else None, child)
+        sub_base = _subtree(repo, base, [name]) if base is not None and not child.owned else None
+        sub = _build(repo, sub_base, child, out)
         if sub is None:
-            if builder.get(name) is not None:
-                builder.remove(name)
+            entries.pop(name, None)
         else:
-            builder.insert(name, sub, pygit2.GIT_FILEMODE_TREE)
-    return builder.write() if len(builder) else None
+            entries[name] = (FileMode.TREE, sub)
+    if not entries:
+        return None
+    data = b"".join(
+        b"%o %s\0%s" % (mode, name.encode(), oid)
+        for name, (mode, oid) in sorted(entries.items(), key=_tree_key)
+    )
+    oid = gitpack.object_id("tree", data)
+    out.append((oid, "tree", data))
+    return oid
 
 
 def commit_files(
@@ -257,12 +278,46 @@ def commit_files(
     the same inputs give the same commit id. Moves `refs/heads/<branch>`, which must point at the
     parent (or not exist when `parent_rev` is None); otherwise `BranchMoved`.
     """
+    blobs: dict[str, str] = {}
+    contents: dict[str, bytes] = {}
+    for path, data in files.items():
+        oid = gitpack.object_id("blob", bytes(data)).hex()
+        blobs[path] = oid
+        contents[oid] = bytes(data)
+    return commit_tree(
+        repo, branch, parent_rev, blobs, contents, message=message, author_name=author_name,
+        author_email=author_email, now=now, owned_prefixes=owned_prefixes,
+    )  # fmt: skip
+
+
+def commit_tree(
+    repo: pygit2.Repository,
+    branch: str,
+    parent_rev: str | None,
+    blobs: Mapping[str, str],
+    contents: Mapping[str, bytes],
+    *,
+    message: str,
+    author_name: str,
+    author_email: str,
+    now: int,
+    owned_prefixes: tuple[str, ...] = OWNED_PREFIXES,
+) -> pygit2.Oid | None:
+    """`commit_files` given blob ids: `blobs` is every owned file's blob id (hex), `contents` the
+    bytes of those the repository may not have yet (blob id -> bytes; the rest must exist).
+
+    Only new objects are written (one pack for a big batch, see `gitpack`), and a checked-out
+    branch rewrites only the paths that changed (see `worktree`).
+    """
     parent = resolve(repo, parent_rev) if parent_rev is not None else None
     base_tree = parent.tree if parent is not None else None
-    tree_oid = _build(repo, base_tree, _trie(owned_prefixes, files))
+    raw = {path: bytes.fromhex(oid) for path, oid in blobs.items()}
+    objects: list[tuple[bytes, str, bytes]] = []
+    tree_oid = _build(repo, base_tree, _trie(owned_prefixes, raw), objects)
     if tree_oid is None:
-        tree_oid = repo.TreeBuilder().write()
-    if base_tree is not None and tree_oid == base_tree.id:
+        tree_oid = gitpack.object_id("tree", b"")
+        objects.append((tree_oid, "tree", b""))
+    if base_tree is not None and tree_oid == base_tree.id.raw:
         return None
     ref_name = f"refs/heads/{branch}"
     current = repo.references.get(ref_name)
@@ -272,77 +327,21 @@ def commit_files(
             f"{ref_name} is at {current.target if current else 'nothing'}, not at the planned parent "
             f"{want or 'nothing'}; run sync_with_remote and plan again"
         )
+    odb = repo.odb
+    for blob in sorted(set(blobs.values())):
+        data = contents.get(blob)
+        if data is not None:
+            objects.append((bytes.fromhex(blob), "blob", data))
+        elif not odb.exists(pygit2.Oid(hex=blob)):
+            raise ValueError(f"blob {blob} is neither given nor in {repo.path}")
+    gitpack.write(repo, objects)
     sig = pygit2.Signature(author_name, author_email, int(now), 0)
-    oid = repo.create_commit(None, sig, sig, message, tree_oid, [parent.id] if parent is not None else [])
-    move_branch(repo, branch, oid)
+    parents = [parent.id] if parent is not None else []
+    oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(raw=tree_oid), parents)
+    from reconciler import worktree  # imported late: worktree builds on this module
+
+    worktree.move_branch(repo, branch, oid, contents)
     return oid
-
-
-class _Conflicts(pygit2.CheckoutCallbacks):
-    def __init__(self) -> None:
-        super().__init__()
-        self.paths: list[str] = []
-
-    def checkout_notify_flags(self) -> CheckoutNotify:
-        return CheckoutNotify.CONFLICT
-
-    def checkout_notify(self, why, path, baseline, target, workdir) -> None:  # type: ignore[no-untyped-def]  # pygit2's signature
-        self.paths.append(path)
-
-
-def _checked_out(repo: pygit2.Repository, branch: str) -> bool:
-    if repo.is_bare:
-        return False
-    head = repo.references.get("HEAD")
-    return (
-        head is not None and head.type == ReferenceType.SYMBOLIC and (head.target == f"refs/heads/{branch}")
-    )
-
-
-def move_branch(repo: pygit2.Repository, branch: str, oid: pygit2.Oid) -> None:
-    """Point the branch at `oid`; a checked-out branch gets a SAFE checkout first (never clobbers)."""
-    if _checked_out(repo, branch):
-        notes = _Conflicts()
-        commit = repo[oid]
-        try:
-            repo.checkout_tree(commit, strategy=CheckoutStrategy.SAFE, callbacks=notes)
-        except pygit2.GitError as err:
-            raise DirtyCheckout(
-                f"{branch} is checked out in {repo.workdir} and local edits to "
-                f"{', '.join(sorted(notes.paths)) or 'some files'} would be overwritten ({err}); "
-                "commit, stash or discard them, or let jobtree use a clone of its own"
-            ) from err
-    repo.references.create(f"refs/heads/{branch}", oid, force=True)
-
-
-def restore_owned(
-    repo: pygit2.Repository, branch: str, prefixes: tuple[str, ...] = OWNED_PREFIXES
-) -> list[str]:
-    """Put owned files in a checked-out worktree back to the branch head (after a writer was killed
-    mid-checkout). Only paths under `prefixes` are touched; a person's edits elsewhere are kept."""
-    if not _checked_out(repo, branch):
-        return []
-    dirty = sorted(
-        path
-        for path, flags in repo.status().items()
-        if path.startswith(prefixes) and not flags & pygit2.enums.FileStatus.IGNORED
-    )
-    if not dirty:
-        return dirty
-    tracked = set(list_blobs(repo, f"refs/heads/{branch}", prefixes))
-    for path in dirty:
-        if path not in tracked and repo.workdir is not None:
-            target = os.path.join(repo.workdir, path)
-            if os.path.isfile(target):
-                os.remove(target)
-    keep = [p for p in dirty if p in tracked]
-    if keep:
-        repo.checkout_tree(resolve(repo, f"refs/heads/{branch}"), strategy=CheckoutStrategy.FORCE, paths=keep)
-        repo.index.read()
-        for path in keep:
-            repo.index.add(path)
-        repo.index.write()
-    return dirty
 
 
 # ------------------------------------------------------------------------------------- hand edits
@@ -411,6 +410,8 @@ def hand_edited(
 
 
 _REEXPORTS = {
+    "move_branch": "reconciler.worktree",
+    "restore_owned": "reconciler.worktree",
     "PushResult": "reconciler.gitremote",
     "PushStatus": "reconciler.gitremote",
     "SyncOutcome": "reconciler.gitremote",

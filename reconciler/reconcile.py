@@ -21,7 +21,7 @@ import pygit2
 
 from planner.plan import Plan
 from planner.world import FleetState
-from reconciler import gitremote, gitsink, gitstore, pipeline, statefiles
+from reconciler import gitremote, gitsink, gitstore, passmemo, pipeline, speccache
 from reconciler.embedded import EmbeddedCluster
 from reconciler.gitremote import PushStatus
 from reconciler.gitstore import GitStoreError, PermanentGitError, TemporaryGitError
@@ -29,7 +29,6 @@ from reconciler.writerlock import writer_lock
 from schemas.common import format_time, parse_duration, parse_time
 
 SPEC_PREFIXES = ("jobtree.yaml", "budgets/", "runs/", "inventory/")
-STATE_PREFIX = "state/"
 EXIT_OTHER = 4
 TOKEN_ENV = "JOBTREE_GIT_TOKEN"
 
@@ -46,6 +45,8 @@ class Outcome:
     summary: list[str] = field(default_factory=list)
     problems: int = 0  # spec diagnostics (invalid objects were left out of planning)
     next_due: int | None = None  # the next instant something is due without a push
+    state_from: str = ""  # where the state came from: "decoded" (Git), "cached" (disk) or "in memory"
+    spec_parsed: int = 0  # spec files parsed this pass (the others came from the parse cache)
 
     def __str__(self) -> str:
         if self.commit is None:
@@ -82,34 +83,54 @@ def _due(plan_state: FleetState, spec: pipeline.Spec, now: int) -> int | None:
     return min(later) if later else None
 
 
+@dataclass(slots=True)
+class Planned:
+    head: pygit2.Commit
+    spec: pipeline.Spec
+    tree: gitsink.NextTree
+    plan: Plan
+    state_from: str
+    spec_parsed: int
+
+
 def plan_once(
-    repo: pygit2.Repository, branch: str, now: int, say: Callable[[str], None]
-) -> tuple[pygit2.Commit, pipeline.Spec, gitsink.NextTree, Plan]:
-    """Read the branch head, validate, plan: the next tree (not yet committed) and the plan."""
+    repo: pygit2.Repository,
+    branch: str,
+    now: int,
+    say: Callable[[str], None],
+    memos: dict[tuple[tuple[str, str], ...], passmemo.Memo] | None = None,
+) -> Planned:
+    """Read the branch head, validate, plan: the next tree (not yet committed) and the plan.
+
+    `memos`: decoded owned trees this process already holds (by tree ids), tried before the cache.
+    """
     head = gitstore.resolve(repo, branch)
-    spec_blobs = gitstore.read_blobs(repo, str(head.id), SPEC_PREFIXES)
-    spec = pipeline.read_spec({p: data for p, (_, data) in spec_blobs.items()})
+    spec, count, parsed = speccache.read_spec(repo, head)
     say(
-        f"read {len(spec_blobs)} spec files at {str(head.id)[:12]}: {len(spec.budgets)} budgets, "
-        f"{len(spec.runs)} runs valid, {len(spec.diagnostics)} problems"
+        f"read {count} spec files at {str(head.id)[:12]} ({parsed} parsed, {count - parsed} cached): "
+        f"{len(spec.budgets)} budgets, {len(spec.runs)} runs valid, {len(spec.diagnostics)} problems"
     )
-    owned = gitstore.list_blobs(repo, str(head.id), gitstore.OWNED_PREFIXES)
-    state_files = {
-        p: gitstore.read_blob(repo, oid)
-        for p, oid in owned.items()
-        if p.startswith(STATE_PREFIX) and not p.startswith(gitsink.LEDGER)
-    }
-    state = statefiles.decode(state_files)
+    memo = (memos or {}).get(passmemo.owned_trees(repo, head))
+    source = "in memory"
+    if memo is None:
+        memo, source = passmemo.cached(repo, head), "cached"
+    if memo is None:
+        memo, source = passmemo.read(repo, head), "decoded"
+    state = memo.state()
     say(
-        f"read state: {sum(1 for x in state.leases if x.open)} open leases, {len(state.reservations)} reservations"
+        f"read state ({source}): {sum(1 for x in state.leases if x.open)} open leases, "
+        f"{len(state.reservations)} reservations"
     )
     result = pipeline.run_pass(spec, EmbeddedCluster(spec.inventory), state, now)
     say(f"planned: {len(result.events)} lease events")
     for _, problem in result.node_problems:
         say(f"node left out: {problem}")
-    tree = gitsink.next_tree(result, owned, lambda oid: gitstore.read_blob(repo, oid))
-    say(f"rendered {len(tree.files)} files, {len(tree.meaningful)} with changed decisions")
-    return head, spec, tree, result
+    tree = gitsink.next_tree(result, memo, lambda oid: gitstore.read_blob(repo, oid))
+    say(
+        f"rendered {len(tree.blobs)} files, {len(tree.contents)} written anew, "
+        f"{len(tree.meaningful)} with changed decisions"
+    )
+    return Planned(head, spec, tree, result, source, parsed)
 
 
 def reconcile_once(
@@ -128,6 +149,7 @@ def reconcile_once(
     repo = gitstore.open_repo(repo_path)
     token = os.environ.get(TOKEN_ENV)
     outcome = Outcome(attempts=0)
+    memos: dict[tuple[tuple[str, str], ...], passmemo.Memo] = {}
     with writer_lock(repo_path):
         want_branch = branch or _configured_branch(repo)
 
@@ -143,10 +165,13 @@ def reconcile_once(
             repaired = gitstore.restore_owned(repo, want_branch)
             if repaired:
                 say(f"restored {len(repaired)} state files a killed pass left half checked out")
-            head, spec, tree, result = plan_once(repo, want_branch, moment, say)
+            planned = plan_once(repo, want_branch, moment, say, memos)
+            head, spec, tree, result = planned.head, planned.spec, planned.tree, planned.plan
+            outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed
             outcome.problems = len(spec.diagnostics)
             outcome.next_due = _due(result.state, spec, moment)
             outcome.head = str(head.id)
+            memo = tree.kept
             if tree.meaningful:
                 author = spec.fleet.git.author
                 message = gitstore.format_message(
@@ -154,18 +179,23 @@ def reconcile_once(
                     _spec_commit(repo, head, author.email),
                 )
                 started = time.monotonic()
-                oid = gitstore.commit_files(
-                    repo, want_branch, str(head.id), tree.files, message=message,
+                oid = gitstore.commit_tree(
+                    repo, want_branch, str(head.id), tree.blobs, tree.contents, message=message,
                     author_name=author.name, author_email=author.email, now=moment,
                 )  # fmt: skip
                 outcome.commit = str(oid) if oid is not None else None
                 outcome.head = outcome.commit or outcome.head
                 outcome.changed = tree.meaningful
                 outcome.summary = gitsink.summary(result)
+                if oid is not None:
+                    memo = tree.memo
+                    memo.trees = passmemo.owned_trees(repo, gitstore.resolve(repo, str(oid)))
                 say(
                     f"committed {outcome.head[:12]} in {time.monotonic() - started:.2f} s "
                     f"({len(tree.meaningful)} files changed)"
                 )
+            memos[memo.trees] = memo
+            passmemo.save(repo, memo)
             if not push:
                 return gitremote.PushResult(PushStatus.UP_TO_DATE, remote, want_branch, outcome.head, None)
             pushed = gitremote.push(repo, remote, want_branch, expected, token=token)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -32,18 +33,32 @@ def dump_all(objs: list[Any]) -> bytes:
     return yamlout.dumps_all(objs).encode()
 
 
+_TIMES: dict[int, str] = {}
+_EPOCHS: dict[str, int] = {}
+
+
+def _time(v: int) -> str:
+    """`format_time`, memoised: a pass writes the same few hundred instants tens of thousands of times."""
+    text = _TIMES.get(v)
+    if text is None:
+        if len(_TIMES) > 100_000:
+            _TIMES.clear()
+        text = _TIMES[v] = format_time(v)
+    return text
+
+
 def _t(v: int | None) -> str | None:
-    return format_time(v) if v is not None else None
+    return _time(v) if v is not None else None
 
 
 def lease_obj(x: Lease) -> dict[str, Any]:
     ns, name = x.run.split("/", 1)
-    interval: dict[str, Any] = {"start": format_time(x.start)}
+    interval: dict[str, Any] = {"start": _time(x.start)}
     if x.ended is not None:
-        interval["end"] = format_time(x.ended)
+        interval["end"] = _time(x.ended)
     st: dict[str, Any] = {"closed": x.ended is not None}
     if x.ended is not None:
-        st["ended"], st["closureReason"] = format_time(x.ended), x.closure
+        st["ended"], st["closureReason"] = _time(x.ended), x.closure
     return {
         "apiVersion": API_VERSION,
         "kind": "Lease",
@@ -76,7 +91,14 @@ def lease_from(obj: dict[str, Any]) -> Lease:
 
 
 def _ts(v: Any) -> int:
-    return parse_time(v if isinstance(v, str) else v.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    if isinstance(v, str):
+        epoch = _EPOCHS.get(v)
+        if epoch is None:
+            if len(_EPOCHS) > 100_000:
+                _EPOCHS.clear()
+            epoch = _EPOCHS[v] = parse_time(v)
+        return epoch
+    return parse_time(v.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
 def reservation_obj(r: Reservation) -> dict[str, Any]:
@@ -84,7 +106,7 @@ def reservation_obj(r: Reservation) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "runRef": {"namespace": ns, "name": name},
         "intendedSlice": {"domains": list(r.domains), "nodes": list(r.nodes)},
-        "earliestStart": format_time(r.earliest_start),
+        "earliestStart": _time(r.earliest_start),
     }
     if r.paying is not None:
         spec["payingEnvelope"] = {
@@ -97,20 +119,20 @@ def reservation_obj(r: Reservation) -> dict[str, Any]:
         "reason": r.reason,
         "forecast": {"deficitGPUs": r.deficit, "confidence": r.confidence, "remedies": list(r.remedies)},
         "conflictSet": [
-            {"run": c.run, "probability": c.probability, "since": format_time(c.since)} for c in r.conflicts
+            {"run": c.run, "probability": c.probability, "since": _time(c.since)} for c in r.conflicts
         ],
     }
     if r.seed:
         status["seed"] = r.seed
     if r.ended is not None:
-        status["ended"] = format_time(r.ended)
+        status["ended"] = _time(r.ended)
     meta: dict[str, Any] = {
         "name": name,
         "namespace": ns,
-        "annotations": {"rq.davidlangworthy.io/created": format_time(r.created)},
+        "annotations": {"rq.davidlangworthy.io/created": _time(r.created)},
     }
     if r.window_basis is not None:
-        meta["annotations"]["rq.davidlangworthy.io/window"] = format_time(r.window_basis)
+        meta["annotations"]["rq.davidlangworthy.io/window"] = _time(r.window_basis)
     return {
         "apiVersion": API_VERSION,
         "kind": "Reservation",
@@ -136,25 +158,99 @@ def reservation_from(obj: dict[str, Any]) -> Reservation:
     )  # fmt: skip
 
 
-def encode(plan: Plan) -> dict[str, bytes]:
-    """Every file under `state/` and `rendered/` for this plan (paths relative to the repo root)."""
+# ------------------------------------------------------------------------------ files of a plan
+#
+# Every owned file (but the ledger) has a kind and a *key*: plain data that determines its bytes
+# exactly (`file_object` then `file_bytes`). State files also have a *piece*: what `decode` takes
+# from them, as rows. Keys and pieces are plain tuples, lists and dicts, so the pass cache can keep
+# them (see `reconciler.passmemo`) and a later pass can tell an unchanged file without writing it.
+
+Row = tuple[Any, ...]
+LEASES, RESERVATION, RUN, BUDGET, FLEET, RENDERED = (
+    "leases",
+    "reservation",
+    "run",
+    "budget",
+    "fleet",
+    "rendered",
+)
+FLEET_FILE = "state/fleet.yaml"
+_KIND_PREFIXES = (
+    ("state/leases/", LEASES),
+    ("state/reservations/", RESERVATION),
+    ("state/status/runs/", RUN),
+    ("state/status/budgets/", BUDGET),
+    ("rendered/", RENDERED),
+)
+
+
+def kind_of(path: str) -> str | None:
+    """The kind of an owned file, None for the ledger and for files `decode` ignores."""
+    if path == FLEET_FILE:
+        return FLEET
+    for prefix, kind in _KIND_PREFIXES:
+        if path.startswith(prefix):
+            return kind
+    return None
+
+
+def _payer_row(p: Payer | None) -> Row | None:
+    return (p.owner, p.budget, p.envelope) if p is not None else None
+
+
+def lease_row(x: Lease) -> Row:
+    return (
+        x.name, x.run, x.group, x.role, x.node, tuple(x.slots), _payer_row(x.payer), x.start, x.reason,
+        x.ended, x.closure, x.rank,
+    )  # fmt: skip
+
+
+def lease_of(row: Row, payers: dict[Row, Payer] | None = None) -> Lease:
+    name, run, group, role, node, slots, payer, start, reason, ended, closure, rank = row
+    found = payers.get(payer) if payers is not None else None
+    if found is None:
+        found = Payer(*payer)
+        if payers is not None:
+            payers[payer] = found
+    return Lease(name, run, group, role, node, tuple(slots), found, start, reason, ended, closure, rank)
+
+
+def reservation_row(r: Reservation) -> Row:
+    return (
+        r.run, r.earliest_start, r.created, r.state, r.reason, r.deficit, r.confidence, tuple(r.remedies),
+        tuple(r.domains), tuple(r.nodes), _payer_row(r.paying), r.window_basis,
+        tuple((c.run, c.probability, c.since) for c in r.conflicts), r.seed, r.ended,
+    )  # fmt: skip
+
+
+def reservation_of(row: Row) -> Reservation:
+    (run, earliest, created, state, reason, deficit, confidence, remedies, domains, nodes, paying, window,
+     conflicts, seed, ended) = row  # fmt: skip
+    return Reservation(
+        run, earliest, created, state, reason, deficit, confidence, tuple(remedies), tuple(domains),
+        tuple(nodes), Payer(*paying) if paying is not None else None, window,
+        [ConflictEntry(*c) for c in conflicts], seed, ended,
+    )  # fmt: skip
+
+
+def sources(plan: Plan) -> dict[str, tuple[str, Any]]:
+    """`{path: (kind, key)}` for every file under `state/` (but the ledger) and `rendered/`."""
     st = plan.state
-    files: dict[str, bytes] = {}
+    out: dict[str, tuple[str, Any]] = {}
     by_run: dict[str, list[Lease]] = defaultdict(list)
     for lease in st.leases:
         by_run[lease.run].append(lease)
     for run, leases in sorted(by_run.items()):
-        files[f"state/leases/{run}.yaml"] = dump_all(
-            [lease_obj(x) for x in sorted(leases, key=lambda x: (x.start, x.name))]
-        )
+        rows = tuple(lease_row(x) for x in sorted(leases, key=lambda x: (x.start, x.name)))
+        out[f"state/leases/{run}.yaml"] = (LEASES, rows)
     for run, res in sorted(st.reservations.items()):
-        files[f"state/reservations/{run}.yaml"] = dump(reservation_obj(res))
+        out[f"state/reservations/{run}.yaml"] = (RESERVATION, reservation_row(res))
     for run, rec in sorted(st.runs.items()):
         body = dict(plan.runs.get(run, {}))
         body["hours"] = {"owned": round(rec.owned_hours, 6), "borrowed": round(rec.borrowed_hours, 6)}
         body["started"] = _t(rec.started)
         body["finished"] = _t(rec.finished)
-        files[f"state/status/runs/{run}.yaml"] = dump({"run": run, "status": body})
+        out[f"state/status/runs/{run}.yaml"] = (RUN, {"run": run, "status": body})
     meters: dict[str, dict[str, Any]] = defaultdict(dict)
     for (b, e), m in sorted(st.meters.items()):
         meters[b][e] = {
@@ -163,55 +259,106 @@ def encode(plan: Plan) -> dict[str, bytes]:
             "lent": round(m.lent, 6),
         }
     for name in sorted(set(plan.budgets) | set(meters)):
-        files[f"state/status/budgets/{name}.yaml"] = dump(
-            {"budget": name, "status": plan.budgets.get(name, {}), "meters": meters.get(name, {})}
-        )
-    files["state/fleet.yaml"] = dump(
+        doc = {"budget": name, "status": plan.budgets.get(name, {}), "meters": meters.get(name, {})}
+        out[f"state/status/budgets/{name}.yaml"] = (BUDGET, doc)
+    out[FLEET_FILE] = (
+        FLEET,
         {
             "asOf": _t(st.as_of),
             "cordoned": sorted(st.cordoned),
             "unfunded": [f"{r}#{g}" for r, g in sorted(st.unfunded)],
-        }
+        },
     )
     for path, manifest in sorted(plan.manifests.items()):
-        files[f"rendered/{path}"] = dump(manifest)
-    return files
+        out[f"rendered/{path}"] = (RENDERED, manifest)
+    return out
+
+
+def file_object(kind: str, key: Any) -> Any:
+    """The YAML object a file holds (a list of documents for lease files)."""
+    if kind == LEASES:
+        payers: dict[Row, Payer] = {}
+        return [lease_obj(lease_of(row, payers)) for row in key]
+    if kind == RESERVATION:
+        return reservation_obj(reservation_of(key))
+    return key
+
+
+def file_bytes(kind: str, obj: Any) -> bytes:
+    return dump_all(obj) if kind == LEASES else dump(obj)
+
+
+def encode(plan: Plan) -> dict[str, bytes]:
+    """Every file under `state/` and `rendered/` for this plan (paths relative to the repo root)."""
+    return {path: file_bytes(kind, file_object(kind, key)) for path, (kind, key) in sources(plan).items()}
+
+
+def load(kind: str, data: bytes) -> Any:
+    """A file's YAML object as `decode` reads it (all documents of a lease file, else the first)."""
+    if kind == LEASES:
+        return [o for o in yaml.load_all(data, Loader=_Loader) if o]
+    return yaml.load(data, Loader=_Loader)
+
+
+def piece(kind: str, obj: Any) -> Any:
+    """What `decode` takes from a state file holding `obj`, as plain rows."""
+    if kind == LEASES:
+        return tuple(lease_row(lease_from(o)) for o in obj if o)
+    if kind == RESERVATION:
+        return reservation_row(reservation_from(obj))
+    if kind == RUN:
+        s = obj["status"]
+        hours = s.get("hours") or {}
+        return (
+            obj["run"], _ts(s["submittedAt"]), s["phase"], s.get("message", ""),
+            _ts(s["started"]) if s.get("started") else None, _ts(s["finished"]) if s.get("finished") else None,
+            float(hours.get("owned", 0)), float(hours.get("borrowed", 0)),
+        )  # fmt: skip
+    if kind == BUDGET:
+        return tuple(
+            (obj["budget"], env, float(m["consumed"]), float(m["spare"]), float(m["lent"]))
+            for env, m in (obj.get("meters") or {}).items()
+        )
+    if kind == FLEET:
+        doc = obj or {}
+        unfunded = tuple((g.rsplit("#", 1)[0], int(g.rsplit("#", 1)[1])) for g in doc.get("unfunded") or ())
+        return (_ts(doc["asOf"]) if doc.get("asOf") else None, tuple(doc.get("cordoned") or ()), unfunded)
+    return None
+
+
+def assemble(pieces: Mapping[str, tuple[str, Any]]) -> FleetState:
+    """The FleetState of a `state/` tree given each file's `(kind, piece)`, exactly as `decode` builds it."""
+    st = FleetState()
+    payers: dict[Row, Payer] = {}
+    for path in sorted(pieces):
+        kind, rows = pieces[path]
+        if rows is None:
+            continue
+        if kind == FLEET:
+            st.as_of, cordoned, unfunded = rows
+            st.cordoned, st.unfunded = frozenset(cordoned), frozenset(tuple(u) for u in unfunded)
+        elif kind == LEASES:
+            st.leases += [lease_of(row, payers) for row in rows]
+        elif kind == RESERVATION:
+            r = reservation_of(rows)
+            st.reservations[r.run] = r
+        elif kind == RUN:
+            st.runs[rows[0]] = RunRecord(*rows)
+        elif kind == BUDGET:
+            for budget, env, consumed, spare, lent in rows:
+                st.meters[(budget, env)] = EnvelopeMeter(consumed, spare, lent)
+    st.leases.sort(key=lambda x: (x.run, x.start, x.name))
+    return st
 
 
 def decode(files: dict[str, bytes]) -> FleetState:
     """The FleetState written by `encode` (ignores rendered/ and the ledger)."""
-    st = FleetState()
-    for path in sorted(files):
-        data = files[path]
-        if path == "state/fleet.yaml":
-            doc = yaml.load(data, Loader=_Loader) or {}
-            st.as_of = _ts(doc["asOf"]) if doc.get("asOf") else None
-            st.cordoned = frozenset(doc.get("cordoned") or ())
-            st.unfunded = frozenset(
-                (g.rsplit("#", 1)[0], int(g.rsplit("#", 1)[1])) for g in doc.get("unfunded") or ()
-            )
-        elif path.startswith("state/leases/"):
-            st.leases += [lease_from(o) for o in yaml.load_all(data, Loader=_Loader) if o]
-        elif path.startswith("state/reservations/"):
-            r = reservation_from(yaml.load(data, Loader=_Loader))
-            st.reservations[r.run] = r
-        elif path.startswith("state/status/runs/"):
-            doc = yaml.load(data, Loader=_Loader)
-            s = doc["status"]
-            hours = s.get("hours") or {}
-            st.runs[doc["run"]] = RunRecord(
-                doc["run"], _ts(s["submittedAt"]), s["phase"], s.get("message", ""),
-                _ts(s["started"]) if s.get("started") else None, _ts(s["finished"]) if s.get("finished") else None,
-                float(hours.get("owned", 0)), float(hours.get("borrowed", 0)),
-            )  # fmt: skip
-        elif path.startswith("state/status/budgets/"):
-            doc = yaml.load(data, Loader=_Loader)
-            for env, m in (doc.get("meters") or {}).items():
-                st.meters[(doc["budget"], env)] = EnvelopeMeter(
-                    float(m["consumed"]), float(m["spare"]), float(m["lent"])
-                )
-    st.leases.sort(key=lambda x: (x.run, x.start, x.name))
-    return st
+    pieces = {}
+    for path, data in files.items():
+        kind = kind_of(path)
+        if kind is not None and kind != RENDERED:
+            pieces[path] = (kind, piece(kind, load(kind, data)))
+    return assemble(pieces)
 
 
 def ledger_lines(plan: Plan) -> dict[str, bytes]:

@@ -6,12 +6,15 @@ import os
 import random
 import socket
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pygit2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from reconciler import gitremote, gitstore, writerlock
+from reconciler import gitpack, gitremote, gitstore, writerlock
 from reconciler.gitremote import PushStatus, SyncOutcome
 from tests.git_support import daemon, free_port, write_tree
 
@@ -410,3 +413,73 @@ def test_a_writer_in_another_process_holds_the_lock_until_it_exits(local: pygit2
         holder.communicate("", timeout=10)
     with writerlock.writer_lock(local.path):
         pass
+
+
+# -------------------------------------------------------------------------------- objects and trees
+
+
+def test_a_big_commit_is_one_pack_git_can_verify_and_a_small_one_stays_loose(
+    local: pygit2.Repository,
+) -> None:
+    packs = Path(local.path) / "objects" / "pack"
+    before = set(packs.glob("*.pack"))
+    many = {
+        f"rendered/gpu-a/team-a/pod-{i}.yaml": f"kind: Pod # {i}\n".encode() for i in range(gitpack.PACK_FROM)
+    }
+    assert bot_commit(local, many) is not None
+    new = set(packs.glob("*.pack")) - before
+    assert len(new) == 1
+    verify = subprocess.run(["git", "verify-pack", str(new.pop())], capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stderr
+    fsck = subprocess.run(
+        ["git", "--git-dir", local.path, "fsck", "--strict"], capture_output=True, text=True
+    )
+    assert fsck.returncode == 0, fsck.stderr
+    reread = pygit2.Repository(local.path)  # a fresh reader finds every object in the pack
+    assert gitstore.read_files(reread, "main", ["rendered/"]) == many
+    after = set(packs.glob("*.pack"))
+    assert bot_commit(local, NEW_STATE, now=NOW + 60) is not None
+    assert set(packs.glob("*.pack")) == after  # a handful of objects: loose, no new pack
+    blob = local.odb.read(pygit2.hash(b"new lease\n"))
+    assert blob[1] == b"new lease\n"
+
+
+def test_objects_whose_bytes_do_not_match_their_id_are_refused(local: pygit2.Repository) -> None:
+    wrong = [(gitpack.object_id("blob", b"x"), "blob", b"y")]
+    for batch in (
+        wrong,
+        wrong * 1
+        + [(gitpack.object_id("blob", b"%d" % i), "blob", b"%d" % i) for i in range(gitpack.PACK_FROM)],
+    ):
+        with pytest.raises(ValueError, match="mismatch"):
+            gitpack.write(local, batch)
+
+
+_NAMES = st.sampled_from(["a", "a-b", "a.b", "a0", "b", "a_b", "Z"])
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["state", "rendered"]), st.lists(_NAMES, min_size=1, max_size=3)),
+        max_size=12,
+    )
+)
+def test_commit_trees_are_exactly_the_trees_git_builds_from_an_index(paths) -> None:
+    files: dict[str, bytes] = {}
+    for top, parts in paths:
+        path = "/".join([top, *parts]) + ".yaml"
+        if not any(p.startswith(path[:-5] + "/") or path.startswith(p[:-5] + "/") for p in files):
+            files[path] = path.encode()
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = pygit2.init_repository(tmp, bare=True, initial_head="main")
+        seed = repo.create_commit("refs/heads/main", HUMAN, HUMAN, "seed\n", write_tree(repo, SEED_FILES), [])
+        oid = bot_commit(repo, files, parent=str(seed))
+        kept = {p: d for p, d in SEED_FILES.items() if not p.startswith(("state/", "rendered/"))}
+        want = write_tree(repo, kept | files)
+        got = (
+            repo[oid].peel(pygit2.Commit).tree.id
+            if oid is not None
+            else repo[seed].peel(pygit2.Commit).tree.id
+        )
+        assert got == want

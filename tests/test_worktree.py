@@ -1,0 +1,153 @@
+"""A checked-out branch follows jobtree's commits path by path, and never at the cost of a person's edits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from reconciler import gitremote, gitstore, worktree
+from tests.test_gitstore import NEW_STATE, NOW, bot_commit, clone, make_remote
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> pygit2.Repository:
+    return clone(str(make_remote(tmp_path)), tmp_path / "work", bare=False)
+
+
+def stamps(root: Path) -> dict[str, tuple[int, int]]:
+    """(inode, mtime) of every file in the work tree outside .git: what a rewrite would change."""
+    out = {}
+    for path in root.rglob("*"):
+        if path.is_file() and ".git" not in path.relative_to(root).parts:
+            info = path.stat()
+            out[path.relative_to(root).as_posix()] = (info.st_ino, info.st_mtime_ns)
+    return out
+
+
+def git_status(root: Path) -> list[str]:
+    """`git status --porcelain` by real git: the index jobtree wrote must be one git agrees with."""
+    out = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True
+    )
+    return sorted(out.stdout.splitlines())
+
+
+def test_only_the_paths_a_commit_changes_are_rewritten(work: pygit2.Repository) -> None:
+    root = Path(work.workdir)
+    many = {f"rendered/gpu-a/team-a/pod-{i}.yaml": f"kind: Pod # {i}\n".encode() for i in range(50)}
+    assert bot_commit(work, NEW_STATE | many) is not None
+    before = stamps(root)
+    changed = {"rendered/gpu-a/team-a/pod-7.yaml": b"kind: Pod # changed\n"}
+    gone = "rendered/gpu-a/team-a/pod-8.yaml"
+    files = {p: d for p, d in (NEW_STATE | many | changed).items() if p != gone}
+    assert bot_commit(work, files, now=NOW + 60) is not None
+    after = stamps(root)
+    touched = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+    assert touched == {"rendered/gpu-a/team-a/pod-7.yaml", gone}
+    assert (root / "rendered/gpu-a/team-a/pod-7.yaml").read_bytes() == b"kind: Pod # changed\n"
+    assert work.status() == {} and git_status(root) == []
+
+
+def test_edits_outside_owned_paths_are_left_exactly_as_they_are(work: pygit2.Repository) -> None:
+    root = Path(work.workdir)
+    (root / "runs/team-a/r1.yaml").write_bytes(b"kind: Run # being edited\n")
+    (root / "runs/team-a/draft.yaml").write_bytes(b"kind: Run # not added yet\n")
+    (root / "notes.txt").write_text("a person's scratch file\n")
+    before = {p: s for p, s in stamps(root).items() if not p.startswith(("state/", "rendered/"))}
+    assert bot_commit(work, NEW_STATE) is not None
+    after = {p: s for p, s in stamps(root).items() if not p.startswith(("state/", "rendered/"))}
+    assert after == before
+    assert git_status(root) == [" M runs/team-a/r1.yaml", "?? notes.txt", "?? runs/team-a/draft.yaml"]
+
+
+@pytest.mark.parametrize(
+    "edit", ["modified", "deleted", "staged", "untracked in the way", "directory in the way"]
+)
+def test_a_conflicting_local_edit_refuses_the_move_and_nothing_is_written(
+    work: pygit2.Repository, edit: str
+) -> None:
+    root = Path(work.workdir)
+    assert bot_commit(work, NEW_STATE) is not None
+    lease = "state/leases/team-a/r1.yaml"
+    target = "rendered/gpu-a/team-a/r1-g2.yaml" if "way" in edit else lease
+    if edit == "modified":
+        (root / lease).write_bytes(b"edited by hand\n")
+    elif edit == "deleted":
+        (root / lease).unlink()
+    elif edit == "staged":
+        (root / lease).write_bytes(b"staged by hand\n")
+        work.index.add(lease)
+        work.index.write()
+        (root / lease).write_bytes(b"new lease\n")  # the file itself is back, the index is not
+    elif edit == "untracked in the way":
+        (root / target).write_bytes(b"a person's own pod\n")
+    else:
+        (root / target).mkdir()
+    before = stamps(root)
+    head = work.references["refs/heads/main"].target
+    newer = NEW_STATE | {lease: b"newer lease\n", "rendered/gpu-a/team-a/r1-g2.yaml": b"kind: Pod\n"}
+    with pytest.raises(gitstore.DirtyCheckout, match=target):
+        bot_commit(work, newer, now=NOW + 60)
+    assert work.references["refs/heads/main"].target == head
+    assert stamps(root) == before
+
+
+def test_a_file_already_holding_the_new_content_is_not_a_conflict(work: pygit2.Repository) -> None:
+    root = Path(work.workdir)
+    assert bot_commit(work, NEW_STATE) is not None
+    (root / "state/leases/team-a/r1.yaml").write_bytes(b"newer lease\n")  # e.g. a killed pass got this far
+    assert bot_commit(work, NEW_STATE | {"state/leases/team-a/r1.yaml": b"newer lease\n"}, now=NOW + 60)
+    assert git_status(root) == []
+
+
+def test_a_fast_forward_brings_a_persons_spec_commit_into_the_checkout(tmp_path: Path) -> None:
+    url = str(make_remote(tmp_path))
+    other, work = clone(url, tmp_path / "other.git"), clone(url, tmp_path / "work", bare=False)
+    root = Path(work.workdir)
+    bot_commit(other, NEW_STATE, now=NOW)
+    tree = other.references["refs/heads/main"].peel(pygit2.Commit).tree
+    index = pygit2.Index()
+    index.read_tree(tree)
+    index.add(
+        pygit2.IndexEntry(
+            "runs/team-a/r2.yaml", other.create_blob(b"kind: Run # r2\n"), pygit2.GIT_FILEMODE_BLOB
+        )
+    )
+    index.remove("runs/team-a2/r9.yaml")
+    parent = other.references["refs/heads/main"].target
+    sig = pygit2.Signature("Ada", "ada@example.com", NOW, 0)
+    other.create_commit("refs/heads/main", sig, sig, "a person's change\n", index.write_tree(other), [parent])
+    assert gitremote.push(other, "origin", "main", str(work.references["refs/heads/main"].target)).ok
+    (root / "notes.txt").write_text("scratch\n")
+    assert gitremote.sync_with_remote(work) is gitremote.SyncOutcome.FAST_FORWARDED
+    assert (root / "runs/team-a/r2.yaml").read_bytes() == b"kind: Run # r2\n"
+    assert not (root / "runs/team-a2").exists()  # the emptied directory goes too
+    assert (root / "state/leases/team-a/r1.yaml").read_bytes() == b"new lease\n"
+    assert git_status(root) == ["?? notes.txt"]
+
+
+def test_an_executable_file_keeps_its_mode_and_links_go_through_libgit2(work: pygit2.Repository) -> None:
+    root = Path(work.workdir)
+    repo = work
+    parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
+    index = pygit2.Index()
+    index.read_tree(parent.tree)
+    index.add(
+        pygit2.IndexEntry(
+            "tools/run.sh", repo.create_blob(b"#!/bin/sh\n"), pygit2.GIT_FILEMODE_BLOB_EXECUTABLE
+        )
+    )
+    sig = pygit2.Signature("Ada", "ada@example.com", NOW, 0)
+    tree = index.write_tree(repo)
+    oid = repo.create_commit(None, sig, sig, "a tool\n", tree, [parent.id])
+    worktree.move_branch(repo, "main", oid)
+    assert os.access(root / "tools/run.sh", os.X_OK)
+    index.add(pygit2.IndexEntry("tools/latest", repo.create_blob(b"run.sh"), pygit2.GIT_FILEMODE_LINK))
+    oid = repo.create_commit(None, sig, sig, "a link\n", index.write_tree(repo), [oid])
+    worktree.move_branch(repo, "main", oid)
+    assert os.readlink(root / "tools/latest") == "run.sh"
+    assert git_status(root) == []
