@@ -133,9 +133,12 @@ def _same(
 def summary(plan: Plan) -> list[str]:
     """One line per decision kind, then the runs concerned: what a reviewer reads in `git log`."""
     started: Counter[str] = Counter()
+    swapped: set[str] = set()
     ended: dict[str, set[str]] = {}
     for ev in plan.events:
-        if ev.event == "Start" and ev.lease.role in ("Active", "Borrowed"):
+        if ev.event == "Start" and ev.reason == "Swap":
+            swapped.add(ev.lease.run)  # a group moved onto its spare: neither a start nor growth
+        elif ev.event == "Start" and ev.lease.role in ("Active", "Borrowed"):
             started[ev.lease.run] += ev.lease.gpus
         elif ev.event == "End":
             ended.setdefault(ev.reason.split("(")[0], set()).add(ev.lease.run)
@@ -143,11 +146,14 @@ def summary(plan: Plan) -> list[str]:
     lines: list[str] = []
     if started:
         lines.append(f"started or grew {len(started)} runs ({sum(started.values())} GPUs)")
+    if swapped:
+        lines.append(f"swapped {len(swapped)} runs onto hot spares")
     for reason, runs in sorted(ended.items()):
         lines.append(f"{reason}: {len(runs)} runs")
     if reserved:
         lines.append(f"{len(reserved)} runs reserved")
     details = [f"{run} +{gpus} GPUs" for run, gpus in sorted(started.items())]
+    details += [f"{run} swapped to spare" for run in sorted(swapped)]
     for reason, runs in sorted(ended.items()):
         details += [f"{run} {reason}" for run in sorted(runs)]
     if len(details) > MAX_MESSAGE_LINES:
