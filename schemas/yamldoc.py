@@ -171,11 +171,18 @@ class _Builder:
         raise YamlError(*self._at(node), "unsupported YAML node")  # pragma: no cover
 
 
+_LEADING = re.compile(rb"^[ ?-]*", re.M)
+
+
 def _may_nest_past(text: bytes, limit: int) -> bool:
     """A cheap upper bound on nesting: indentation, `-`/`?` indicators and open brackets per line.
 
     Quoted brackets and dashes only overestimate, which costs the exact event scan, never a miss.
+    Without any bracket, block nesting needs a space or an indicator per level at the start of a
+    line, so the longest run of spaces, `-` and `?` there bounds it (one regex pass, no loop).
     """
+    if b"[" not in text and b"{" not in text:
+        return max(map(len, _LEADING.findall(text)), default=0) >= limit
     open_brackets = 0
     for line in text.splitlines():
         body = line.lstrip(b" ")

@@ -35,3 +35,27 @@ def test_any_short_word_gets_the_tag_pyyaml_gives_it(word: str) -> None:
     except yaml.YAMLError:
         return  # not a plain scalar on its own (e.g. starts with an indicator)
     assert tag(word, yamldoc._FastLoader) == want
+
+
+@given(st.lists(st.sampled_from(["map", "seq", "seq-inline"]), min_size=1, max_size=80))
+def test_the_bracket_free_nesting_bound_never_misses_a_deep_document(shape: list[str]) -> None:
+    # build block YAML nesting one level per entry: a key on its own line, a "- " item on its own
+    # line, or a "- " item sharing its line with the next level
+    lines, indent, inline = [], 0, ""
+    for i, kind in enumerate(shape):
+        if kind == "map":
+            lines.append(" " * indent + inline + f"k{i}:")
+        elif kind == "seq":
+            lines.append(" " * indent + inline + "-")
+        else:
+            inline += "- "
+            continue
+        indent += len(inline) + 2
+        inline = ""
+    lines.append(" " * indent + inline + "leaf")
+    text = ("\n".join(lines) + "\n").encode()
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+    assert yamldoc._may_nest_past(text, depth) is True  # a bound: never below the real depth
