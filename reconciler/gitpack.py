@@ -18,10 +18,12 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pygit2
 from pygit2.enums import ObjectType
+
+from reconciler import forkmap
 
 KIND_CODES = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
 PACK_FROM = 512  # objects: a smaller batch is written loose (one file each), like git's own writers
@@ -76,16 +78,20 @@ def _entry_header(code: int, size: int) -> bytes:
     return bytes(out)
 
 
+def _compress(items: Sequence[tuple[str, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Per object, its id and its zlib stream (the heavy part of a pack; `forkmap` may split it)."""
+    return [(object_id(kind, data), zlib.compress(data, _LEVEL)) for kind, data in items]
+
+
 def _write_pack(pack_dir: str, objects: dict[bytes, tuple[str, bytes]]) -> str:
     """Write `pack-<sha>.pack` then `pack-<sha>.idx` (the index makes the pack visible); returns the sha."""
     pack = bytearray(b"PACK" + struct.pack(">II", 2, len(objects)))
     rows: list[tuple[bytes, int, int]] = []  # (id, crc32, offset)
-    compress = zlib.compress
-    for oid, (kind, data) in objects.items():
-        if object_id(kind, data) != oid:
+    packed = forkmap.map_chunks(_compress, list(objects.values()))
+    for (oid, (kind, data)), (check, body) in zip(objects.items(), packed, strict=True):
+        if check != oid:
             raise ValueError(f"object id mismatch for a {kind}: {oid.hex()}")
         header = _entry_header(KIND_CODES[kind], len(data))
-        body = compress(data, _LEVEL)
         rows.append((oid, zlib.crc32(body, zlib.crc32(header)), len(pack)))
         pack += header
         pack += body

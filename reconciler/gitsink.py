@@ -9,14 +9,14 @@ committed `asOf` is exact because no lease opened or closed in between (that wou
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from planner.plan import Plan
-from reconciler import gitpack, passmemo, statefiles
+from reconciler import forkmap, gitpack, passmemo, statefiles
 
 # Fields that change with the clock alone, not with a decision.
 VOLATILE = frozenset(
@@ -59,44 +59,46 @@ def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) 
     """The owned files after this plan, given the current tree's memo and a blob reader.
 
     Ledger days get this pass's events appended; every other owned file is exactly `encode(plan)`.
-    A file whose source the memo shows unchanged keeps its blob without being written again.
+    A file whose source the memo shows unchanged keeps its blob without being written again; the
+    rest are written in parallel when there are many (`forkmap`).
     """
     old_blobs = current.blobs
     blobs: dict[str, str] = {}
-    contents: dict[str, bytes] = {}
-    changed: list[str] = []
     pieces: dict[str, tuple[str, Any]] = {}
     keys: dict[str, Any] = {}
     prints: dict[str, bytes] = {}
-    kept_keys, kept_prints = dict(current.keys), dict(current.prints)
+    todo: list[tuple[str, str, Any]] = []
     for path, (kind, key) in statefiles.sources(plan).items():
         old = old_blobs.get(path)
-        if kind == statefiles.RENDERED:
-            fp = passmemo.fingerprint(key)
-            if old is not None and fp is not None and current.prints.get(path) == fp:
-                blobs[path], prints[path] = old, fp
+        if old is not None:
+            if kind == statefiles.RENDERED:
+                fp = passmemo.fingerprint(key)
+                if fp is not None and current.prints.get(path) == fp:
+                    blobs[path], prints[path] = old, fp
+                    continue
+            elif current.keys.get(path, _MISSING) == key:
+                blobs[path], keys[path], pieces[path] = old, key, current.pieces[path]
                 continue
-            obj = key
+        todo.append((path, kind, key))
+    contents: dict[str, bytes] = {}
+    changed: list[str] = []
+    kept_keys, kept_prints = dict(current.keys), dict(current.prints)
+    for (path, kind, key), (data, blob, rows, fp) in zip(todo, forkmap.map_chunks(_write, todo), strict=True):
+        old = old_blobs.get(path)
+        blobs[path] = blob
+        if kind == statefiles.RENDERED:
             if fp is not None:
                 prints[path] = fp
         else:
-            if old is not None and current.keys.get(path, _MISSING) == key:
-                blobs[path], keys[path], pieces[path] = old, key, current.pieces[path]
-                continue
-            obj = statefiles.file_object(kind, key)
-            keys[path], pieces[path] = key, (kind, statefiles.piece(kind, obj))
-        data = statefiles.file_bytes(kind, obj)
-        blob = gitpack.object_id("blob", data).hex()
-        blobs[path] = blob
+            keys[path], pieces[path] = key, (kind, rows)
         if blob == old:  # same bytes: what this pass knows about the file holds for the current tree too
-            if kind == statefiles.RENDERED:
-                if fp is not None:
-                    kept_prints[path] = fp
-            else:
+            if kind != statefiles.RENDERED:
                 kept_keys[path] = key
+            elif fp is not None:
+                kept_prints[path] = fp
             continue
         contents[blob] = data
-        if old is None or kind == statefiles.RENDERED or not _same(current, path, kind, obj, data, read):
+        if old is None or kind == statefiles.RENDERED or not _same(current, path, kind, key, data, read):
             changed.append(path)
     for path, blob in old_blobs.items():
         if path.startswith(LEDGER):
@@ -114,14 +116,29 @@ def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) 
     return NextTree(blobs, contents, sorted(changed), memo, kept)
 
 
+def _write(items: Sequence[tuple[str, str, Any]]) -> list[tuple[bytes, str, Any, bytes | None]]:
+    """(bytes, blob id, decoded rows of a state file, fingerprint of a manifest) per file to write."""
+    out = []
+    for _, kind, key in items:
+        obj = statefiles.file_object(kind, key)
+        data = statefiles.file_bytes(kind, obj)
+        blob = gitpack.object_id("blob", data).hex()
+        if kind == statefiles.RENDERED:
+            out.append((data, blob, None, passmemo.fingerprint(key)))
+        else:
+            out.append((data, blob, statefiles.piece(kind, obj), None))
+    return out
+
+
 def _same(
-    current: passmemo.Memo, path: str, kind: str, obj: Any, data: bytes, read: Callable[[str], bytes]
+    current: passmemo.Memo, path: str, kind: str, key: Any, data: bytes, read: Callable[[str], bytes]
 ) -> bool:
     """Whether a rewritten state file holds the same decisions (only meters and `asOf` moved)."""
+    obj = statefiles.file_object(kind, key)
     new = obj if kind == statefiles.LEASES else [obj]
-    key = current.keys.get(path, _MISSING)
-    if key is not _MISSING:
-        old_obj = statefiles.file_object(kind, key)
+    old_key = current.keys.get(path, _MISSING)
+    if old_key is not _MISSING:
+        old_obj = statefiles.file_object(kind, old_key)
         old = old_obj if kind == statefiles.LEASES else [old_obj]
     elif path in current.loaded:
         old = current.loaded[path]

@@ -232,7 +232,7 @@ def _tree_key(item: tuple[str, tuple[int, bytes]]) -> bytes:
 def _build(
     repo: pygit2.Repository, base: pygit2.Tree | None, node: _Node, out: list[tuple[bytes, str, bytes]]
 ) -> bytes | None:
-    """The raw id of the tree for `node` (None when empty); new tree objects go to `out`.
+    """The raw id of the tree for `node` (None when empty); trees `base` does not have go to `out`.
 
     Unowned directories keep `base`'s other entries; owned ones hold exactly what `node` lists.
     """
@@ -243,8 +243,7 @@ def _build(
         if isinstance(child, bytes):
             entries[name] = (FileMode.BLOB, child)
             continue
-        sub_base = _subtree(repo, base, [name]) if base is not None and not child.owned else None
-        sub = _build(repo, sub_base, child, out)
+        sub = _build(repo, _subtree(repo, base, [name]) if base is not None else None, child, out)
         if sub is None:
             entries.pop(name, None)
         else:
@@ -256,7 +255,8 @@ def _build(
         for name, (mode, oid) in sorted(entries.items(), key=_tree_key)
     )
     oid = gitpack.object_id("tree", data)
-    out.append((oid, "tree", data))
+    if base is None or oid != base.id.raw:
+        out.append((oid, "tree", data))
     return oid
 
 
@@ -302,12 +302,14 @@ def commit_tree(
     author_email: str,
     now: int,
     owned_prefixes: tuple[str, ...] = OWNED_PREFIXES,
+    pending: list[Any] | None = None,
 ) -> pygit2.Oid | None:
     """`commit_files` given blob ids: `blobs` is every owned file's blob id (hex), `contents` the
     bytes of those the repository may not have yet (blob id -> bytes; the rest must exist).
 
     Only new objects are written (one pack for a big batch, see `gitpack`), and a checked-out
-    branch rewrites only the paths that changed (see `worktree`).
+    branch rewrites only the paths that changed (see `worktree`); with a `pending` list, it does so
+    in a background thread after the branch moves, and the `worktree.Pending` to wait for is appended.
     """
     parent = resolve(repo, parent_rev) if parent_rev is not None else None
     base_tree = parent.tree if parent is not None else None
@@ -340,7 +342,9 @@ def commit_tree(
     oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(raw=tree_oid), parents)
     from reconciler import worktree  # imported late: worktree builds on this module
 
-    worktree.move_branch(repo, branch, oid, contents)
+    later = worktree.move_branch(repo, branch, oid, contents, background=pending is not None)
+    if later is not None and pending is not None:
+        pending.append(later)
     return oid
 
 

@@ -58,10 +58,10 @@ def _yaml_version() -> str:
     return str(getattr(yaml, "__version__", "?"))
 
 
-def load(repo: pygit2.Repository, name: str) -> Any | None:
-    """The data last saved under `name`, or None when there is none that this code can trust."""
+def load(where: Path, name: str) -> Any | None:
+    """The data last saved as `name` in `where` (a `directory`), or None when none can be trusted."""
     try:
-        raw = (directory(repo) / name).read_bytes()
+        raw = (where / name).read_bytes()
     except OSError:
         return None
     head = len(_MAGIC) + 2 * _DIGEST
@@ -77,13 +77,15 @@ def load(repo: pygit2.Repository, name: str) -> Any | None:
         return None
 
 
-def save(repo: pygit2.Repository, name: str, data: Any) -> bool:
-    """Store `data` under `name` atomically; False (and nothing stored) when it cannot be."""
+def save(where: Path, name: str, data: Any) -> bool:
+    """Store `data` as `name` in `where` atomically; False (and nothing stored) when it cannot be.
+
+    Touches no repository object, so it may run in a background thread.
+    """
     try:
         payload = marshal.dumps(data)
     except ValueError:
         return False
-    where = directory(repo)
     try:
         where.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=where)

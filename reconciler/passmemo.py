@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pygit2
 import yaml
 
 from planner.world import FleetState
-from reconciler import gitstore, passcache, statefiles
+from reconciler import forkmap, gitstore, passcache, statefiles
 
 CACHE_NAME = "state-memo"
 LEDGER = "state/ledger/"
@@ -70,7 +71,7 @@ def owned_trees(
 
 def cached(repo: pygit2.Repository, commit: pygit2.Commit) -> Memo | None:
     """The memo the last pass saved, if it describes `commit`'s owned trees (else None)."""
-    data = passcache.load(repo, CACHE_NAME)
+    data = passcache.load(passcache.directory(repo), CACHE_NAME)
     try:
         trees, blobs, pieces, keys, prints = data  # type: ignore[misc]
         memo = Memo(tuple(tuple(t) for t in trees), blobs, pieces, keys, prints)
@@ -79,24 +80,33 @@ def cached(repo: pygit2.Repository, commit: pygit2.Commit) -> Memo | None:
     return memo if memo.trees == owned_trees(repo, commit) else None
 
 
-def save(repo: pygit2.Repository, memo: Memo) -> bool:
-    return passcache.save(repo, CACHE_NAME, memo.data())
+def save(where: Path, memo: Memo) -> bool:
+    """Keep `memo` in the cache directory `where` (`passcache.directory(repo)`), for the next pass."""
+    return passcache.save(where, CACHE_NAME, memo.data())
 
 
 def read(repo: pygit2.Repository, commit: pygit2.Commit) -> Memo:
     """Decode the owned files of `commit` from Git (no sources known: every file counts as unverified)."""
     blobs = gitstore.list_blobs(repo, str(commit.id), gitstore.OWNED_PREFIXES)
-    pieces: dict[str, tuple[str, Any]] = {}
-    loaded: dict[str, list[Any]] = {}
+    todo = []
     for path, oid in blobs.items():
         kind = statefiles.kind_of(path)
-        if kind is None or kind == statefiles.RENDERED:
-            continue
-        data = gitstore.read_blob(repo, oid)
-        docs = list(yaml.load_all(data, Loader=statefiles._Loader))
-        loaded[path] = docs
-        pieces[path] = (kind, statefiles.piece(kind, _as_decode_reads(kind, docs, data)))
+        if kind is not None and kind != statefiles.RENDERED:
+            todo.append((path, kind, gitstore.read_blob(repo, oid)))
+    pieces: dict[str, tuple[str, Any]] = {}
+    loaded: dict[str, list[Any]] = {}
+    for (path, kind, _), (docs, rows) in zip(todo, forkmap.map_chunks(_decode, todo), strict=True):
+        loaded[path], pieces[path] = docs, (kind, rows)
     return Memo(owned_trees(repo, commit), blobs, pieces, loaded=loaded)
+
+
+def _decode(items: Sequence[tuple[str, str, bytes]]) -> list[tuple[list[Any], Any]]:
+    """Per state file, its YAML documents and the rows `decode` takes from them."""
+    out = []
+    for _, kind, data in items:
+        docs = list(yaml.load_all(data, Loader=statefiles._Loader))
+        out.append((docs, statefiles.piece(kind, _as_decode_reads(kind, docs, data))))
+    return out
 
 
 def _as_decode_reads(kind: str, docs: list[Any], data: bytes) -> Any:

@@ -21,7 +21,7 @@ import pygit2
 
 from planner.plan import Plan
 from planner.world import FleetState
-from reconciler import gitremote, gitsink, gitstore, passmemo, pipeline, speccache
+from reconciler import gitremote, gitsink, gitstore, passcache, passmemo, pipeline, speccache, worktree
 from reconciler.embedded import EmbeddedCluster
 from reconciler.gitremote import PushStatus
 from reconciler.gitstore import GitStoreError, PermanentGitError, TemporaryGitError
@@ -159,12 +159,20 @@ def reconcile_once(
             moment = now if now is not None else int(time.time())
             expected = None
             if push:
-                gitremote.sync_with_remote(repo, remote, want_branch, discard_unpushed=True, token=token)
+                synced = gitremote.sync_with_remote(
+                    repo, remote, want_branch, discard_unpushed=True, token=token
+                )
                 tracking = repo.references.get(f"refs/remotes/{remote}/{want_branch}")
                 expected = str(tracking.target) if tracking is not None else None
+                say(f"fetched {remote}/{want_branch}: {synced.value}")
+            checking = time.monotonic()
             repaired = gitstore.restore_owned(repo, want_branch)
             if repaired:
                 say(f"restored {len(repaired)} state files a killed pass left half checked out")
+            elif worktree.checked_out(repo, want_branch):
+                say(
+                    f"checked out files of {want_branch} are as committed ({time.monotonic() - checking:.2f} s)"
+                )
             planned = plan_once(repo, want_branch, moment, say, memos)
             head, spec, tree, result = planned.head, planned.spec, planned.tree, planned.plan
             outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed
@@ -172,35 +180,52 @@ def reconcile_once(
             outcome.next_due = _due(result.state, spec, moment)
             outcome.head = str(head.id)
             memo = tree.kept
-            if tree.meaningful:
-                author = spec.fleet.git.author
-                message = gitstore.format_message(
-                    gitsink.summary(result),
-                    _spec_commit(repo, head, author.email),
-                )
-                started = time.monotonic()
-                oid = gitstore.commit_tree(
-                    repo, want_branch, str(head.id), tree.blobs, tree.contents, message=message,
-                    author_name=author.name, author_email=author.email, now=moment,
-                )  # fmt: skip
-                outcome.commit = str(oid) if oid is not None else None
-                outcome.head = outcome.commit or outcome.head
-                outcome.changed = tree.meaningful
-                outcome.summary = gitsink.summary(result)
-                if oid is not None:
-                    memo = tree.memo
-                    memo.trees = passmemo.owned_trees(repo, gitstore.resolve(repo, str(oid)))
-                say(
-                    f"committed {outcome.head[:12]} in {time.monotonic() - started:.2f} s "
-                    f"({len(tree.meaningful)} files changed)"
-                )
-            memos[memo.trees] = memo
-            passmemo.save(repo, memo)
-            if not push:
-                return gitremote.PushResult(PushStatus.UP_TO_DATE, remote, want_branch, outcome.head, None)
-            pushed = gitremote.push(repo, remote, want_branch, expected, token=token)
-            say(f"push to {remote}: {pushed.status.value}")
-            return pushed
+            later: list[worktree.Pending] = []
+            try:
+                if tree.meaningful:
+                    author = spec.fleet.git.author
+                    message = gitstore.format_message(
+                        gitsink.summary(result),
+                        _spec_commit(repo, head, author.email),
+                    )
+                    started = time.monotonic()
+                    oid = gitstore.commit_tree(
+                        repo, want_branch, str(head.id), tree.blobs, tree.contents, message=message,
+                        author_name=author.name, author_email=author.email, now=moment, pending=later,
+                    )  # fmt: skip
+                    outcome.commit = str(oid) if oid is not None else None
+                    outcome.head = outcome.commit or outcome.head
+                    outcome.changed = tree.meaningful
+                    outcome.summary = gitsink.summary(result)
+                    if oid is not None:
+                        memo = tree.memo
+                        memo.trees = passmemo.owned_trees(repo, gitstore.resolve(repo, str(oid)))
+                    say(
+                        f"committed {outcome.head[:12]} in {time.monotonic() - started:.2f} s "
+                        f"({len(tree.meaningful)} files changed"
+                        + (", work tree updating meanwhile)" if later else ")")
+                    )
+                memos[memo.trees] = memo
+                where, kept = passcache.directory(repo), memo
+
+                def keep() -> None:
+                    passmemo.save(where, kept)
+
+                later.append(worktree.Pending(keep, "saving the pass cache"))
+                if not push:
+                    return gitremote.PushResult(
+                        PushStatus.UP_TO_DATE, remote, want_branch, outcome.head, None
+                    )
+                pushing = time.monotonic()
+                pushed = gitremote.push(repo, remote, want_branch, expected, token=token)
+                say(f"push to {remote}: {pushed.status.value} in {time.monotonic() - pushing:.2f} s")
+                return pushed
+            finally:
+                waited = time.monotonic()
+                for work in later:
+                    work.wait()
+                if later:
+                    say(f"work tree and pass cache written ({time.monotonic() - waited:.2f} s waited)")
 
         result = gitremote.run_with_retry(attempt, attempts=attempts)
         if push:

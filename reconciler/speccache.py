@@ -12,13 +12,13 @@ bytes and reports it as always. Reads Git, writes only its cache.
 from __future__ import annotations
 
 import marshal
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pygit2
 from pygit2.enums import ObjectType
 
-from reconciler import gitstore, passcache, pipeline
+from reconciler import forkmap, gitstore, passcache, pipeline
 from schemas.fleetcheck import spec_kind
 from schemas.load import FLEET_FILE, INVENTORY_FILE, load_documents
 from schemas.yamldoc import Document
@@ -133,9 +133,23 @@ def spec_blobs(
     return dict(sorted(out.items())), seen
 
 
+def _parse(items: Sequence[tuple[str, bytes]]) -> list[Any]:
+    """Per file, its documents as cacheable rows, or None when it does not parse."""
+    out: list[Any] = []
+    for path, data in items:
+        docs, problems = load_documents(path, data)
+        out.append(
+            None
+            if problems
+            else tuple((d.index, d.data, d.line, d.col, marshal.dumps(d.positions)) for d in docs)
+        )
+    return out
+
+
 def read_spec(repo: pygit2.Repository, commit: pygit2.Commit) -> tuple[pipeline.Spec, int, int]:
     """The validated spec at `commit`, the number of spec files, and how many had to be parsed."""
-    cached = passcache.load(repo, CACHE_NAME)
+    where = passcache.directory(repo)
+    cached = passcache.load(where, CACHE_NAME)
     try:
         known_docs, known_trees = cached  # type: ignore[misc]
         known_docs, known_trees = dict(known_docs), dict(known_trees)
@@ -144,26 +158,22 @@ def read_spec(repo: pygit2.Repository, commit: pygit2.Commit) -> tuple[pipeline.
     blobs, trees = spec_blobs(repo, commit, known_trees)
     files: dict[str, bytes] = {}
     parsed: dict[str, list[Document]] = {}
-    docs_by_blob: dict[str, Any] = {}
-    fresh = 0
-    for path, oid in blobs.items():
-        rows = known_docs.get(oid)
+    docs_by_blob: dict[str, Any] = {oid: known_docs[oid] for oid in blobs.values() if oid in known_docs}
+    todo = [(path, gitstore.read_blob(repo, oid)) for path, oid in blobs.items() if oid not in known_docs]
+    for (path, data), rows in zip(todo, forkmap.map_chunks(_parse, todo), strict=True):
         if rows is None:
-            fresh += 1
-            data = gitstore.read_blob(repo, oid)
-            docs, problems = load_documents(path, data)
-            if problems:
-                files[path] = data  # validation reports it, with its own line and column
-                continue
-            rows = tuple((d.index, d.data, d.line, d.col, marshal.dumps(d.positions)) for d in docs)
-            parsed[path] = docs
+            files[path] = data  # validation reports it, with its own line and column
         else:
+            docs_by_blob[blobs[path]] = rows
+    for path, oid in blobs.items():
+        rows = docs_by_blob.get(oid)
+        if rows is not None:
             parsed[path] = [
                 Document(path, index, data, line, col, _Positions(raw))
                 for index, data, line, col, raw in rows
             ]
-        docs_by_blob[oid] = rows
+    fresh = len(todo)
     spec = pipeline.read_spec(files, parsed)
     if fresh or trees.keys() != known_trees.keys():
-        passcache.save(repo, CACHE_NAME, (docs_by_blob, trees))
+        passcache.save(where, CACHE_NAME, (docs_by_blob, trees))
     return spec, len(blobs), fresh

@@ -364,8 +364,7 @@ def decode(files: dict[str, bytes]) -> FleetState:
 def ledger_lines(plan: Plan) -> dict[str, bytes]:
     """Ledger events of this pass grouped by day: `state/ledger/<YYYY-MM-DD>.jsonl` -> appended lines."""
     out: dict[str, list[str]] = defaultdict(list)
+    encode = json.JSONEncoder(sort_keys=True).encode  # what json.dumps(..., sort_keys=True) writes
     for ev in plan.events:
-        out[f"state/ledger/{format_time(ev.at)[:10]}.jsonl"].append(
-            json.dumps(ev.as_json(format_time), sort_keys=True)
-        )
+        out[f"state/ledger/{_time(ev.at)[:10]}.jsonl"].append(encode(ev.as_json(_time)))
     return {p: ("\n".join(lines) + "\n").encode() for p, lines in out.items()}

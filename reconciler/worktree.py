@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pygit2
@@ -47,11 +48,46 @@ def checked_out(repo: pygit2.Repository, branch: str) -> bool:
     )
 
 
-def move_branch(
-    repo: pygit2.Repository, branch: str, oid: pygit2.Oid, contents: Mapping[str, bytes] | None = None
-) -> None:
-    """Point the branch at `oid`; a checked-out branch's work tree follows first (never clobbers).
+class Pending:
+    """Work still running in a background thread (work-tree writes of a ref move); `wait` joins it.
 
+    For a ref move the branch has moved already; until `wait` returns, the changed paths are being
+    rewritten (a kill in between leaves owned files for `restore_owned`, as a kill mid-checkout did).
+    """
+
+    def __init__(self, work: Callable[[], None], what: str = "updating the checked-out work tree") -> None:
+        self._error: BaseException | None = None
+        self._what = what
+        self._thread = threading.Thread(target=self._run, args=(work,), name=f"jobtree: {what}")
+        self._thread.start()
+
+    def _run(self, work: Callable[[], None]) -> None:
+        try:
+            work()
+        except BaseException as err:  # noqa: B036 - handed to the waiting thread
+            self._error = err
+
+    def wait(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise gitstore.TemporaryGitError(
+                f"{self._what} failed ({error}); the next pass repairs it"
+            ) from error
+
+
+def move_branch(
+    repo: pygit2.Repository,
+    branch: str,
+    oid: pygit2.Oid,
+    contents: Mapping[str, bytes] | None = None,
+    *,
+    background: bool = False,
+) -> Pending | None:
+    """Point the branch at `oid`; a checked-out branch's work tree follows (and never clobbers).
+
+    Conflicts are checked before the branch moves. The files are written first, or with
+    `background` after the move in a thread the caller must `wait` for (it can push meanwhile).
     `contents` (blob id hex -> bytes) spares reading blobs the caller has just written.
     """
     if checked_out(repo, branch):
@@ -59,13 +95,19 @@ def move_branch(
         old = repo[current.target].peel(pygit2.Tree) if current is not None else None
         new = repo[oid].peel(pygit2.Tree)
         try:
-            follow(repo, old, new, contents or {})
+            apply = follow(repo, old, new, contents or {})
         except gitstore.DirtyCheckout as err:
             raise gitstore.DirtyCheckout(
                 f"{branch} is checked out in {repo.workdir} and local edits to {err} would be "
                 "overwritten; commit, stash or discard them, or let jobtree use a clone of its own"
             ) from None
+        if background and apply is not None:
+            repo.references.create(f"refs/heads/{branch}", oid, force=True)
+            return Pending(apply)
+        if apply is not None:
+            apply()
     repo.references.create(f"refs/heads/{branch}", oid, force=True)
+    return None
 
 
 def changes(
@@ -94,18 +136,19 @@ def changes(
 
 def follow(
     repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree, contents: Mapping[str, bytes]
-) -> None:
-    """Make the work tree and index go from `old` to `new` on the changed paths only.
+) -> Callable[[], None] | None:
+    """Check the paths that differ between `old` and `new`; return what rewrites them (None: nothing).
 
     Raises `DirtyCheckout` (nothing written) when a changed path holds something that is neither
-    its old nor its new content. Symlinks and submodules are left to libgit2's SAFE checkout.
+    its old nor its new content. Symlinks and submodules are left to libgit2's SAFE checkout. The
+    returned writer opens its own handle on the repository, so it may run in another thread.
     """
     todo = changes(repo, old, new)
     if not todo:
-        return
+        return None
     if any(e is not None and e[1] not in _FILES for pair in todo.values() for e in pair):
         _libgit2_checkout(repo, new)
-        return
+        return None
     workdir = os.path.join(repo.workdir, "")
     index = repo.index
     index.read(False)
@@ -119,20 +162,28 @@ def follow(
     ]
     if conflicts:
         raise gitstore.DirtyCheckout(", ".join(sorted(conflicts)))
-    for path in sorted(removed, reverse=True):
-        _remove(workdir, path)
-        if path in index:
-            index.remove(path)
-    made: set[str] = set()
-    for path, (_, b) in sorted(todo.items()):
-        if b is None:
-            continue
-        oid, mode = b
-        data = contents.get(str(oid))
-        if data is None:
-            data = repo[oid].peel(pygit2.Blob).data
-        _write(workdir, path, data, mode, made, index, oid)
-    index.write()
+    gitdir = repo.path
+
+    def write() -> None:
+        own = pygit2.Repository(gitdir)
+        index = own.index
+        index.read(False)
+        for path in sorted(removed, reverse=True):
+            _remove(workdir, path)
+            if path in index:
+                index.remove(path)
+        made: set[str] = set()
+        for path, (_, b) in sorted(todo.items()):
+            if b is None:
+                continue
+            oid, mode = b
+            data = contents.get(str(oid))
+            if data is None:
+                data = own[oid].peel(pygit2.Blob).data
+            _write(workdir, path, data, mode, made, index, oid)
+        index.write()
+
+    return write
 
 
 def _content_id(full: str) -> pygit2.Oid | None | str:

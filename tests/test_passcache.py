@@ -133,7 +133,7 @@ def test_a_damaged_cache_is_ignored_and_rebuilt(twins, damage: str) -> None:
     assert cached.head == fresh.head and cached.state_from == "decoded"
     assert reconcile_once(twins[0], now=T0 + 300).state_from in ("decoded", "cached")
     if damage != "a directory":
-        assert passcache.load(repo, passmemo.CACHE_NAME) is not None  # rebuilt
+        assert passcache.load(passcache.directory(repo), passmemo.CACHE_NAME) is not None  # rebuilt
 
 
 def test_a_cache_of_another_commit_is_not_used(twins) -> None:

@@ -1,0 +1,63 @@
+"""Fork-parallel map: the same results as a plain call, whichever processes computed them."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+
+import pytest
+
+from reconciler import forkmap
+
+PARENT = os.getpid()
+ITEMS = list(range(forkmap.MIN_ITEMS * 2))
+parallel = pytest.mark.skipif(forkmap.workers() < 2, reason="needs Linux and two CPUs")
+
+
+def squares_and_pids(items: Sequence[int]) -> list[tuple[int, int]]:
+    return [(i * i, os.getpid()) for i in items]
+
+
+def test_a_small_batch_is_computed_in_this_process() -> None:
+    got = forkmap.map_chunks(squares_and_pids, ITEMS[:10])
+    assert got == [(i * i, PARENT) for i in range(10)]
+
+
+@parallel
+def test_a_big_batch_is_split_across_processes_and_comes_back_in_order() -> None:
+    got = forkmap.map_chunks(squares_and_pids, ITEMS)
+    assert [v for v, _ in got] == [i * i for i in ITEMS]
+    assert len({pid for _, pid in got}) > 1 and got[0][1] == PARENT
+
+
+@parallel
+def test_a_child_that_fails_only_costs_its_chunk_computed_here() -> None:
+    def fails_in_children(items: Sequence[int]) -> list[int]:
+        if os.getpid() != PARENT:
+            raise RuntimeError("a child broke")
+        return [i + 1 for i in items]
+
+    assert forkmap.map_chunks(fails_in_children, ITEMS) == [i + 1 for i in ITEMS]
+
+
+@parallel
+def test_a_child_result_that_cannot_be_sent_or_has_the_wrong_length_is_recomputed() -> None:
+    def odd_in_children(items: Sequence[int]) -> list[object]:
+        if os.getpid() != PARENT:
+            return [object()] if items[0] % 2 else [1, 2, 3]
+        return [str(i) for i in items]
+
+    assert forkmap.map_chunks(odd_in_children, ITEMS) == [str(i) for i in ITEMS]
+
+
+def test_no_fork_while_another_thread_runs() -> None:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        got = forkmap.map_chunks(squares_and_pids, ITEMS)
+    finally:
+        stop.set()
+        other.join()
+    assert {pid for _, pid in got} == {PARENT}
