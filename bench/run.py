@@ -221,15 +221,14 @@ def _git(repo: Path, *args: str) -> None:
 
 def _commit_time(text: str) -> str:
     """The commit duration if the reconcile printed one (e.g. `commit 0.42s`, `committed in 310 ms`)."""
-    for line in text.splitlines():
-        if "commit" not in line.lower():
-            continue
-        m = re.search(r"\bin (\d+(?:\.\d+)?)\s*(ms|s)\b", line) or re.search(
-            r"(\d+(?:\.\d+)?)\s*(ms|s)\b", line
-        )
-        if m:
-            value = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
-            return f"{value:.2f} s"
+    lines = [line for line in text.splitlines() if "commit" in line.lower()]
+    # `committed <sha> in 2.55 s` first; a bare duration on a line naming commits only as a fallback
+    for pattern in (r"\bcommitted \S+ in (\d+(?:\.\d+)?)\s*(ms|s)\b", r"(\d+(?:\.\d+)?)\s*(ms|s)\b"):
+        for line in lines:
+            m = re.search(pattern, line)
+            if m:
+                value = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
+                return f"{value:.2f} s"
     return ""
 
 
