@@ -134,17 +134,35 @@ def _same(
     current: passmemo.Memo, path: str, kind: str, key: Any, data: bytes, read: Callable[[str], bytes]
 ) -> bool:
     """Whether a rewritten state file holds the same decisions (only meters and `asOf` moved)."""
-    obj = statefiles.file_object(kind, key)
-    new = obj if kind == statefiles.LEASES else [obj]
     old_key = current.keys.get(path, _MISSING)
     if old_key is not _MISSING:
-        old_obj = statefiles.file_object(kind, old_key)
-        old = old_obj if kind == statefiles.LEASES else [old_obj]
-    elif path in current.loaded:
-        old = current.loaded[path]
-    else:
-        return _same_decisions(read(current.blobs[path]), data)
-    return bool(_stable(old) == _stable(new))
+        if kind in _NO_VOLATILE:
+            return False  # its bytes changed, so its source did, and every field of it is a decision
+        return _same_stable(statefiles.file_object(kind, old_key), statefiles.file_object(kind, key))
+    obj = statefiles.file_object(kind, key)
+    if path in current.loaded:
+        return _same_stable(current.loaded[path], obj if kind == statefiles.LEASES else [obj])
+    return _same_decisions(read(current.blobs[path]), data)
+
+
+# Kinds whose files hold no VOLATILE field (tests/test_statefiles.py checks it).
+_NO_VOLATILE = frozenset({statefiles.LEASES, statefiles.RESERVATION})
+
+
+def _same_stable(a: Any, b: Any) -> bool:
+    """`_stable(a) == _stable(b)`, without building either."""
+    if isinstance(a, dict):
+        if not isinstance(b, dict):
+            return False
+        keys = {k for k in a if k not in VOLATILE}
+        return keys == {k for k in b if k not in VOLATILE} and all(_same_stable(a[k], b[k]) for k in keys)
+    if isinstance(b, dict):
+        return False
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(_same_stable, a, b))
+    if isinstance(b, list):
+        return False
+    return bool(a == b)
 
 
 def summary(plan: Plan) -> list[str]:

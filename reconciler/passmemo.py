@@ -64,7 +64,7 @@ def owned_trees(
 ) -> tuple[tuple[str, str], ...]:
     out = []
     for prefix in sorted(prefixes):
-        tree = gitstore._subtree(repo, commit.tree, [p for p in prefix.split("/") if p])
+        tree = gitstore.subtree(repo, commit.tree, [p for p in prefix.split("/") if p])
         out.append((prefix, str(tree.id) if tree is not None else ""))
     return tuple(out)
 
