@@ -36,8 +36,8 @@ def _stable(data: Any) -> Any:
 
 def _same_decisions(old: bytes, new: bytes) -> bool:
     try:
-        a = list(yaml.load_all(old, Loader=statefiles._Loader))
-        b = list(yaml.load_all(new, Loader=statefiles._Loader))
+        a = statefiles.documents(old)
+        b = statefiles.documents(new)
     except yaml.YAMLError:
         return False  # a damaged state file is always worth rewriting
     return bool(_stable(a) == _stable(b))
