@@ -89,8 +89,8 @@ def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) 
         if kind == statefiles.RENDERED:
             if fp is not None:
                 prints[path] = fp
-        else:
-            keys[path], pieces[path] = key, (kind, rows)
+        else:  # rows equal to the source are kept as the same object: the cache stores it once
+            keys[path], pieces[path] = key, (kind, key if rows == key else rows)
         if blob == old:  # same bytes: what this pass knows about the file holds for the current tree too
             if kind != statefiles.RENDERED:
                 kept_keys[path] = key
