@@ -28,6 +28,7 @@ README = Path(__file__).resolve().parent / "README.md"
 TABLE_START, TABLE_END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"
 NOW = generate.START
 WARM_NOW = "2026-03-02T09:05:00Z"
+FRESH_NOW = "2026-03-02T09:10:00Z"
 LIMIT = {"timeout": 300}  # seconds per measured command (--timeout); slower is reported as timed out
 
 # One fresh process per measurement, so RUSAGE_CHILDREN sees only the measured command.
@@ -232,13 +233,53 @@ def _commit_time(text: str) -> str:
     return ""
 
 
+_STAMP = re.compile(r"^\[\s*(\d+\.\d+)s\] (.*)$")
+
+
+def _stages(text: str) -> str:
+    """Where a reconcile's time went, from its progress lines: read, state, plan, render, commit, push."""
+    at: dict[str, float] = {}
+    extra: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _STAMP.match(line.strip())
+        if not m:
+            continue
+        when, what = float(m.group(1)), m.group(2)
+        for key, start in (
+            ("spec", "read "),
+            ("state", "read state"),
+            ("plan", "planned"),
+            ("render", "rendered"),
+        ):
+            if what.startswith(start) and (key != "spec" or "spec files" in what):
+                at[key] = when
+        took = re.search(r" in (\d+\.\d+) s", what)
+        if took and what.startswith(("committed", "push to")):
+            extra["commit" if what.startswith("committed") else "push"] = float(took.group(1))
+        waited = re.search(r"\((\d+\.\d+) s waited\)", what)
+        if waited:
+            extra["wait"] = float(waited.group(1))
+    parts = []
+    last = 0.0
+    for key in ("spec", "state", "plan", "render"):
+        if key in at:
+            parts.append(f"{'read spec' if key == 'spec' else key} {at[key] - last:.1f} s")
+            last = at[key]
+    parts += [f"{key} {extra[key]:.1f} s" for key in ("commit", "push") if key in extra]
+    if extra.get("wait"):
+        parts.append(f"then {extra['wait']:.1f} s finishing the work tree")
+    return ", ".join(parts)
+
+
 def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: bool) -> list[Row]:
     cold, warm = Row("reconcile, cold (Git)", "<= 10 s"), Row("reconcile, warm (+1 run)", "<= 1 s")
+    fresh = Row("reconcile, fresh clone (no cache)", "-")
     commit = Row("state commit (from reconcile output)", "-")
+    rows = [cold, warm, fresh, commit]
     if not available:
-        for row in (cold, warm, commit):
+        for row in rows:
             row.verdict = "not available (`jobtree reconcile` not built yet)"
-        return [cold, warm, commit]
+        return rows
     help_text = subprocess.run([jobtree, "reconcile", "--help"], capture_output=True, text=True).stdout
     push = ["--push"] if "--push" in help_text else []
     with tempfile.TemporaryDirectory(prefix="jobtree-bench-") as tmp:
@@ -251,7 +292,8 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
         _git(repo, "remote", "add", "origin", str(bare))
         _git(repo, "push", "-q", "-u", "origin", "main")
         outputs = []
-        for row, now in ((cold, NOW), (warm, WARM_NOW)):
+        for row, now in ((cold, NOW), (warm, WARM_NOW), (fresh, FRESH_NOW)):
+            where = repo
             if row is warm:
                 ns = next(t.namespace for t in fleet.teams if t.level == 3)
                 run = {
@@ -266,24 +308,33 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
                 (repo / "runs" / ns / "bench-warm.yaml").write_text(generate.dump(run))
                 _git(repo, "add", "runs")
                 _git(repo, "commit", "-q", "-m", "runs: add bench-warm")
+            if row is fresh:  # a new clone of the reconciled fleet: no cache, as on a CI runner
+                where = Path(tmp) / "fresh"
+                subprocess.run(["git", "clone", "-q", str(bare), str(where)], check=True, capture_output=True)
             with tempfile.NamedTemporaryFile(suffix=".out", delete=False) as fh:
                 out_path = fh.name
             m = measure(
-                [jobtree, "reconcile", str(repo), "--once", "--now", now, *push], stdout_path=out_path
+                [jobtree, "reconcile", str(where), "--once", "--now", now, *push], stdout_path=out_path
             )
             text = Path(out_path).read_text(errors="replace") + "\n" + m.stderr
             os.unlink(out_path)
-            outputs.append(text)
+            if row is not fresh:
+                outputs.append(text)
             if not m.ok:
                 row.verdict = m.problem()
                 continue
             row.wall, row.rss = f"{m.wall:.2f} s", f"{m.rss_mb:.0f} MB"
+            stages = _stages(text)
+            if row is fresh:
+                row.verdict = "measured (no target)"
+                row.note = "state decoded and every file written again: " + stages
+                continue
             row.verdict = _verdict(m.wall, None, 10.0 if row is cold else 1.0)
-            row.note = "with --push to a bare remote" if push else "no --push flag yet"
+            row.note = ("with --push to a bare remote: " if push else "no --push flag yet: ") + stages
         found = [t for t in (_commit_time(o) for o in outputs) if t]
         commit.wall = " / ".join(found) if found else "-"
         commit.verdict = "cold / warm" if found else "not reported by `jobtree reconcile`"
-    return [cold, warm, commit]
+    return rows
 
 
 def machine() -> str:

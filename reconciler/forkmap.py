@@ -2,7 +2,8 @@
 
 A first pass at 100k GPUs parses 5,000 spec files and writes 25,000 state files in pure Python,
 one core busy and the other idle. On Linux with more than one CPU, big batches are split into
-contiguous chunks: forked children compute theirs (they share the parent's memory copy-on-write)
+striped chunks (item i goes to chunk i mod n, since neighbours tend to cost alike): forked children
+compute theirs (they share the parent's memory copy-on-write)
 and send marshal data back through a pipe while the parent computes the first chunk. A child that
 fails for any reason only costs its chunk being computed again in the parent, and every chunk is
 computed by the same function, so results never depend on whether a child ran. Knows nothing of
@@ -39,13 +40,15 @@ def map_chunks(work: Callable[[Sequence[T]], list[Any]], items: Sequence[T]) -> 
     n = min(workers(), len(items) // (MIN_ITEMS // 2) or 1)
     if n < 2 or threading.active_count() > 1:
         return work(items)
-    bounds = [len(items) * i // n for i in range(n + 1)]
-    chunks = [items[bounds[i] : bounds[i + 1]] for i in range(n)]
+    chunks = [items[i::n] for i in range(n)]  # striped: neighbouring items often cost alike
     children = [_fork(work, chunk) for chunk in chunks[1:]]
-    out = list(work(chunks[0]))
+    results = [list(work(chunks[0]))]
     for (pid, fd), chunk in zip(children, chunks[1:], strict=True):
         got = _collect(pid, fd)
-        out += got if got is not None and len(got) == len(chunk) else work(chunk)
+        results.append(got if got is not None and len(got) == len(chunk) else work(chunk))
+    out: list[Any] = [None] * len(items)
+    for i, result in enumerate(results):
+        out[i::n] = result
     return out
 
 

@@ -6,8 +6,9 @@ the next pass) opens them one by one again. One pack plus its version-2 index (t
 formats git and libgit2 read, gitformat-pack(5)) is two file writes. Small batches stay loose, as
 git itself does, so frequent small passes do not pile up packs; `git gc` consolidates either.
 
-Only objects the repository lacks are written; nothing existing is touched or deleted. Only SHA-1
-repositories get packs (anything else falls back to loose objects through libgit2). Knows nothing
+Nothing existing is touched or deleted. Only SHA-1 repositories get packs (anything else falls
+back to loose objects through libgit2). A long-lived clone gathers packs (or loose objects) pass
+by pass; `git gc` or `git maintenance` consolidates them, as for any busy clone. Knows nothing
 of trees or commits beyond their bytes: `gitstore` builds them.
 """
 
@@ -44,25 +45,30 @@ def _sha1_repository(repo: pygit2.Repository) -> bool:
 
 
 def write(repo: pygit2.Repository, objects: Iterable[tuple[bytes, str, bytes]]) -> int:
-    """Store `(raw id, kind, data)` objects the repository does not have yet; returns how many.
+    """Store `(raw id, kind, data)` objects (new ones: trees and blobs of a commit being written).
 
-    Ids are the caller's `object_id`; a mismatching id is a bug and raises ValueError (checked on
-    the loose path by libgit2 itself, on the pack path here).
+    A batch of `PACK_FROM` or more becomes one pack; a smaller one is written loose, skipping
+    objects the repository has. Ids are the caller's `object_id`; a mismatching id is a bug and
+    raises ValueError before anything is stored in a pack. Returns how many objects were written.
     """
-    odb = repo.odb
     todo: dict[bytes, tuple[str, bytes]] = {}
     for oid, kind, data in objects:
-        if oid not in todo and not odb.exists(pygit2.Oid(raw=oid)):
-            todo[oid] = (kind, data)
+        todo.setdefault(oid, (kind, data))
     if len(todo) >= PACK_FROM and _sha1_repository(repo):
+        # No existence check: the caller passes new objects, and an object in two packs is harmless.
         _write_pack(os.path.join(repo.path, "objects", "pack"), todo)
         return len(todo)
+    odb = repo.odb
     types = {"commit": ObjectType.COMMIT, "tree": ObjectType.TREE, "blob": ObjectType.BLOB}
+    written = 0
     for oid, (kind, data) in todo.items():
-        written = odb.write(types[kind], data)
-        if written.raw != oid:
-            raise ValueError(f"object id mismatch for a {kind}: {oid.hex()} != {written}")
-    return len(todo)
+        if odb.exists(pygit2.Oid(raw=oid)):
+            continue
+        stored = odb.write(types[kind], data)
+        if stored.raw != oid:
+            raise ValueError(f"object id mismatch for a {kind}: {oid.hex()} != {stored}")
+        written += 1
+    return written
 
 
 def _entry_header(code: int, size: int) -> bytes:

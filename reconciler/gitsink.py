@@ -36,8 +36,8 @@ def _stable(data: Any) -> Any:
 
 def _same_decisions(old: bytes, new: bytes) -> bool:
     try:
-        a = list(yaml.load_all(old, Loader=statefiles._Loader))
-        b = list(yaml.load_all(new, Loader=statefiles._Loader))
+        a = statefiles.documents(old)
+        b = statefiles.documents(new)
     except yaml.YAMLError:
         return False  # a damaged state file is always worth rewriting
     return bool(_stable(a) == _stable(b))
@@ -89,8 +89,8 @@ def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) 
         if kind == statefiles.RENDERED:
             if fp is not None:
                 prints[path] = fp
-        else:
-            keys[path], pieces[path] = key, (kind, rows)
+        else:  # rows equal to the source are kept as the same object: the cache stores it once
+            keys[path], pieces[path] = key, (kind, key if rows == key else rows)
         if blob == old:  # same bytes: what this pass knows about the file holds for the current tree too
             if kind != statefiles.RENDERED:
                 kept_keys[path] = key
@@ -134,17 +134,35 @@ def _same(
     current: passmemo.Memo, path: str, kind: str, key: Any, data: bytes, read: Callable[[str], bytes]
 ) -> bool:
     """Whether a rewritten state file holds the same decisions (only meters and `asOf` moved)."""
-    obj = statefiles.file_object(kind, key)
-    new = obj if kind == statefiles.LEASES else [obj]
     old_key = current.keys.get(path, _MISSING)
     if old_key is not _MISSING:
-        old_obj = statefiles.file_object(kind, old_key)
-        old = old_obj if kind == statefiles.LEASES else [old_obj]
-    elif path in current.loaded:
-        old = current.loaded[path]
-    else:
-        return _same_decisions(read(current.blobs[path]), data)
-    return bool(_stable(old) == _stable(new))
+        if kind in _NO_VOLATILE:
+            return False  # its bytes changed, so its source did, and every field of it is a decision
+        return _same_stable(statefiles.file_object(kind, old_key), statefiles.file_object(kind, key))
+    obj = statefiles.file_object(kind, key)
+    if path in current.loaded:
+        return _same_stable(current.loaded[path], obj if kind == statefiles.LEASES else [obj])
+    return _same_decisions(read(current.blobs[path]), data)
+
+
+# Kinds whose files hold no VOLATILE field (tests/test_statefiles.py checks it).
+_NO_VOLATILE = frozenset({statefiles.LEASES, statefiles.RESERVATION})
+
+
+def _same_stable(a: Any, b: Any) -> bool:
+    """`_stable(a) == _stable(b)`, without building either."""
+    if isinstance(a, dict):
+        if not isinstance(b, dict):
+            return False
+        keys = {k for k in a if k not in VOLATILE}
+        return keys == {k for k in b if k not in VOLATILE} and all(_same_stable(a[k], b[k]) for k in keys)
+    if isinstance(b, dict):
+        return False
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(_same_stable, a, b))
+    if isinstance(b, list):
+        return False
+    return bool(a == b)
 
 
 def summary(plan: Plan) -> list[str]:

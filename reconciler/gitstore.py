@@ -95,7 +95,8 @@ def resolve(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
     return commit
 
 
-def _subtree(repo: pygit2.Repository, tree: pygit2.Tree, parts: Iterable[str]) -> pygit2.Tree | None:
+def subtree(repo: pygit2.Repository, tree: pygit2.Tree, parts: Iterable[str]) -> pygit2.Tree | None:
+    """The tree at `parts` below `tree` (None when absent or not a directory)."""
     for part in parts:
         if part not in tree:
             return None
@@ -125,7 +126,7 @@ def list_blobs(repo: pygit2.Repository, rev: str, prefixes: Iterable[str] | None
     out: dict[str, str] = {}
     for prefix in sorted(set(prefixes)) if prefixes is not None else [""]:
         directory = prefix.rsplit("/", 1)[0] + "/" if "/" in prefix else ""
-        start = _subtree(repo, root, [p for p in directory.split("/") if p])
+        start = subtree(repo, root, [p for p in directory.split("/") if p])
         if start is None:
             continue
         for path, oid in _walk(repo, start, directory):
@@ -145,6 +146,16 @@ def read_blobs(
 ) -> dict[str, tuple[str, bytes]]:
     """`{path: (blob id, content)}` at `rev`; callers cache parsed files by blob id."""
     return {path: (oid, read_blob(repo, oid)) for path, oid in list_blobs(repo, rev, prefixes).items()}
+
+
+def read_file(repo: pygit2.Repository, rev: str, path: str) -> bytes | None:
+    """The content of the file at `path` in `rev` (None when there is no such file)."""
+    parts = path.split("/")
+    parent = subtree(repo, resolve(repo, rev).tree, parts[:-1])
+    if parent is None or parts[-1] not in parent:
+        return None
+    entry = parent[parts[-1]]
+    return read_blob(repo, str(entry.id)) if entry.type == ObjectType.BLOB else None
 
 
 def read_files(repo: pygit2.Repository, rev: str, prefixes: Iterable[str] | None = None) -> dict[str, bytes]:
@@ -196,7 +207,8 @@ class _Node:
 
 def _trie(owned_prefixes: Iterable[str], blobs: Mapping[str, bytes]) -> _Node:
     root = _Node()
-    for prefix in owned_prefixes:
+    prefixes = tuple(owned_prefixes)
+    for prefix in prefixes:
         if not prefix.endswith("/") or prefix.startswith("/") or "//" in prefix:
             raise ValueError(f"owned prefix must be a directory like 'state/', got {prefix!r}")
         node = root
@@ -205,23 +217,32 @@ def _trie(owned_prefixes: Iterable[str], blobs: Mapping[str, bytes]) -> _Node:
             assert isinstance(nxt, _Node)
             node = nxt
         node.owned = True
-    prefixes = tuple(owned_prefixes)
+    dirs: dict[str, _Node] = {}  # directory path -> node, so each directory is walked to once
     for path, oid in blobs.items():
         if not path.startswith(prefixes):
-            raise ValueError(f"{path} is outside the owned prefixes {list(owned_prefixes)}")
-        parts = path.split("/")
-        if any(p in ("", ".", "..", ".git") for p in parts):
+            raise ValueError(f"{path} is outside the owned prefixes {list(prefixes)}")
+        directory, _, name = path.rpartition("/")
+        found = dirs.get(directory)
+        if found is None:
+            node = root
+            for part in directory.split("/"):
+                if part in _BAD_PARTS:
+                    raise ValueError(f"invalid path {path!r}")
+                nxt = node.kids().setdefault(part, _Node(owned=node.owned))
+                if not isinstance(nxt, _Node):
+                    raise ValueError(f"{path} needs {part} to be a directory, but it is a file")
+                node = nxt
+            dirs[directory] = found = node
+        if name in _BAD_PARTS:
             raise ValueError(f"invalid path {path!r}")
-        node = root
-        for part in parts[:-1]:
-            nxt = node.kids().setdefault(part, _Node(owned=node.owned))
-            if not isinstance(nxt, _Node):
-                raise ValueError(f"{path} needs {part} to be a directory, but it is a file")
-            node = nxt
-        if isinstance(node.kids().get(parts[-1]), _Node):
+        kids = found.kids()
+        if isinstance(kids.get(name), _Node):
             raise ValueError(f"{path} is a directory in the same commit")
-        node.kids()[parts[-1]] = oid
+        kids[name] = oid
     return root
+
+
+_BAD_PARTS = frozenset({"", ".", "..", ".git"})
 
 
 def _tree_key(item: tuple[str, tuple[int, bytes]]) -> bytes:
@@ -243,7 +264,7 @@ def _build(
         if isinstance(child, bytes):
             entries[name] = (FileMode.BLOB, child)
             continue
-        sub = _build(repo, _subtree(repo, base, [name]) if base is not None else None, child, out)
+        sub = _build(repo, subtree(repo, base, [name]) if base is not None else None, child, out)
         if sub is None:
             entries.pop(name, None)
         else:
@@ -382,8 +403,8 @@ def _owned_changes(repo: pygit2.Repository, commit: pygit2.Commit, prefixes: tup
         paths: set[str] = set()
         for prefix in prefixes:
             parts = [p for p in prefix.split("/") if p]
-            old = _subtree(repo, parent.tree, parts) if parent is not None else None
-            new = _subtree(repo, commit.tree, parts)
+            old = subtree(repo, parent.tree, parts) if parent is not None else None
+            new = subtree(repo, commit.tree, parts)
             paths |= _changed(repo, old, new, "/".join(parts) + "/")
         per_parent.append(paths)
     # a merge only counts for what differs from every parent (a resolution, not what it brought in)

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pygit2
-import yaml
 
 from planner.world import FleetState
 from reconciler import forkmap, gitstore, passcache, statefiles
@@ -64,7 +63,7 @@ def owned_trees(
 ) -> tuple[tuple[str, str], ...]:
     out = []
     for prefix in sorted(prefixes):
-        tree = gitstore._subtree(repo, commit.tree, [p for p in prefix.split("/") if p])
+        tree = gitstore.subtree(repo, commit.tree, [p for p in prefix.split("/") if p])
         out.append((prefix, str(tree.id) if tree is not None else ""))
     return tuple(out)
 
@@ -104,7 +103,7 @@ def _decode(items: Sequence[tuple[str, str, bytes]]) -> list[tuple[list[Any], An
     """Per state file, its YAML documents and the rows `decode` takes from them."""
     out = []
     for _, kind, data in items:
-        docs = list(yaml.load_all(data, Loader=statefiles._Loader))
+        docs = statefiles.documents(data)
         out.append((docs, statefiles.piece(kind, _as_decode_reads(kind, docs, data))))
     return out
 

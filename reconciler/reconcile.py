@@ -244,17 +244,21 @@ def reconcile_once(
 def _configured_branch(repo: pygit2.Repository) -> str:
     """The `git.branch` of jobtree.yaml at the current HEAD, else `main`."""
     try:
-        files = gitstore.read_files(repo, "HEAD", ["jobtree.yaml"])
-        spec = pipeline.read_spec(files)
+        spec = pipeline.read_spec(_fleet_file(repo))
         return spec.fleet.git.branch
     except GitStoreError:
         return "main"
 
 
+def _fleet_file(repo: pygit2.Repository) -> dict[str, bytes]:
+    """`{"jobtree.yaml": bytes}` at HEAD (empty when absent): all `read_spec` needs for the settings."""
+    data = gitstore.read_file(repo, "HEAD", "jobtree.yaml")
+    return {"jobtree.yaml": data} if data is not None else {}
+
+
 def _clusters_configured(repo_path: str) -> bool:
     try:
-        repo = gitstore.open_repo(repo_path)
-        files = gitstore.read_files(repo, "HEAD", ["jobtree.yaml"])
+        files = _fleet_file(gitstore.open_repo(repo_path))
     except GitStoreError:
         return False
     return bool(pipeline.read_spec(files).fleet.clusters)

@@ -119,13 +119,13 @@ def spec_blobs(
     seen: dict[str, Listing] = {}
     for name in SPEC_FILES:
         parts = name.split("/")
-        parent = gitstore._subtree(repo, root, parts[:-1])
+        parent = gitstore.subtree(repo, root, parts[:-1])
         if parent is not None and parts[-1] in parent:
             entry = parent[parts[-1]]
             if entry.type == ObjectType.BLOB:
                 out[name] = str(entry.id)
     for top in SPEC_DIRS:
-        sub = gitstore._subtree(repo, root, [top])
+        sub = gitstore.subtree(repo, root, [top])
         if sub is not None:
             out.update(
                 (f"{top}/{p}", oid) for p, oid in _listing(repo, sub, known, seen) if spec_kind(f"{top}/{p}")

@@ -293,11 +293,26 @@ def encode(plan: Plan) -> dict[str, bytes]:
     return {path: file_bytes(kind, file_object(kind, key)) for path, (kind, key) in sources(plan).items()}
 
 
+def documents(data: bytes) -> list[Any]:
+    """All YAML documents of a file, as `yaml.load_all` reads them; quick for what `yamlout` wrote."""
+    try:
+        docs = yamlout.load_all(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        docs = None
+    return docs if docs is not None else list(yaml.load_all(data, Loader=_Loader))
+
+
 def load(kind: str, data: bytes) -> Any:
     """A file's YAML object as `decode` reads it (all documents of a lease file, else the first)."""
     if kind == LEASES:
-        return [o for o in yaml.load_all(data, Loader=_Loader) if o]
-    return yaml.load(data, Loader=_Loader)
+        return [o for o in documents(data) if o]
+    try:
+        docs = yamlout.load_all(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        docs = None
+    if docs is not None and len(docs) <= 1:
+        return docs[0] if docs else None
+    return yaml.load(data, Loader=_Loader)  # PyYAML's answer, or its error for a file of several documents
 
 
 def piece(kind: str, obj: Any) -> Any:

@@ -146,7 +146,9 @@ def follow(
     todo = changes(repo, old, new)
     if not todo:
         return None
-    if any(e is not None and e[1] not in _FILES for pair in todo.values() for e in pair):
+    if any(e is not None and e[1] not in _FILES for pair in todo.values() for e in pair) or _filtered(
+        repo, new
+    ):
         _libgit2_checkout(repo, new)
         return None
     workdir = os.path.join(repo.workdir, "")
@@ -184,6 +186,24 @@ def follow(
         index.write()
 
     return write
+
+
+def _filtered(repo: pygit2.Repository, new: pygit2.Tree) -> bool:
+    """Whether checked-out files may differ from their blobs (line-ending or attribute filters).
+
+    Then libgit2 writes them (it applies the filters); jobtree writes blob bytes as they are.
+    """
+    config = repo.config
+    for name in ("core.autocrlf", "core.eol"):
+        if name in config and str(config[name]).lower() in ("true", "input", "crlf"):
+            return True
+    if ".gitattributes" in new or os.path.exists(os.path.join(repo.path, "info", "attributes")):
+        return True
+    return any(
+        ".gitattributes" in sub
+        for prefix in gitstore.OWNED_PREFIXES
+        if (sub := gitstore.subtree(repo, new, [p for p in prefix.split("/") if p])) is not None
+    )
 
 
 def _content_id(full: str) -> pygit2.Oid | None | str:

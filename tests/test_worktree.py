@@ -151,3 +151,11 @@ def test_an_executable_file_keeps_its_mode_and_links_go_through_libgit2(work: py
     worktree.move_branch(repo, "main", oid)
     assert os.readlink(root / "tools/latest") == "run.sh"
     assert git_status(root) == []
+
+
+def test_with_line_ending_conversion_configured_libgit2_writes_the_files(work: pygit2.Repository) -> None:
+    root = Path(work.workdir)
+    work.config["core.autocrlf"] = "true"
+    assert bot_commit(work, NEW_STATE | {"state/multi.yaml": b"a: 1\nb: 2\n"}) is not None
+    assert (root / "state/multi.yaml").read_bytes() == b"a: 1\r\nb: 2\r\n"  # converted, as git would
+    assert git_status(root) == []

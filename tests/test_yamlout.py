@@ -121,3 +121,70 @@ def test_control_characters_and_astral_text_are_escaped_yaml_s_way() -> None:
     ):
         assert yaml.load(yamlout.dumps({"k": text}), Loader=yaml.CSafeLoader) == {"k": text}
         assert yamlout.dumps({"k": text}) == _reference({"k": text})
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(st.lists(TREES, max_size=3))
+def test_the_quick_reader_reads_back_what_the_writer_wrote_exactly_as_pyyaml_does(values: list[Any]) -> None:
+    text = yamlout.dumps_all(values)
+    assert yamlout.load_all(text) == list(yaml.load_all(text, Loader=yaml.CSafeLoader)) == values
+
+
+_EDITS = st.sampled_from(
+    [
+        " ",
+        "  ",
+        "-",
+        "- ",
+        ":",
+        ": ",
+        "#",
+        "\n",
+        '"',
+        "'",
+        "!",
+        "&a ",
+        "*a",
+        "{",
+        "[",
+        "a",
+        "1",
+        "\\",
+        "---\n",
+        "\t",
+        ".",
+        "e",
+    ]
+)
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(TREES.filter(lambda v: isinstance(v, (dict, list)) and v), st.data())
+def test_anything_the_writer_would_not_write_is_left_to_pyyaml(value: Any, data: st.DataObject) -> None:
+    text = yamlout.dumps(value)
+    at = data.draw(st.integers(0, len(text)))
+    if data.draw(st.booleans()):
+        edited = text[:at] + data.draw(_EDITS) + text[at:]
+    else:
+        edited = text[:at] + text[at + data.draw(st.integers(1, 3)) :]
+    quick = yamlout.load_all(edited)
+    if quick is None:
+        return  # PyYAML reads it, or reports it
+    try:
+        want = list(yaml.load_all(edited, Loader=yaml.CSafeLoader))
+    except yaml.YAMLError:
+        raise AssertionError(f"read {edited!r}, which PyYAML refuses") from None
+    assert quick == want, edited
+
+
+def test_comments_anchors_tags_flow_style_and_other_indents_are_left_to_pyyaml() -> None:
+    for text in (
+        "a: 1 # why\n",
+        "a: &x 1\nb: *x\n",
+        "a: !!str 5\n",
+        "a: {b: 1}\n",
+        "a:\n    b: 1\n",
+        "a:\n  - 1\n",
+    ):
+        assert yamlout.load_all(text) is None, text
+    assert yamlout.load_all("") == [] and yamlout.load_all("a: 1\n---\nb: [x]\n") is None
