@@ -8,19 +8,32 @@ With `reconciler.gitstore` the only code that writes Git. A push the remote refu
 from __future__ import annotations
 
 import enum
+import os
 import random
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pygit2
+from pygit2 import C
+from pygit2.enums import ConfigLevel
 
 from reconciler.gitstore import GitUnavailable, PermanentGitError
 from reconciler.worktree import move_branch
 
-# Threads libgit2's pack builder may use to find deltas for a push (0: one per CPU). Delta search is
-# most of the CPU a push of a first 25,000-file state commit takes; the default is one thread.
+# Threads libgit2's pack builder may use for a push (0: one per CPU; it only helps delta search).
 PACK_THREADS = 0
+# What libgit2's pack builder reads for a push, on top of the clone's own config: no delta search.
+# State files are small and compress well on their own; searching 25,000 of them for deltas took half
+# the CPU of a first push (measured alone on 2 cores: 5.7 s CPU and 4.0 s wall with it, 3.1 s and
+# 3.1 s without) to send 7.1 MB instead of 11.3 MB. The remote's objects and commit are the same
+# either way, `git gc` there still finds deltas, and later passes push a few thousand objects at
+# most. libgit2 1.9 reads
+# its "too big to delta" limit from `pack.deltaCacheSize` (a slip for `pack.bigFileThreshold`), so
+# both are set to 1 byte: under either reading every object is over the limit and goes in whole.
+PUSH_PACK_CONFIG = "[pack]\n\tbigFileThreshold = 1\n\tdeltaCacheSize = 1\n"
 
 
 class PushStatus(enum.Enum):
@@ -120,15 +133,16 @@ def push(
         return result(PushStatus.UP_TO_DATE, head)
     if head != expected_remote_oid:
         return result(PushStatus.STALE, head, f"remote moved from {expected_remote_oid} to {head}")
-    rem = _remote(repo, remote)
     callbacks = _Callbacks(token)
-    try:
-        rem.push([f"refs/heads/{branch}:refs/heads/{branch}"], callbacks=callbacks, threads=PACK_THREADS)
-    except pygit2.GitError as err:
-        text = str(err)
-        if "non-fastforward" in text or "not present locally" in text:
-            return result(PushStatus.STALE, fetch(repo, remote, branch, token=token), text)
-        raise _unavailable(rem, "push to", err) from err
+    with _pushing_handle(repo) as pusher:
+        rem = _remote(pusher, remote)
+        try:
+            rem.push([f"refs/heads/{branch}:refs/heads/{branch}"], callbacks=callbacks, threads=PACK_THREADS)
+        except pygit2.GitError as err:
+            text = str(err)
+            if "non-fastforward" in text or "not present locally" in text:
+                return result(PushStatus.STALE, fetch(repo, remote, branch, token=token), text)
+            raise _unavailable(rem, "push to", err) from err
     refusal = callbacks.refused.get(f"refs/heads/{branch}")
     if refusal is None:
         repo.references.create(f"refs/remotes/{remote}/{branch}", local_ref.target, force=True)
@@ -136,6 +150,25 @@ def push(
     after = fetch(repo, remote, branch, token=token)
     status = PushStatus.STALE if after != expected_remote_oid else PushStatus.REFUSED
     return result(status, after, f"{rem.url} refused {branch}: {refusal}")
+
+
+@contextmanager
+def _pushing_handle(repo: pygit2.Repository) -> Iterator[pygit2.Repository]:
+    """A handle of its own on `repo` whose config also has `PUSH_PACK_CONFIG` (app level, in memory).
+
+    Only this handle's pack builder sees the extra settings; the clone's config files are untouched.
+    """
+    with tempfile.TemporaryDirectory(prefix="jobtree-push-") as tmp:
+        path = os.path.join(tmp, "config")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(PUSH_PACK_CONFIG)
+        own = pygit2.Repository(repo.path)
+        config = own.config  # the handle's own config object, kept alive until the push is done
+        try:
+            err = C.git_config_add_file_ondisk(config._c_config, path.encode(), ConfigLevel.APP, own._repo, 1)
+        except (AttributeError, TypeError):  # another pygit2: push with libgit2's defaults
+            err = -1
+        yield own if err == 0 else repo  # libgit2's default pack settings are slower, never wrong
 
 
 class SyncOutcome(enum.Enum):

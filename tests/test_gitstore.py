@@ -396,6 +396,34 @@ def test_a_remote_that_moves_between_fetch_and_push_gives_stale(
     )
 
 
+def test_a_push_sends_whole_objects_without_delta_search_and_leaves_the_clone_config_alone(
+    served: str, daemon: tuple[Path, str], tmp_path: Path
+) -> None:
+    one = clone(served, tmp_path / "one.git")
+    config_before = Path(one.path, "config").read_text()
+    similar = {  # near-copies of each other: exactly what delta search would find
+        f"state/status/runs/team-a/r{i}.yaml": (b"phase: Running\nmessage: " + b"x" * 400 + b"%d\n" % i)
+        for i in range(150)  # over receive.unpackLimit, so the remote keeps the pack as sent
+    }
+    base = remote_head(one)
+    bot_commit(one, similar)
+    assert gitremote.push(one, "origin", "main", base).status is PushStatus.PUSHED
+    remote = daemon[0] / served.rsplit("/", 1)[1]
+    packs = list((remote / "objects" / "pack").glob("*.idx"))
+    assert len(packs) == 1
+    for idx in packs:
+        listing = subprocess.run(["git", "verify-pack", "-v", str(idx)], capture_output=True, text=True)
+        assert listing.returncode == 0, listing.stderr
+        objects = [line.split() for line in listing.stdout.splitlines() if line[:1].isalnum() and " " in line]
+        assert objects and all(len(row) == 5 for row in objects if row[1] in ("blob", "tree")), listing.stdout
+    fsck = subprocess.run(
+        ["git", "--git-dir", str(remote), "fsck", "--strict"], capture_output=True, text=True
+    )
+    assert fsck.returncode == 0, fsck.stderr
+    assert gitstore.read_files(pygit2.Repository(str(remote)), "main", ["state/status/"]) == similar
+    assert Path(one.path, "config").read_text() == config_before
+
+
 def test_a_writer_in_another_process_holds_the_lock_until_it_exits(local: pygit2.Repository) -> None:
     import sys
 
