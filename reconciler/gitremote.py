@@ -12,7 +12,7 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -20,6 +20,7 @@ import pygit2
 from pygit2 import C
 from pygit2.enums import ConfigLevel
 
+from reconciler import gitlocal
 from reconciler.gitstore import GitUnavailable, PermanentGitError
 from reconciler.worktree import move_branch
 
@@ -30,9 +31,8 @@ PACK_THREADS = 0
 # the CPU of a first push (measured alone on 2 cores: 5.7 s CPU and 4.0 s wall with it, 3.1 s and
 # 3.1 s without) to send 7.1 MB instead of 11.3 MB. The remote's objects and commit are the same
 # either way, `git gc` there still finds deltas, and later passes push a few thousand objects at
-# most. libgit2 1.9 reads
-# its "too big to delta" limit from `pack.deltaCacheSize` (a slip for `pack.bigFileThreshold`), so
-# both are set to 1 byte: under either reading every object is over the limit and goes in whole.
+# most. libgit2 1.9 reads its "too big to delta" limit from `pack.deltaCacheSize` (a slip for
+# `pack.bigFileThreshold`), so both are 1 byte: under either reading every object goes in whole.
 PUSH_PACK_CONFIG = "[pack]\n\tbigFileThreshold = 1\n\tdeltaCacheSize = 1\n"
 
 
@@ -114,11 +114,14 @@ def push(
     expected_remote_oid: str | None = None,
     *,
     token: str | None = None,
+    packs: Sequence[str] = (),
 ) -> PushResult:
     """Push the local branch only if the remote head is still `expected_remote_oid` (None: absent).
 
     Fast-forward only; the server re-checks the old value atomically, so two racing writers cannot both
     win. A remote that moved gives STALE, a server that declines gives REFUSED; unreachable raises.
+    A bare repository at a local path gets the objects by `gitlocal` (reusing `packs`, the packs this
+    pass wrote) and the same compare-and-swap under its ref lock; any other remote goes through libgit2.
     """
     local_ref = repo.references.get(f"refs/heads/{branch}")
     if local_ref is None:
@@ -133,6 +136,19 @@ def push(
         return result(PushStatus.UP_TO_DATE, head)
     if head != expected_remote_oid:
         return result(PushStatus.STALE, head, f"remote moved from {expected_remote_oid} to {head}")
+    rem = _remote(repo, remote)
+    path = gitlocal.local_path(rem.push_url or rem.url)
+    if path is not None:
+        try:
+            moved = gitlocal.push(repo, path, branch, expected_remote_oid, packs)
+        except (OSError, pygit2.GitError) as err:
+            raise _unavailable(rem, "push to", err) from err
+        if moved is True:
+            repo.references.create(f"refs/remotes/{remote}/{branch}", local_ref.target, force=True)
+            return result(PushStatus.PUSHED, local)
+        if moved is False:
+            after = fetch(repo, remote, branch, token=token)
+            return result(PushStatus.STALE, after, f"remote moved from {expected_remote_oid} to {after}")
     callbacks = _Callbacks(token)
     with _pushing_handle(repo) as pusher:
         rem = _remote(pusher, remote)

@@ -324,6 +324,7 @@ def commit_tree(
     now: int,
     owned_prefixes: tuple[str, ...] = OWNED_PREFIXES,
     pending: list[Any] | None = None,
+    packs: list[str] | None = None,
 ) -> pygit2.Oid | None:
     """`commit_files` given blob ids: `blobs` is every owned file's blob id (hex), `contents` the
     bytes of those the repository may not have yet (blob id -> bytes; the rest must exist).
@@ -331,6 +332,7 @@ def commit_tree(
     Only new objects are written (one pack for a big batch, see `gitpack`), and a checked-out
     branch rewrites only the paths that changed (see `worktree`); with a `pending` list, it does so
     in a background thread after the branch moves, and the `worktree.Pending` to wait for is appended.
+    A pack written is appended to `packs` (its path without extension), for a local push to reuse.
     """
     parent = resolve(repo, parent_rev) if parent_rev is not None else None
     base_tree = parent.tree if parent is not None else None
@@ -357,7 +359,7 @@ def commit_tree(
             objects.append((bytes.fromhex(blob), "blob", data))
         elif not odb.exists(pygit2.Oid(hex=blob)):
             raise ValueError(f"blob {blob} is neither given nor in {repo.path}")
-    gitpack.write(repo, objects)
+    gitpack.write(repo, objects, packs)
     sig = pygit2.Signature(author_name, author_email, int(now), 0)
     parents = [parent.id] if parent is not None else []
     oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(raw=tree_oid), parents)

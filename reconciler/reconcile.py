@@ -181,6 +181,7 @@ def reconcile_once(
             outcome.head = str(head.id)
             memo = tree.kept
             later: list[worktree.Pending] = []
+            packs: list[str] = []  # packs this attempt wrote: a push to a local path hands them over
             try:
                 if tree.meaningful:
                     author = spec.fleet.git.author
@@ -192,6 +193,7 @@ def reconcile_once(
                     oid = gitstore.commit_tree(
                         repo, want_branch, str(head.id), tree.blobs, tree.contents, message=message,
                         author_name=author.name, author_email=author.email, now=moment, pending=later,
+                        packs=packs,
                     )  # fmt: skip
                     outcome.commit = str(oid) if oid is not None else None
                     outcome.head = outcome.commit or outcome.head
@@ -217,7 +219,7 @@ def reconcile_once(
                         PushStatus.UP_TO_DATE, remote, want_branch, outcome.head, None
                     )
                 pushing = time.monotonic()
-                pushed = gitremote.push(repo, remote, want_branch, expected, token=token)
+                pushed = gitremote.push(repo, remote, want_branch, expected, token=token, packs=packs)
                 say(f"push to {remote}: {pushed.status.value} in {time.monotonic() - pushing:.2f} s")
                 return pushed
             finally:
