@@ -331,7 +331,8 @@ def commit_tree(
 
     Only new objects are written (one pack for a big batch, see `gitpack`), and a checked-out
     branch rewrites only the paths that changed (see `worktree`); with a `pending` list, it does so
-    in a background thread after the branch moves, and the `worktree.Pending` to wait for is appended.
+    in a background thread, and the `worktree.Pending` to wait for is appended: the files are
+    written while the objects are, the index once the branch has moved (`worktree.start`).
     A pack written is appended to `packs` (its path without extension), for a local push to reuse.
     """
     parent = resolve(repo, parent_rev) if parent_rev is not None else None
@@ -359,13 +360,29 @@ def commit_tree(
             objects.append((bytes.fromhex(blob), "blob", data))
         elif not odb.exists(pygit2.Oid(hex=blob)):
             raise ValueError(f"blob {blob} is neither given nor in {repo.path}")
-    gitpack.write(repo, objects, packs)
-    sig = pygit2.Signature(author_name, author_email, int(now), 0)
-    parents = [parent.id] if parent is not None else []
-    oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(raw=tree_oid), parents)
     from reconciler import worktree  # imported late: worktree builds on this module
 
-    later = worktree.move_branch(repo, branch, oid, contents, background=pending is not None)
+    early = None
+    if pending is not None:  # the work tree's files are written while the objects are
+        trees = {oid: data for oid, kind, data in objects if kind == "tree"}
+        early = worktree.start(repo, branch, tree_oid, trees, contents)
+    try:
+        gitpack.write(repo, objects, packs)
+        sig = pygit2.Signature(author_name, author_email, int(now), 0)
+        parents = [parent.id] if parent is not None else []
+        oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(raw=tree_oid), parents)
+        if early is None:
+            later = worktree.move_branch(repo, branch, oid, contents, background=pending is not None)
+        else:
+            repo.references.create(ref_name, oid, force=True)
+            later = early
+    except BaseException:
+        if early is not None and pending is not None:
+            early.abandon()
+            pending.append(early)
+        raise
+    if early is not None:
+        early.moved()
     if later is not None and pending is not None:
         pending.append(later)
     return oid

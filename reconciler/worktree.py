@@ -19,7 +19,7 @@ from typing import Any
 
 import pygit2
 from pygit2 import C, ffi
-from pygit2.enums import CheckoutNotify, CheckoutStrategy, FileMode, FileStatus, ObjectType, ReferenceType
+from pygit2.enums import CheckoutNotify, CheckoutStrategy, FileMode, FileStatus, ReferenceType
 
 from reconciler import gitstore
 
@@ -94,41 +94,124 @@ def move_branch(
         current = repo.references.get(f"refs/heads/{branch}")
         old = repo[current.target].peel(pygit2.Tree) if current is not None else None
         new = repo[oid].peel(pygit2.Tree)
-        try:
-            apply = follow(repo, old, new, contents or {})
-        except gitstore.DirtyCheckout as err:
-            raise gitstore.DirtyCheckout(
-                f"{branch} is checked out in {repo.workdir} and local edits to {err} would be "
-                "overwritten; commit, stash or discard them, or let jobtree use a clone of its own"
-            ) from None
-        if background and apply is not None:
+        writer = _checked(repo, branch, lambda: follow(repo, old, new, contents or {}))
+        if background and writer is not None:
             repo.references.create(f"refs/heads/{branch}", oid, force=True)
-            return Pending(apply)
-        if apply is not None:
-            apply()
+            return Pending(writer)
+        if writer is not None:
+            writer()
     repo.references.create(f"refs/heads/{branch}", oid, force=True)
     return None
+
+
+def _checked(repo: pygit2.Repository, branch: str, check: Callable[[], _Writer | None]) -> _Writer | None:
+    try:
+        return check()
+    except gitstore.DirtyCheckout as err:
+        raise gitstore.DirtyCheckout(
+            f"{branch} is checked out in {repo.workdir} and local edits to {err} would be "
+            "overwritten; commit, stash or discard them, or let jobtree use a clone of its own"
+        ) from None
+
+
+class Early(Pending):
+    """The work tree of a commit not written yet: files are written now, the index once the branch moved.
+
+    From `start`. The caller writes the objects and moves the branch, then calls `moved`; if that
+    fails, `abandon`: the files written so far are left for `restore_owned`, the index untouched.
+    """
+
+    def __init__(self, writer: _Writer) -> None:
+        self._gate = threading.Event()
+        self._moved = False
+
+        def work() -> None:
+            writer.files()
+            self._gate.wait()
+            if self._moved:
+                writer.stage()
+
+        super().__init__(work)
+
+    def moved(self) -> None:
+        self._moved = True
+        self._gate.set()
+
+    def abandon(self) -> None:
+        self._gate.set()
+
+
+def start(
+    repo: pygit2.Repository,
+    branch: str,
+    new: bytes,
+    trees: Mapping[bytes, bytes],
+    contents: Mapping[str, bytes],
+) -> Early | None:
+    """Check the work tree for the tree `new` (raw id; `trees`: raw id -> data of trees not in the
+    repository yet) and start writing its files. None: nothing to write now (not checked out, no
+    change, or a change libgit2 must write: `move_branch` does it once the commit exists).
+    Raises `DirtyCheckout` before anything is written.
+    """
+    if not checked_out(repo, branch):
+        return None
+    current = repo.references.get(f"refs/heads/{branch}")
+    old = repo[current.target].peel(pygit2.Tree).id.raw if current is not None else None
+    writer = _checked(repo, branch, lambda: _plan(repo, _Trees(repo, trees), old, new, contents, early=True))
+    return Early(writer) if writer is not None else None
+
+
+class _Trees:
+    """Tree entries by raw id: `{name: (raw id, mode)}`, from given tree data or the repository."""
+
+    def __init__(self, repo: pygit2.Repository, given: Mapping[bytes, bytes]) -> None:
+        self.repo, self.given = repo, given
+
+    def __call__(self, oid: bytes) -> dict[str, tuple[bytes, int]]:
+        data = self.given.get(oid)
+        if data is None:
+            tree = self.repo[pygit2.Oid(raw=oid)].peel(pygit2.Tree)
+            return {str(e.name): (e.id.raw, int(e.filemode)) for e in tree}
+        out: dict[str, tuple[bytes, int]] = {}
+        at = 0
+        while at < len(data):  # "<octal mode> <name>\0<raw id>" per entry (gitformat-tree)
+            space = data.index(b" ", at)
+            nul = data.index(b"\0", space)
+            out[data[space + 1 : nul].decode()] = (data[nul + 1 : nul + 21], int(data[at:space], 8))
+            at = nul + 21
+        return out
 
 
 def changes(
     repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree | None, base: str = ""
 ) -> dict[str, tuple[Entry | None, Entry | None]]:
     """`{path: (old entry, new entry)}` for every non-tree path that differs; equal subtrees are skipped."""
-    if old is not None and new is not None and old.id == new.id:
+    return _changes(
+        _Trees(repo, {}),
+        old.id.raw if old is not None else None,
+        new.id.raw if new is not None else None,
+        base,
+    )
+
+
+def _changes(
+    entries: _Trees, old: bytes | None, new: bytes | None, base: str
+) -> dict[str, tuple[Entry | None, Entry | None]]:
+    if old is not None and old == new:
         return {}
-    before = {str(e.name): e for e in old} if old is not None else {}
-    after = {str(e.name): e for e in new} if new is not None else {}
+    before = entries(old) if old is not None else {}
+    after = entries(new) if new is not None else {}
     out: dict[str, tuple[Entry | None, Entry | None]] = {}
     for name in sorted(before.keys() | after.keys()):
         a, b = before.get(name), after.get(name)
-        if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
+        if a == b:
             continue
-        sub_a = repo[a.id].peel(pygit2.Tree) if a is not None and a.type == ObjectType.TREE else None
-        sub_b = repo[b.id].peel(pygit2.Tree) if b is not None and b.type == ObjectType.TREE else None
+        sub_a = a[0] if a is not None and a[1] == FileMode.TREE else None
+        sub_b = b[0] if b is not None and b[1] == FileMode.TREE else None
         if sub_a is not None or sub_b is not None:
-            out.update(changes(repo, sub_a, sub_b, f"{base}{name}/"))
-        file_a = (a.id, a.filemode) if a is not None and sub_a is None else None
-        file_b = (b.id, b.filemode) if b is not None and sub_b is None else None
+            out.update(_changes(entries, sub_a, sub_b, f"{base}{name}/"))
+        file_a = (pygit2.Oid(raw=a[0]), a[1]) if a is not None and sub_a is None else None
+        file_b = (pygit2.Oid(raw=b[0]), b[1]) if b is not None and sub_b is None else None
         if file_a is not None or file_b is not None:
             out[f"{base}{name}"] = (file_a, file_b)
     return out
@@ -136,20 +219,33 @@ def changes(
 
 def follow(
     repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree, contents: Mapping[str, bytes]
-) -> Callable[[], None] | None:
+) -> _Writer | None:
     """Check the paths that differ between `old` and `new`; return what rewrites them (None: nothing).
 
     Raises `DirtyCheckout` (nothing written) when a changed path holds something that is neither
     its old nor its new content. Symlinks and submodules are left to libgit2's SAFE checkout. The
     returned writer opens its own handle on the repository, so it may run in another thread.
     """
-    todo = changes(repo, old, new)
+    return _plan(repo, _Trees(repo, {}), old.id.raw if old is not None else None, new.id.raw, contents)
+
+
+def _plan(
+    repo: pygit2.Repository,
+    entries: _Trees,
+    old: bytes | None,
+    new: bytes,
+    contents: Mapping[str, bytes],
+    early: bool = False,
+) -> _Writer | None:
+    """`follow` on raw tree ids; `early`: the commit is not written yet, so what needs libgit2 waits."""
+    todo = _changes(entries, old, new, "")
     if not todo:
         return None
     if any(e is not None and e[1] not in _FILES for pair in todo.values() for e in pair) or _filtered(
-        repo, new
+        repo, entries, new
     ):
-        _libgit2_checkout(repo, new)
+        if not early:
+            _libgit2_checkout(repo, repo[pygit2.Oid(raw=new)].peel(pygit2.Tree))
         return None
     workdir = os.path.join(repo.workdir, "")
     index = repo.index
@@ -164,31 +260,62 @@ def follow(
     ]
     if conflicts:
         raise gitstore.DirtyCheckout(", ".join(sorted(conflicts)))
-    gitdir = repo.path
+    return _Writer(repo.path, workdir, todo, removed, contents)
 
-    def write() -> None:
-        own = pygit2.Repository(gitdir)
-        index = own.index
-        index.read(False)
-        for path in sorted(removed, reverse=True):
-            _remove(workdir, path)
-            if path in index:
-                index.remove(path)
+
+class _Writer:
+    """The rewrite of the changed paths: the files (`files`), then the index entries (`stage`).
+
+    Calling it does both. It opens its own handle on the repository, so it may run in another thread.
+    """
+
+    def __init__(
+        self,
+        gitdir: str,
+        workdir: str,
+        todo: Mapping[str, tuple[Entry | None, Entry | None]],
+        removed: set[str],
+        contents: Mapping[str, bytes],
+    ) -> None:
+        self.gitdir, self.workdir, self.todo, self.removed, self.contents = (
+            gitdir,
+            workdir,
+            todo,
+            removed,
+            contents,
+        )
+        self.written: list[tuple[str, pygit2.Oid, int, os.stat_result]] = []
+
+    def __call__(self) -> None:
+        self.files()
+        self.stage()
+
+    def files(self) -> None:
+        own = pygit2.Repository(self.gitdir)
+        for path in sorted(self.removed, reverse=True):
+            _remove(self.workdir, path)
         made: set[str] = set()
-        for path, (_, b) in sorted(todo.items()):
+        for path, (_, b) in sorted(self.todo.items()):
             if b is None:
                 continue
             oid, mode = b
-            data = contents.get(str(oid))
+            data = self.contents.get(str(oid))
             if data is None:
                 data = own[oid].peel(pygit2.Blob).data
-            _write(workdir, path, data, mode, made, index, oid)
+            self.written.append((path, oid, mode, _write(self.workdir, path, data, mode, made)))
+
+    def stage(self) -> None:
+        index = pygit2.Repository(self.gitdir).index
+        index.read(False)
+        for path in sorted(self.removed, reverse=True):
+            if path in index:
+                index.remove(path)
+        for path, oid, mode, info in self.written:
+            _stage(index, path, oid, mode, info)
         index.write()
 
-    return write
 
-
-def _filtered(repo: pygit2.Repository, new: pygit2.Tree) -> bool:
+def _filtered(repo: pygit2.Repository, entries: _Trees, new: bytes) -> bool:
     """Whether checked-out files may differ from their blobs (line-ending or attribute filters).
 
     Then libgit2 writes them (it applies the filters); jobtree writes blob bytes as they are.
@@ -197,13 +324,17 @@ def _filtered(repo: pygit2.Repository, new: pygit2.Tree) -> bool:
     for name in ("core.autocrlf", "core.eol"):
         if name in config and str(config[name]).lower() in ("true", "input", "crlf"):
             return True
-    if ".gitattributes" in new or os.path.exists(os.path.join(repo.path, "info", "attributes")):
+    root = entries(new)
+    if ".gitattributes" in root or os.path.exists(os.path.join(repo.path, "info", "attributes")):
         return True
-    return any(
-        ".gitattributes" in sub
-        for prefix in gitstore.OWNED_PREFIXES
-        if (sub := gitstore.subtree(repo, new, [p for p in prefix.split("/") if p])) is not None
-    )
+    for prefix in gitstore.OWNED_PREFIXES:
+        tree: dict[str, tuple[bytes, int]] | None = root
+        for part in [p for p in prefix.split("/") if p]:
+            found = tree.get(part) if tree is not None else None
+            tree = entries(found[0]) if found is not None and found[1] == FileMode.TREE else None
+        if tree is not None and ".gitattributes" in tree:
+            return True
+    return False
 
 
 def _content_id(full: str) -> pygit2.Oid | None | str:
@@ -259,15 +390,8 @@ def _remove(workdir: str, path: str) -> None:
         parent = os.path.dirname(parent)
 
 
-def _write(
-    workdir: str,
-    path: str,
-    data: bytes,
-    mode: int,
-    made: set[str],
-    index: pygit2.Index,
-    oid: pygit2.Oid,
-) -> None:
+def _write(workdir: str, path: str, data: bytes, mode: int, made: set[str]) -> os.stat_result:
+    """Write one file (its directories first); its stat data, for the index entry."""
     full = workdir + path
     parent = full.rpartition("/")[0]
     if parent not in made:
@@ -279,12 +403,13 @@ def _write(
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        if executable != bool(os.fstat(fd).st_mode & 0o100):
-            os.fchmod(fd, (0o777 if executable else 0o666) & ~_umask())
         info = os.fstat(fd)
+        if executable != bool(info.st_mode & 0o100):
+            os.fchmod(fd, (0o777 if executable else 0o666) & ~_umask())
+            info = os.fstat(fd)
     finally:
         os.close(fd)
-    _stage(index, path, oid, mode, info)
+    return info
 
 
 def _umask() -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import gitremote, gitstore, worktree
+from reconciler import gitpack, gitremote, gitstore, worktree
 from tests.test_gitstore import NEW_STATE, NOW, bot_commit, clone, make_remote
 
 
@@ -159,3 +159,70 @@ def test_with_line_ending_conversion_configured_libgit2_writes_the_files(work: p
     assert bot_commit(work, NEW_STATE | {"state/multi.yaml": b"a: 1\nb: 2\n"}) is not None
     assert (root / "state/multi.yaml").read_bytes() == b"a: 1\r\nb: 2\r\n"  # converted, as git would
     assert git_status(root) == []
+
+
+def commit_during_the_pass(repo: pygit2.Repository, files: dict[str, bytes], now: int) -> pygit2.Oid | None:
+    """A commit as `reconcile` makes it: the work tree written in the background, waited for after."""
+    later: list[worktree.Pending] = []
+    try:
+        return gitstore.commit_tree(
+            repo, "main", str(repo.references["refs/heads/main"].target),
+            {path: pygit2.hash(data).raw.hex() for path, data in files.items()},
+            {pygit2.hash(data).raw.hex(): data for data in files.values()},
+            message=gitstore.format_message([], "a" * 40), author_name="jobtree",
+            author_email="jobtree@fleet.example", now=now, pending=later,
+        )  # fmt: skip
+    finally:
+        for work in later:
+            work.wait()
+
+
+def test_in_a_pass_the_files_are_written_alongside_the_objects_and_git_agrees_with_the_index(
+    work: pygit2.Repository,
+) -> None:
+    root = Path(work.workdir)
+    many = {f"rendered/gpu-a/team-a/pod-{i}.yaml": f"kind: Pod # {i}\n".encode() for i in range(600)}
+    assert commit_during_the_pass(work, NEW_STATE | many, NOW) is not None
+    assert (root / "rendered/gpu-a/team-a/pod-599.yaml").read_bytes() == b"kind: Pod # 599\n"
+    assert git_status(root) == [] and work.status() == {}
+    before = stamps(root)
+    files = {p: d for p, d in (NEW_STATE | many).items() if p != "rendered/gpu-a/team-a/pod-8.yaml"}
+    assert commit_during_the_pass(work, files | {"state/new.yaml": b"n\n"}, NOW + 60) is not None
+    after = stamps(root)
+    touched = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+    assert touched == {"rendered/gpu-a/team-a/pod-8.yaml", "state/new.yaml"}
+    assert git_status(root) == []
+
+
+def test_a_commit_that_fails_after_its_files_were_written_leaves_the_index_and_restore_repairs(
+    work: pygit2.Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Path(work.workdir)
+    assert bot_commit(work, NEW_STATE) is not None
+    head = work.references["refs/heads/main"].target
+
+    def disk_full(*args: object, **kwargs: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(gitpack, "write", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        commit_during_the_pass(work, NEW_STATE | {"state/leases/team-a/r1.yaml": b"newer\n"}, NOW + 60)
+    assert work.references["refs/heads/main"].target == head
+    assert git_status(root) == [" M state/leases/team-a/r1.yaml"]  # the file moved on, the index did not
+    assert worktree.restore_owned(work, "main") == ["state/leases/team-a/r1.yaml"]
+    assert (root / "state/leases/team-a/r1.yaml").read_bytes() == b"new lease\n"
+    assert git_status(root) == []
+
+
+def test_in_a_pass_a_conflicting_edit_refuses_before_any_object_or_file_is_written(
+    work: pygit2.Repository,
+) -> None:
+    root = Path(work.workdir)
+    assert bot_commit(work, NEW_STATE) is not None
+    (root / "state/leases/team-a/r1.yaml").write_bytes(b"edited by hand\n")
+    before, objects = stamps(root), sorted(p.name for p in Path(work.path, "objects").rglob("*"))
+    many = {f"rendered/gpu-a/team-a/pod-{i}.yaml": b"kind: Pod # %d\n" % i for i in range(600)}
+    with pytest.raises(gitstore.DirtyCheckout, match="state/leases/team-a/r1.yaml"):
+        commit_during_the_pass(work, NEW_STATE | many | {"state/leases/team-a/r1.yaml": b"x\n"}, NOW + 60)
+    assert stamps(root) == before
+    assert sorted(p.name for p in Path(work.path, "objects").rglob("*")) == objects
