@@ -252,10 +252,11 @@ def _plan(
     index.read(False)
     removed = {path for path, (_, b) in todo.items() if b is None}
     clear: set[str] = set()  # parent directories known not to be blocked
+    racy_from = _index_time(repo)
     conflicts = [
         path
         for path, pair in todo.items()
-        if not _safe(workdir, index, path, pair)
+        if not _safe(workdir, index, path, pair, racy_from)
         or (pair[1] is not None and _blocked(workdir, path, removed, clear))
     ]
     if conflicts:
@@ -337,24 +338,53 @@ def _filtered(repo: pygit2.Repository, entries: _Trees, new: bytes) -> bool:
     return False
 
 
-def _content_id(full: str) -> pygit2.Oid | None | str:
-    """The blob id of the file at `full`; None when absent; "other" for a directory, link or device."""
+def _content_id(full: str, entry: Any = None, racy_from: int = 0) -> pygit2.Oid | None | str:
+    """The blob id of the file at `full`; None when absent; "other" for a directory, link or device.
+
+    `entry` (a `git_index_entry` for the path, or None): when the file's stat data are the ones it
+    records and the file is older than the index (`racy_from`, ns), its id is the entry's without
+    reading the file, as git's own status decides.
+    """
     try:
         info = os.lstat(full)
     except (FileNotFoundError, NotADirectoryError):
         return None
     if not stat.S_ISREG(info.st_mode):
         return "other"
+    if entry is not None and info.st_mtime_ns < racy_from and _stat_matches(entry, info):
+        return pygit2.Oid(raw=bytes(ffi.buffer(entry.id.id, 20)))
     with open(full, "rb") as fh:
         return pygit2.hash(fh.read())
 
 
-def _safe(workdir: str, index: pygit2.Index, path: str, pair: tuple[Entry | None, Entry | None]) -> bool:
+def _stat_matches(entry: Any, info: os.stat_result) -> bool:
+    return (
+        entry.file_size == info.st_size & 0xFFFFFFFF
+        and entry.ino == info.st_ino & 0xFFFFFFFF
+        and (entry.mtime.seconds, entry.mtime.nanoseconds) == divmod(info.st_mtime_ns, 1_000_000_000)
+        and (entry.ctime.seconds, entry.ctime.nanoseconds) == divmod(info.st_ctime_ns, 1_000_000_000)
+    )
+
+
+def _safe(
+    workdir: str, index: pygit2.Index, path: str, pair: tuple[Entry | None, Entry | None], racy_from: int
+) -> bool:
     """Whether the file and the index entry at `path` each hold the old or the new content."""
     allowed = {e[0] if e is not None else None for e in pair}
-    have = _content_id(workdir + path)
-    staged = index[path].id if path in index else None
-    return have in allowed and staged in allowed
+    entry = C.git_index_get_bypath(index._index, path.encode(), 0)
+    if entry == ffi.NULL:
+        entry, staged = None, None
+    else:
+        staged = pygit2.Oid(raw=bytes(ffi.buffer(entry.id.id, 20)))
+    return staged in allowed and _content_id(workdir + path, entry, racy_from) in allowed
+
+
+def _index_time(repo: pygit2.Repository) -> int:
+    """When the index was last written (ns): files changed since may not show in their stat data."""
+    try:
+        return os.stat(os.path.join(repo.path, "index")).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _blocked(workdir: str, path: str, removed: set[str], clear: set[str]) -> bool:

@@ -65,7 +65,8 @@ def test_edits_outside_owned_paths_are_left_exactly_as_they_are(work: pygit2.Rep
 
 
 @pytest.mark.parametrize(
-    "edit", ["modified", "deleted", "staged", "untracked in the way", "directory in the way"]
+    "edit",
+    ["modified", "modified, same size", "deleted", "staged", "untracked in the way", "directory in the way"],
 )
 def test_a_conflicting_local_edit_refuses_the_move_and_nothing_is_written(
     work: pygit2.Repository, edit: str
@@ -76,6 +77,9 @@ def test_a_conflicting_local_edit_refuses_the_move_and_nothing_is_written(
     target = "rendered/gpu-a/team-a/r1-g2.yaml" if "way" in edit else lease
     if edit == "modified":
         (root / lease).write_bytes(b"edited by hand\n")
+    elif edit == "modified, same size":  # written long after the index: only its stat data tell
+        (root / lease).write_bytes(b"new LEASE\n")
+        os.utime(root / lease, ns=(1_000_000_000, 1_000_000_000))
     elif edit == "deleted":
         (root / lease).unlink()
     elif edit == "staged":
