@@ -43,8 +43,9 @@ with open(out, "wb") as sink:
     except subprocess.TimeoutExpired as exc:
         rc, err = None, exc.stderr or b""
 wall = time.perf_counter() - start
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({"rc": rc, "wall": wall, "rss_kb": rss, "stderr": err.decode(errors="replace")[-4000:]}))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+rss, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+print(json.dumps({"rc": rc, "wall": wall, "rss_kb": rss, "cpu": cpu, "stderr": err.decode(errors="replace")[-4000:]}))
 """
 
 
@@ -55,6 +56,7 @@ class Measured:
     rss_mb: float
     stderr: str
     stdout_path: str
+    cpu: float = 0.0  # user + system seconds of the command and its children
 
     @property
     def ok(self) -> bool:
@@ -83,7 +85,9 @@ def measure(cmd: list[str], stdout_path: str | None = None, cwd: Path = ROOT) ->
     wrapper = [sys.executable, "-c", _WRAPPER, json.dumps(cmd), sink, str(cwd), str(LIMIT["timeout"])]
     proc = subprocess.run(wrapper, capture_output=True, text=True, check=True)
     data = json.loads(proc.stdout)
-    return Measured(data["rc"], data["wall"], data["rss_kb"] / 1024, data["stderr"], sink)
+    return Measured(
+        data["rc"], data["wall"], data["rss_kb"] / 1024, data["stderr"], sink, data.get("cpu", 0.0)
+    )
 
 
 def jobtree_bin() -> str:
@@ -324,7 +328,7 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
                 row.verdict = m.problem()
                 continue
             row.wall, row.rss = f"{m.wall:.2f} s", f"{m.rss_mb:.0f} MB"
-            stages = _stages(text)
+            stages = f"CPU {m.cpu:.1f} s (user + system); " + _stages(text)
             if row is fresh:
                 row.verdict = "measured (no target)"
                 row.note = "state decoded and every file written again: " + stages

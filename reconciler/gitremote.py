@@ -1,8 +1,9 @@
 """Git remote side (step 6 of a pass): fetch, compare-and-swap push, sync, retry; it never plans or commits.
 
-With `reconciler.gitstore` the only code that writes Git. A push the remote refuses is a `PushResult`
-(STALE: re-plan and retry; REFUSED: do not), never an exception; an unreachable remote raises
-`gitstore.GitUnavailable` (temporary), a missing remote or branch `gitstore.PermanentGitError`.
+With `reconciler.gitstore` (and `gitlocal`, its push to a bare repository on a local path) the
+only code that writes Git. A push the remote refuses is a `PushResult` (STALE: re-plan and retry;
+REFUSED: do not), never an exception; an unreachable remote raises `gitstore.GitUnavailable`
+(temporary), a missing remote or branch `gitstore.PermanentGitError`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Git source and sink (steps 1 and 6 of a pass): read a commit, write one state commit; never plans or renders.
 
 With its helpers `gitpack` (object writes) and `worktree` (the checked-out branch) and with
-`reconciler.gitremote` (fetch, compare-and-swap push, sync, retry) the only code that writes Git;
-`reconciler.writerlock` guards one writer per clone. pygit2 only, no `git` subprocess. For
-convenience `gitstore.push`, `sync_with_remote`, `move_branch`, `writer_lock`, ... are re-exported.
+`reconciler.gitremote` (fetch, compare-and-swap push, sync, retry; `gitlocal` for a bare
+repository on a local path) the only code that writes Git; `reconciler.writerlock` guards one
+writer per clone. pygit2 only, no `git` subprocess. For convenience `gitstore.push`,
+`sync_with_remote`, `move_branch`, `writer_lock`, ... are re-exported.
 
 The reconciler works on a branch ref of a clone it owns. When that branch is also checked out in a
 non-bare clone, every ref move first updates the changed paths of the work tree (`reconciler.worktree`,
