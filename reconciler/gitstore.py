@@ -246,9 +246,8 @@ def _trie(owned_prefixes: Iterable[str], blobs: Mapping[str, bytes]) -> _Node:
 _BAD_PARTS = frozenset({"", ".", "..", ".git"})
 
 
-def _tree_key(item: tuple[str, tuple[int, bytes]]) -> bytes:
-    name, (mode, _) = item
-    return name.encode() + (b"/" if mode == FileMode.TREE else b"")  # Git orders a directory as "name/"
+_BLOB_ENTRY = b"%o " % FileMode.BLOB
+_TREE_ENTRY = b"%o " % FileMode.TREE
 
 
 def _build(
@@ -258,24 +257,25 @@ def _build(
 
     Unowned directories keep `base`'s other entries; owned ones hold exactly what `node` lists.
     """
-    entries: dict[str, tuple[int, bytes]] = {}
+    rows: dict[str, tuple[bytes, bytes]] = {}  # name -> (Git's sort key, the entry's bytes)
     if not node.owned and base is not None:
-        entries = {str(e.name): (int(e.filemode), e.id.raw) for e in base}
+        for e in base:
+            raw, mode = str(e.name).encode(), int(e.filemode)
+            key = raw + b"/" if mode == FileMode.TREE else raw  # Git orders a directory as "name/"
+            rows[str(e.name)] = (key, b"%o %s\0%s" % (mode, raw, e.id.raw))
     for name, child in node.kids().items():
+        raw = name.encode()
         if isinstance(child, bytes):
-            entries[name] = (FileMode.BLOB, child)
+            rows[name] = (raw, _BLOB_ENTRY + raw + b"\0" + child)
             continue
         sub = _build(repo, subtree(repo, base, [name]) if base is not None else None, child, out)
         if sub is None:
-            entries.pop(name, None)
+            rows.pop(name, None)
         else:
-            entries[name] = (FileMode.TREE, sub)
-    if not entries:
+            rows[name] = (raw + b"/", _TREE_ENTRY + raw + b"\0" + sub)
+    if not rows:
         return None
-    data = b"".join(
-        b"%o %s\0%s" % (mode, name.encode(), oid)
-        for name, (mode, oid) in sorted(entries.items(), key=_tree_key)
-    )
+    data = b"".join([entry for _, entry in sorted(rows.values())])  # keys are unique: entries never compared
     oid = gitpack.object_id("tree", data)
     if base is None or oid != base.id.raw:
         out.append((oid, "tree", data))
