@@ -20,6 +20,7 @@ import struct
 import tempfile
 import zlib
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import pygit2
 from pygit2.enums import ObjectType
@@ -105,15 +106,30 @@ def _entry_header(code: int, size: int) -> bytes:
 
 
 def _compress(items: Sequence[tuple[str, bytes]]) -> list[tuple[bytes, bytes]]:
-    """Per object, its id and its zlib stream (the heavy part of a pack; `forkmap` may split it)."""
+    """Per object, its id and its zlib stream (the heavy part of a pack; `_compressed` splits it)."""
     return [(object_id(kind, data), zlib.compress(data, _LEVEL)) for kind, data in items]
+
+
+def _compressed(items: list[tuple[str, bytes]]) -> list[tuple[bytes, bytes]]:
+    """`_compress(items)` in one thread per CPU for a big batch: zlib and SHA-1 release the GIL, so
+    threads split the work as well as forked children do, and also while the work tree is being
+    written in the background (when `forkmap` will not fork)."""
+    n = min(forkmap.workers(), len(items) // (forkmap.MIN_ITEMS // 2) or 1)
+    if n < 2:
+        return _compress(items)
+    with ThreadPoolExecutor(n, thread_name_prefix="jobtree-pack") as pool:
+        parts = list(pool.map(_compress, [items[i::n] for i in range(n)]))  # striped, as forkmap does
+    out: list[tuple[bytes, bytes]] = [(b"", b"")] * len(items)
+    for i, part in enumerate(parts):
+        out[i::n] = part
+    return out
 
 
 def _write_pack(pack_dir: str, objects: dict[bytes, tuple[str, bytes]]) -> str:
     """Write `pack-<sha>.pack` then `pack-<sha>.idx` (the index makes the pack visible); returns the sha."""
     pack = bytearray(b"PACK" + struct.pack(">II", 2, len(objects)))
     rows: list[tuple[bytes, int, int]] = []  # (id, crc32, offset)
-    packed = forkmap.map_chunks(_compress, list(objects.values()))
+    packed = _compressed(list(objects.values()))
     for (oid, (kind, data)), (check, body) in zip(objects.items(), packed, strict=True):
         if check != oid:
             raise ValueError(f"object id mismatch for a {kind}: {oid.hex()}")

@@ -511,3 +511,8 @@ def test_commit_trees_are_exactly_the_trees_git_builds_from_an_index(paths) -> N
             else repo[seed].peel(pygit2.Commit).tree.id
         )
         assert got == want
+
+
+def test_a_big_batch_is_compressed_in_threads_into_exactly_what_one_thread_gives() -> None:
+    items = [("blob", b"kind: Pod # %d\n" % i * (1 + i % 7)) for i in range(3_000)]
+    assert gitpack._compressed(items) == gitpack._compress(items)
