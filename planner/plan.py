@@ -1,7 +1,8 @@
 """One reconcile pass, in the order of §4.1: observe, fund, line up, grow, forecast, report.
 
 `plan(world)` is the whole decision: a pure function of the snapshot. It returns the next state,
-the ledger events, statuses and manifests; it writes nothing and reads no clock.
+the ledger events and statuses; it writes nothing and reads no clock. The pod manifests are the
+render stage's (`Plan.manifests`, built on first use): the simulator and `jobtree plan` never need them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from planner import (
 )
 from planner.context import Event, Pass
 from planner.topology import Topology, is_fenced
-from planner.world import FleetState, World, run_key
+from planner.world import FleetState, Lease, World, run_key
+from schemas.run import Run
 
 
 @dataclass(slots=True)
@@ -32,10 +34,20 @@ class Plan:
     events: list[Event]
     runs: dict[str, dict[str, Any]]
     budgets: dict[str, dict[str, Any]]
-    manifests: dict[str, dict[str, Any]]
     cordon: list[str]
     node_problems: list[tuple[str, str]]
     violations: list[str] = field(default_factory=list)
+    open_leases: list[Lease] = field(default_factory=list)
+    specs: dict[str, Run] = field(default_factory=dict)
+    clusters: dict[str, str] = field(default_factory=dict)
+    rendered: dict[str, dict[str, Any]] | None = None
+
+    @property
+    def manifests(self) -> dict[str, dict[str, Any]]:
+        """Path -> pod or headless Service for every open lease (rendered once, on first use)."""
+        if self.rendered is None:
+            self.rendered = manifests.render(self.open_leases, self.specs, self.clusters)
+        return self.rendered
 
 
 def plan(world: World) -> Plan:
@@ -103,7 +115,6 @@ def plan(world: World) -> Plan:
     _settle_phases(ctx)
     # 6. report
     clusters = {n.name: n.labels.get("cluster", "default") for n in topo.nodes.values()}
-    pods = manifests.render(ctx.leases, specs, clusters)
     by_run = status.conflicts_by_run(ctx.reservations)
     risk = forecast.AtRisk(ctx)
     shorts = {k: short for k, short, _ in line.order}
@@ -132,8 +143,12 @@ def plan(world: World) -> Plan:
         frozenset(kept_cordons | ctx.cordon),
         frozenset(book.unfunded),
     )
-    violations = invariants.check([x for x in ctx.leases if x.open], book, pods, set(ctx.records))
-    return Plan(state, ctx.events, runs, budgets, pods, sorted(ctx.cordon), list(topo.problems), violations)
+    open_leases = [x for x in ctx.leases if x.open]
+    violations = invariants.check(open_leases, book, set(ctx.records))
+    return Plan(
+        state, ctx.events, runs, budgets, sorted(ctx.cordon), list(topo.problems), violations,
+        open_leases, specs, clusters,
+    )  # fmt: skip
 
 
 def _meter_runs(ctx: Pass, since: int | None) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from planner import invariants
 from planner import plan as planner_plan
 from planner.world import FleetState, NodeObs, Settings, WorkloadEvent, World
 from schemas import fleetcheck
@@ -72,7 +73,14 @@ def frozen(spec: Spec, state: FleetState) -> tuple[frozenset[str], frozenset[str
     return frozenset(runs), frozenset(budgets)
 
 
-def run_pass(spec: Spec, cluster: Cluster, state: FleetState, now: int) -> planner_plan.Plan:
+def run_pass(
+    spec: Spec, cluster: Cluster, state: FleetState, now: int, render: bool = True
+) -> planner_plan.Plan:
+    """Observe, plan and (with `render`) render the pods: a plan breaking an invariant raises.
+
+    Callers that write or apply manifests render; the simulator and `jobtree plan` report decisions
+    only and skip the render stage.
+    """
     nodes, workload = cluster.observe()
     frozen_runs, frozen_budgets = frozen(spec, state)
     world = World(
@@ -89,6 +97,10 @@ def run_pass(spec: Spec, cluster: Cluster, state: FleetState, now: int) -> plann
     result = planner_plan.plan(world)
     if result.violations:
         raise InvariantViolation(result.violations)
+    if render:
+        problems = invariants.check_pods(result.open_leases, result.manifests)
+        if problems:
+            raise InvariantViolation(problems)
     cluster.apply_cordons(result.cordon)
     return result
 

@@ -156,9 +156,9 @@ def _plan(
     _refuse_hand_edits(git, base_commit, head_commit, base_spec.fleet.git.author.email)
     head_spec = pipeline.read_spec(gitstore.read_files(git, str(head_commit.id), SPEC_PREFIXES))
     state = _state_at(git, base_commit)
-    before = pipeline.run_pass(base_spec, EmbeddedCluster(base_spec.inventory), state, now)
+    before = pipeline.run_pass(base_spec, EmbeddedCluster(base_spec.inventory), state, now, render=False)
     after = pipeline.run_pass(
-        head_spec, EmbeddedCluster(head_spec.inventory), _state_at(git, base_commit), now
+        head_spec, EmbeddedCluster(head_spec.inventory), _state_at(git, base_commit), now, render=False
     )
     domains = {**_domains(base_spec), **_domains(head_spec)}
     report = prdiff.compare(

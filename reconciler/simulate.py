@@ -133,7 +133,9 @@ class Simulation:
     def run_pass(self, now: int) -> None:
         if self.spec_cache is None:
             self.spec_cache = pipeline.read_spec({"jobtree.yaml": self.fleet_file}, self.documents())
-        result = pipeline.run_pass(self.spec_cache, self.cluster, self.state, now)
+        result = pipeline.run_pass(
+            self.spec_cache, self.cluster, self.state, now, render=self.history is not None
+        )
         self.state = result.state
         self.last = result
         if self.history is not None:
@@ -232,7 +234,7 @@ def _summary(events: list[Any]) -> str:
 
 def load_scenario(path: str) -> tuple[Scenario | None, dict[str, Any], list[str]]:
     text = Path(path).read_bytes()
-    docs, diags = load_documents(path, text)
+    docs, diags = load_documents(path, text, positions=False)  # one big file, rarely wrong
     if diags:
         return None, {}, [str(d) for d in diags]
     if len(docs) != 1:
