@@ -287,20 +287,30 @@ class Topology:
         key = frozenset(map(id, sets))
         hit = self._members_cache.get(key)
         if hit is None:
-            names = frozenset().union(*set(sets)) if sets else frozenset()
-            by_domain: dict[str, list[Node]] = defaultdict(list)
-            for name in sorted(names):
-                node = self.nodes.get(name)
-                if node is not None:
-                    by_domain[node.domain].append(node)
-            full = {d for d, ns in by_domain.items() if len(ns) == len(self.domains[d])}
+            # from each set's per-domain coverage (cached): whole domains are taken as they are, only
+            # domains some set covers in part are filtered node by node
+            full: set[str] = set()
+            touching: dict[str, list[frozenset[str]]] = defaultdict(list)
+            for names in set(sets):
+                for d, whole in self.coverage(names).items():
+                    if whole:
+                        full.add(d)
+                    else:
+                        touching[d].append(names)
+            by_domain: dict[str, list[Node]] = {d: self.domains[d] for d in full}  # shared, read only
+            for d, parts in touching.items():
+                if d not in full:
+                    by_domain[d] = [n for n in self.domains[d] if any(n.name in part for part in parts)]
+                    if len(by_domain[d]) == len(self.domains[d]):
+                        full.add(d)  # whole between them
+            by_domain = {d: by_domain[d] for d in sorted(by_domain, key=lambda d: by_domain[d][0].name)}
             partial = sorted(d for d in by_domain if d not in full)
             cap = {
                 d: self.domain_cap[d] if d in full else sum(n.gpus for n in ns if n.usable)
                 for d, ns in by_domain.items()
             }
             by_cap = sorted(cap, key=lambda d: (-cap[d], d))
-            hit = Members(dict(by_domain), full, partial, cap, by_cap, sets)
+            hit = Members(by_domain, full, partial, cap, by_cap, sets)
             self._members_cache[key] = hit
         self._views_by_tuple[id(sets)] = (sets, hit)
         return hit

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from planner import invariants
 from planner import plan as planner_plan
@@ -33,12 +33,17 @@ class Spec:
     rejected: list[str] = field(default_factory=list)
 
 
-def read_spec(files: Mapping[str, bytes], parsed: Mapping[str, list[Document]] | None = None) -> Spec:
+def read_spec(
+    files: Mapping[str, bytes],
+    parsed: Mapping[str, list[Document]] | None = None,
+    memo: dict[str, Any] | None = None,
+) -> Spec:
     """Validate the spec files (per document and across objects) and keep the valid objects.
 
-    `parsed`: files the caller already holds as documents (the simulator), checked the same way.
+    `parsed`: files the caller already holds as documents (the simulator), checked the same way;
+    `memo`: the caller's record of documents already validated (see `fleetcheck.check_fleet`).
     """
-    v = fleetcheck.check_fleet(files, parsed)
+    v = fleetcheck.check_fleet(files, parsed, memo)
     return Spec(v.config, list(v.budgets), list(v.runs), v.inventory, list(v.diagnostics), list(v.rejected))
 
 

@@ -72,6 +72,8 @@ class Simulation:
             }
         )
         self.spec_cache: pipeline.Spec | None = None
+        self.docs: dict[tuple[str, str, str], list[Document]] = {}
+        self.validated: dict[str, Any] = {}  # path -> (documents, their checked entries)
 
     # -- spec files ------------------------------------------------------------------------------
     def files(self) -> dict[str, bytes]:
@@ -85,13 +87,20 @@ class Simulation:
         return out
 
     def documents(self) -> dict[str, list[Document]]:
-        """The same spec as `files()`, handed over already parsed: no YAML round trip per pass."""
+        """The same spec as `files()`, handed over already parsed: no YAML round trip per pass. An
+        object left unchanged keeps its document list, so it is not validated again (`validated`)."""
         out: dict[str, list[Document]] = {}
         for key, obj in sorted(self.objects.items()):
             kind, ns, name = key
             path = f"budgets/{name}.yaml" if kind == "Budget" else f"runs/{ns}/{name}.yaml"
-            out[path] = [Document(path, 0, obj, 1, 1)]
+            docs = self.docs.get(key)
+            if docs is None or docs[0].data is not obj:
+                docs = self.docs[key] = [Document(path, 0, obj, 1, 1)]
+            out[path] = docs
         return out
+
+    def read_spec(self) -> pipeline.Spec:
+        return pipeline.read_spec({"jobtree.yaml": self.fleet_file}, self.documents(), self.validated)
 
     def apply_step(self, step: Any, index: int, now: int) -> None:
         if step.apply is not None:
@@ -132,7 +141,7 @@ class Simulation:
     # -- passes ----------------------------------------------------------------------------------
     def run_pass(self, now: int) -> None:
         if self.spec_cache is None:
-            self.spec_cache = pipeline.read_spec({"jobtree.yaml": self.fleet_file}, self.documents())
+            self.spec_cache = self.read_spec()
         result = pipeline.run_pass(
             self.spec_cache, self.cluster, self.state, now, render=self.history is not None
         )
@@ -180,7 +189,7 @@ class Simulation:
         next_tick = self.start if tick else None
         last_pass: int | None = None
         idx = 0
-        self.spec_cache = pipeline.read_spec({"jobtree.yaml": self.fleet_file}, self.documents())
+        self.spec_cache = self.read_spec()
         while True:
             candidates = []
             if idx < len(steps):
