@@ -82,6 +82,13 @@ def family_order(budgets: Iterable[Budget]) -> Callable[[str], list[str]]:
             parents[b.spec.owner].add(p)
             children[p].add(b.spec.owner)
     cache: dict[str, list[str]] = {}
+    adjacent: dict[str, list[str]] = {}  # each owner's parents and children, sorted once
+
+    def neighbours(cur: str) -> list[str]:
+        hit = adjacent.get(cur)
+        if hit is None:
+            hit = adjacent[cur] = sorted(parents[cur] | children[cur])
+        return hit
 
     def order(owner: str) -> list[str]:
         if owner in cache:
@@ -94,7 +101,7 @@ def family_order(budgets: Iterable[Budget]) -> Callable[[str], list[str]]:
         queue = deque([owner])
         while queue:
             cur = queue.popleft()
-            for nxt in sorted(parents[cur] | children[cur]):
+            for nxt in neighbours(cur):
                 if nxt not in dist:
                     dist[nxt] = dist[cur] + 1
                     queue.append(nxt)
@@ -122,6 +129,7 @@ class Book:
         self.unfunded: set[GroupKey] = set()
         self.frozen: set[str] = set()
         self.cover_cache: dict[object, list[tuple[Env, str]]] = {}
+        self.shape_cache: dict[int, Any] = {}  # id(candidates) -> (candidates, key -> position, capped)
         self.family_cache: dict[tuple[str, str], list[tuple[Env, str]]] = {}  # (owner, flavor): own+family
         self.source_objs: dict[tuple[str, str, float], tuple[int, int, Any]] = {}  # cover's shared Sources
         self.window_cache: dict[int, tuple[Any, list[tuple[int, int]]]] = {}  # cover's future windows
