@@ -91,7 +91,14 @@ class _Cursor:
             self.full = view.full
             base = topo.member_free(view)
         held = self.held
-        self.free = {d: v - held.get(d, 0) for d, v in base.items() if v > 0} if held else dict(base)
+        self.free = dict(base)  # a domain left at 0 or below is never chosen (see _choose, take)
+        if len(held) < len(base):
+            for d, h in held.items():
+                if d in self.free:
+                    self.free[d] -= h
+        else:
+            for d, v in base.items():
+                self.free[d] = v - held.get(d, 0)
         self._probe: tuple[str, int, tuple[list[Piece], list[int], int]] | None = None
 
     def avail(self, node: Node) -> int:

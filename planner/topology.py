@@ -122,7 +122,7 @@ class Topology:
         self.env_nodes: dict[str, frozenset[str]] = {}  # envelope key -> matching nodes (cover fills it)
         self._sorted_free: dict[str, list[tuple[int, str, Node]]] = {}
         self._by_free: dict[str, list[Node]] = {}
-        self._member_free: dict[int, tuple[Members, int, dict[str, int]]] = {}
+        self._member_free: dict[int, tuple[Members, int, dict[str, int], int]] = {}
         self._fill_free: dict[str, dict[str, list[Node]]] | None = None
         self._coverage: dict[int, tuple[frozenset[str], dict[str, bool]]] = {}
         self._members_cache: dict[frozenset[int], Members] = {}
@@ -321,10 +321,27 @@ class Topology:
         The same view is asked for again and again between two changes of occupancy: remembered
         per view until the next change (callers must not mutate the result)."""
         hit = self._member_free.get(id(view))
-        if hit is not None and hit[0] is view and hit[1] == self.version:
-            return hit[2]
+        if hit is not None and hit[0] is view:
+            if hit[1] == self.version:
+                return hit[2]
+            moved = set(self.changed[hit[3] :])
+            if len(moved) * 4 < len(view.by_domain):  # a few domains changed: patch a copy
+                out = dict(hit[2])
+                for d in moved:
+                    if d not in view.by_domain:
+                        continue
+                    if d in view.full:
+                        v = self.domain_free.get(d, 0)
+                    else:
+                        v = sum(n.free for n in view.by_domain[d])
+                    if v > 0:
+                        out[d] = v
+                    else:
+                        out.pop(d, None)
+                self._member_free[id(view)] = (view, self.version, out, len(self.changed))
+                return out
         out = self._member_free_now(view)
-        self._member_free[id(view)] = (view, self.version, out)
+        self._member_free[id(view)] = (view, self.version, out, len(self.changed))
         return out
 
     def _member_free_now(self, view: Members) -> dict[str, int]:

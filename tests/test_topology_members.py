@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.topology import Topology
-from planner.world import NodeObs
+from planner.world import Lease, NodeObs, Payer
 
 
 def fleet(sizes: list[int], down: set[int]) -> list[NodeObs]:
@@ -44,3 +44,36 @@ def test_member_view_equals_counting_node_by_node(
         d: sum(topo.nodes[n].gpus for n in ns if topo.nodes[n].usable) for d, ns in expect.items()
     }
     assert view.by_cap == sorted(expect, key=lambda d: (-view.cap[d], d))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.integers(1, 2), min_size=5, max_size=8),  # many small domains: few change per lease
+    st.lists(st.sets(st.integers(0, 15), min_size=8), min_size=1, max_size=3),
+    st.lists(st.tuples(st.integers(0, 15), st.integers(4, 8), st.booleans()), max_size=30),
+)
+def test_free_gpus_per_member_domain_stay_exact_as_leases_open_and_close(
+    sizes: list[int], picks: list[set[int]], steps: list[tuple[int, int, bool]]
+) -> None:
+    nodes = fleet(sizes, set())
+    topo = Topology(nodes, 0, None)
+    topo.recount()
+    sets = tuple(frozenset(nodes[i].name for i in pick if i < len(nodes)) for pick in picks)
+    view = topo.member_view(sets)
+    held: list[Lease] = []
+    for i, gpus, close in steps:
+        if close and held:
+            topo.release(held.pop(0))
+        else:
+            node = topo.nodes[nodes[i % len(nodes)].name]
+            if node.free >= gpus:
+                lease = Lease(
+                    "l", "t/r", 0, "Active", node.name, node.free_slots(gpus), Payer("o"), 0, "Start"
+                )
+                topo.occupy(lease)
+                held.append(lease)
+        free = topo.member_free(view)  # patched from the domains that changed since the last ask
+        expect = {
+            d: sum(n.free for n in ns) for d, ns in view.by_domain.items() if sum(n.free for n in ns) > 0
+        }
+        assert free == expect
