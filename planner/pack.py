@@ -82,9 +82,8 @@ class _Cursor:
         self.full: set[str] = set()  # member domains every node of which the funding reaches
         self.held = req.held  # read only
         if req.fill:
-            members = topo.fill_free().get(flavor, {})
-            self.members = members
-            base = {d: sum(n.fill_count() for n in ns) for d, ns in members.items()}
+            self.members = topo.fill_free().get(flavor, {})
+            base = topo.fill_totals().get(flavor, {})
         else:
             view = topo.member_view(funded_nodes(req.sources))
             self.members = view.by_domain

@@ -110,7 +110,6 @@ class Topology:
             self.domains[node.domain].append(node)
         self.domain_free: dict[str, int] = {}
         self.flavor_free: dict[str, int] = {}
-        self.spare_nodes: set[str] = set()
         self.domain_cap = {d: sum(n.gpus for n in ns if n.usable) for d, ns in self.domains.items()}
         self._by_label: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._by_key: dict[str, set[str]] = defaultdict(set)
@@ -123,7 +122,9 @@ class Topology:
         self._sorted_free: dict[str, list[tuple[int, str, Node]]] = {}
         self._by_free: dict[str, list[Node]] = {}
         self._member_free: dict[int, tuple[Members, int, dict[str, int], int]] = {}
-        self._fill_free: dict[str, dict[str, list[Node]]] | None = None
+        self._fill_free: dict[str, dict[str, list[Node]]] = {}
+        self._fill_totals: dict[str, dict[str, int]] = {}
+        self._fill_dirty: set[str] = set()  # domains whose spare or fill slots changed since
         self._coverage: dict[int, tuple[frozenset[str], dict[str, bool]]] = {}
         self._members_cache: dict[frozenset[int], Members] = {}
         self.open_domains: set[str] = set()  # domains with a free GPU now
@@ -144,9 +145,8 @@ class Topology:
         target.update(lease.slots)
         if lease.role == "Spare":
             node.spare.update(lease.slots)
-            self.spare_nodes.add(node.name)
         if lease.role in ("Spare", "Borrowed"):
-            self._fill_free = None
+            self._fill_dirty.add(node.domain)
         if lease.role != "Borrowed" and node.usable:
             self._count(node, -lease.gpus)
 
@@ -158,10 +158,8 @@ class Topology:
         target.difference_update(lease.slots)
         if lease.role == "Spare":
             node.spare.difference_update(lease.slots)
-            if not node.spare:
-                self.spare_nodes.discard(node.name)
         if lease.role in ("Spare", "Borrowed"):
-            self._fill_free = None
+            self._fill_dirty.add(node.domain)
         if lease.role != "Borrowed" and node.usable:
             self._count(node, lease.gpus)
 
@@ -237,15 +235,26 @@ class Topology:
     def fill_free(self) -> dict[str, dict[str, list[Node]]]:
         """flavor -> domain -> usable nodes with spare-held slots no fill overlays yet, by name.
 
-        Remembered until a Spare or Borrowed lease opens or closes."""
-        if self._fill_free is None:
-            out: dict[str, dict[str, list[Node]]] = defaultdict(lambda: defaultdict(list))
-            for name in sorted(self.spare_nodes):
-                n = self.nodes[name]
-                if n.fill_count():
-                    out[n.flavor][n.domain].append(n)
-            self._fill_free = {f: dict(by) for f, by in out.items()}
+        Kept current per domain: only domains whose Spare or Borrowed leases changed are redone."""
+        self._refresh_fill()
         return self._fill_free
+
+    def fill_totals(self) -> dict[str, dict[str, int]]:
+        """flavor -> domain -> spare-held GPUs no fill overlays yet (the fill_free nodes' counts)."""
+        self._refresh_fill()
+        return self._fill_totals
+
+    def _refresh_fill(self) -> None:
+        for d in sorted(self._fill_dirty):
+            for flavor in {n.flavor for n in self.domains.get(d, ())}:
+                nodes = [n for n in self.domains[d] if n.flavor == flavor and n.fill_count()]
+                by, totals = self._fill_free.setdefault(flavor, {}), self._fill_totals.setdefault(flavor, {})
+                if nodes:
+                    by[d], totals[d] = nodes, sum(n.fill_count() for n in nodes)
+                else:
+                    by.pop(d, None)
+                    totals.pop(d, None)
+        self._fill_dirty.clear()
 
     def recount(self) -> None:
         self._sorted_free = {}
