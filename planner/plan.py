@@ -7,7 +7,6 @@ render stage's (`Plan.manifests`, built on first use): the simulator and `jobtre
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +52,7 @@ class Plan:
 def plan(world: World) -> Plan:
     now, settings = world.now, world.settings
     prev = world.state
-    leases = [copy.copy(x) for x in prev.leases]
+    leases = [x.copy() for x in prev.leases]
     # jobtree's own cordons hold while the node is down; once it is observed healthy again the
     # cluster's cordon flag decides (an operator uncordons a repaired node)
     down = {n.name for n in world.nodes if is_fenced(n, now, settings.not_ready_grace)}
@@ -70,8 +69,8 @@ def plan(world: World) -> Plan:
     specs = {run_key(r): r for r in world.runs}
     ctx = Pass(
         world, topo, book, specs,
-        {k: copy.copy(v) for k, v in prev.runs.items()},
-        {k: copy.deepcopy(v) for k, v in prev.reservations.items()},
+        {k: v.copy() for k, v in prev.runs.items()},
+        {k: v.copy() for k, v in prev.reservations.items()},
         leases,
     )  # fmt: skip
     ctx.index()
