@@ -128,6 +128,8 @@ class Book:
         self.lent_hours: dict[str, float] = {k: 0.0 for k in envs}
         self.unfunded: set[GroupKey] = set()
         self.frozen: set[str] = set()
+        self.lease_index: dict[str, list[Lease]] = defaultdict(list)  # envelope -> leases paid from it
+        self.indexed = 0  # how many of the pass's leases `lease_index` holds
         self.cover_cache: dict[object, list[tuple[Env, str]]] = {}
         self.shape_cache: dict[int, Any] = {}  # id(candidates) -> (candidates, key -> position, capped)
         self.family_cache: dict[tuple[str, str], list[tuple[Env, str]]] = {}  # (owner, flavor): own+family
@@ -254,16 +256,14 @@ def reclassify(
     but an envelope's own claims, so this gives classify's answer; their funding (with anything
     added to it since, such as held reservations' funding) is kept as it is.
     """
-    mine = []
-    orphaned: set[GroupKey] = set()
-    for lease in leases:
+    index = book.lease_index  # the pass's leases only ever grow: index the new ones
+    for lease in leases[book.indexed :]:
         env_key = lease.payer.env_key
-        if not lease.open or lease.role == "Borrowed" or env_key is None:
-            continue
-        if env_key in touched:
-            mine.append(lease)
-        elif env_key not in book.envs:
-            orphaned.add((lease.run, lease.group))
+        if lease.role != "Borrowed" and env_key is not None:
+            index[env_key].append(lease)
+    book.indexed = len(leases)
+    mine = [x for k in touched if k in book.envs for x in index.get(k, ()) if x.open]
+    orphaned = {(x.run, x.group) for k in index if k not in book.envs for x in index[k] if x.open}
     per_env, gone = claims_of(book, mine, owner_of, rank_of)
     orphaned |= gone
     for env_key in sorted(touched):
