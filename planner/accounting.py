@@ -128,6 +128,7 @@ class Book:
         self.lent_hours: dict[str, float] = {k: 0.0 for k in envs}
         self.unfunded: set[GroupKey] = set()
         self.frozen: set[str] = set()
+        self._kin: dict[str, frozenset[str]] = {}  # owner -> its relatives, as a set
         self.lease_index: dict[str, list[Lease]] = defaultdict(list)  # envelope -> leases paid from it
         self.indexed = 0  # how many of the pass's leases `lease_index` holds
         self.cover_cache: dict[object, list[tuple[Env, str]]] = {}
@@ -151,8 +152,12 @@ class Book:
     def category(self, run_owner: str, env: Env) -> str:
         if env.owner == run_owner:
             return OWN
-        if env.sharing != "none" and env.owner in self.relatives(run_owner):
-            return FAMILY
+        if env.sharing != "none":
+            kin = self._kin.get(run_owner)
+            if kin is None:
+                kin = self._kin[run_owner] = frozenset(self.relatives(run_owner))
+            if env.owner in kin:
+                return FAMILY
         return LOAN
 
     def used(self, key: str) -> int:
