@@ -17,7 +17,7 @@ import pygit2
 from pygit2.enums import SortMode
 
 from planner.world import FleetState
-from reconciler import gitstore, pipeline, planreport, prdiff, statefiles
+from reconciler import batchgc, gitstore, pipeline, planreport, prdiff, statefiles
 from reconciler.embedded import EmbeddedCluster, nodes_from_inventory
 from reconciler.reconcile import SPEC_PREFIXES
 from schemas.common import parse_time
@@ -130,7 +130,8 @@ def command(
         click.echo(f"jobtree: {err}", err=True)
         sys.exit(EXIT_OTHER)
     try:
-        report, diagnostics = _plan(git, base_commit, head_commit, now)
+        with batchgc.paused():
+            report, diagnostics = _plan(git, base_commit, head_commit, now)
         text = _render(report, diagnostics, fmt)
         if output:
             full = planreport.as_markdown(report, diagnostics, limit=None) if fmt == "markdown" else text

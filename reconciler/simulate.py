@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from planner.world import FleetState
-from reconciler import pipeline, statefiles
+from reconciler import batchgc, pipeline, statefiles
 from reconciler.embedded import EmbeddedCluster
 from schemas.common import format_time, parse_duration, parse_time
 from schemas.load import load_documents, load_object
@@ -295,6 +295,11 @@ def render_text(result: dict[str, Any], sim_timeline: list[str]) -> str:
 )  # fmt: skip
 def command(scenario: str, fmt: str, git_dir: str | None) -> None:
     """Play SCENARIO with a virtual clock and print checkpoints, final state and ledger."""
+    with batchgc.paused():
+        _play(scenario, fmt, git_dir)
+
+
+def _play(scenario: str, fmt: str, git_dir: str | None) -> None:
     sc, raw, errors = load_scenario(scenario)
     if sc is None:
         for e in errors:
