@@ -7,7 +7,6 @@ earliestStart, an envelope window edge, a tick), then checkpoints. Same file, sa
 from __future__ import annotations
 
 import copy
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import click
 
 from planner.world import FleetState
-from reconciler import batchgc, pipeline, statefiles
+from reconciler import batchgc, jsonout, pipeline, statefiles
 from reconciler.embedded import EmbeddedCluster
 from schemas.common import format_time, parse_duration, parse_time
 from schemas.load import load_documents, load_object
@@ -321,6 +320,7 @@ def _play(scenario: str, fmt: str, git_dir: str | None) -> None:
     if sim.history is not None:
         click.echo(f"wrote {sim.history.commits} passes as commits to {git_dir} (branch main)", err=True)
     if fmt == "json":
-        sys.stdout.write(json.dumps(result, sort_keys=True, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+        sys.stdout.buffer.write(jsonout.dumps(result))
     else:
         sys.stdout.write(render_text(result, sim.timeline))
