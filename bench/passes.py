@@ -12,19 +12,19 @@ import json
 import sys
 import time
 
-from reconciler import simulate
+from reconciler import simulation
 from schemas.common import format_time
 
 
 def main(path: str) -> int:
     gc.set_threshold(100_000, 50, 100)  # as the CLI does
     start = time.perf_counter()
-    scenario, raw, errors = simulate.load_scenario(path)
+    scenario, raw, errors = simulation.load_scenario(path)
     if scenario is None:
         print("\n".join(errors), file=sys.stderr)
         return 3
     loaded = time.perf_counter() - start
-    sim = simulate.Simulation(scenario, raw)
+    sim = simulation.Simulation(scenario, raw)
     passes: list[dict[str, object]] = []
     real_pass = sim.run_pass
 

@@ -57,6 +57,9 @@ class YamlError(Exception):
         super().__init__(message)
         self.line, self.col, self.message, self.code = line, col, message, code
 
+    def __reduce__(self) -> tuple[type[YamlError], tuple[int, int, str, str]]:
+        return YamlError, (self.line, self.col, self.message, self.code)  # picklable (`prefetch`)
+
 
 @dataclass(slots=True)
 class BadDocument:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from planner.world import FleetState
 from reconciler import pipeline, statefiles
 from reconciler.embedded import EmbeddedCluster
-from reconciler.simulate import Simulation
+from reconciler.simulation import Simulation
 from schemas.budget import Budget
 from schemas.fleet import FleetSpec, Inventory
 from schemas.run import Run
