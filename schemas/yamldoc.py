@@ -42,6 +42,13 @@ class _FastLoader(_Loader):  # type: ignore[misc,valid-type]  # CSafeLoader is u
             return _WORDS.get(value, _STR)
         return super().resolve(kind, value, implicit)
 
+    # no path resolvers are registered: skip PyYAML's bookkeeping for them at every node
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
+
 
 Path = tuple[str | int, ...]
 MAX_NODES = 200_000  # per document
@@ -109,6 +116,8 @@ _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": Fals
 
 def _scalar(node: yaml.ScalarNode, offset: int) -> Any:
     tag, value = node.tag, node.value
+    if tag == _STR and not (value and value[0] in _MAY_BE_NUMBER):
+        return value  # most scalars: a word, no number can start so
     if tag == "tag:yaml.org,2002:null":
         return None
     if tag == "tag:yaml.org,2002:bool":
@@ -189,6 +198,37 @@ class _Builder:
                 if self.track:
                     self.positions[(*path, key)] = self._at(key_node)
                 out[key] = self.build(value_node, (*path, key))
+            return out
+        raise YamlError(*self._at(node), "unsupported YAML node")  # pragma: no cover
+
+    def build_plain(self, node: yaml.Node, depth: int) -> Any:
+        """`build` without positions: the same values and errors, no path tuple per value."""
+        self.count += 1
+        if self.count > MAX_NODES or self.count > self.file_left or depth > MAX_DEPTH:
+            self.count -= 1
+            return self.build(node, ("",) * depth)  # raises the error `build` gives here
+        if isinstance(node, yaml.ScalarNode):
+            return _scalar(node, self.offset)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build_plain(item, depth + 1) for item in node.value]
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    raise YamlError(
+                        *self._at(key_node), "merge keys (<<) are not supported; write the fields out"
+                    )
+                key = self.build_plain(key_node, depth + 1)
+                if not isinstance(key, str):
+                    key = str(key).lower() if isinstance(key, bool) else str(key)
+                if key in out:
+                    first = self._first_key_line(node, key)
+                    raise YamlError(
+                        *self._at(key_node),
+                        f"duplicate key {key!r} (first set at line {first}); keep one of them",
+                        DUPLICATE_KEY,
+                    )
+                out[key] = self.build_plain(value_node, depth + 1)
             return out
         raise YamlError(*self._at(node), "unsupported YAML node")  # pragma: no cover
 
@@ -351,7 +391,7 @@ def _compose(
                 break
             builder = _Builder(offset, MAX_FILE_VALUES - spent[0], track)
             try:
-                value = builder.build(node, ())
+                value = builder.build(node, ()) if track else builder.build_plain(node, 0)
             finally:
                 spent[0] += builder.count
             line, col = builder._at(node)
