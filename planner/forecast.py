@@ -45,10 +45,9 @@ def scope(
     """
     view = topo.member_view(funded_nodes(srcs))
     cap0 = view.cap
-    avail = {d: v - held.get(d, 0) for d, v in topo.member_free(view).items()}
-    avail = {d: v for d, v in avail.items() if v > 0}
-    order = sorted(avail, key=lambda d: (-avail[d], -cap0[d], d))
-    order += [d for d in view.by_cap if d not in avail]
+    free = topo.member_free(view)
+    avail = {d: a for d, v in free.items() if (a := v - held.get(d, 0)) > 0} if held else dict(free)
+    order = sorted(avail, key=lambda d: (-avail[d], -cap0[d], d))  # then the rest by capacity
     claimed: dict[str, int] = {}
     out = Scope()
     used: list[str] = []
@@ -58,6 +57,10 @@ def scope(
         if choice is None and not (single and used):
             # domains already used cannot take it (checked above), so the static order is still right
             choice = next((d for d in order if d not in claimed and cap0[d] >= want), None)
+            if choice is None:
+                choice = next(
+                    (d for d in view.by_cap if d not in avail and d not in claimed and cap0[d] >= want), None
+                )
         if choice is None:
             out.unplaceable += want
             continue
