@@ -330,6 +330,19 @@ def _unfunded_with(ctx: Pass, spec: Run, srcs: list[pack.Source], need: int) -> 
     )
 
 
+def refresh_after_line(ctx: Pass, line: Line) -> None:
+    """Funding classes once the line and growth are done, as `accounting_refresh` derives them, with
+    the line's funding holds dropped: only envelopes whose leases changed or that held funding are
+    settled again (every other envelope's claims are as the last refresh left them)."""
+    book = ctx.book
+    changed = [*ctx.closed_log[book.closed_seen :], *ctx.leases[book.seen :]]
+    touched = {k for x in changed if (k := x.payer.env_key) is not None}
+    touched |= {env_key for env_key, _, _ in line.funding_holds}
+    accounting.reclassify(book, ctx.leases, ctx.owner_of, ctx.rank, touched)
+    book.closures_at, book.closed_seen = ctx.closures, len(ctx.closed_log)
+    line.funding_holds.clear()
+
+
 def accounting_refresh(ctx: Pass) -> None:
     ctx.book.unfunded = set()
     accounting.classify(ctx.book, ctx.leases, ctx.owner_of, ctx.rank)

@@ -98,7 +98,7 @@ def plan(world: World) -> Plan:
     line = admission.run_line(ctx, lookahead_hours)
     # 4. growth, never into capacity held for funded reservations
     elastic.grow(ctx, line.held, lookahead_hours)
-    admission.accounting_refresh(ctx)
+    admission.refresh_after_line(ctx, line)
     admission.settle_funding(ctx, line, lookahead_hours)
     # 5. conflict sets for reservations still waiting
     order = sorted(
