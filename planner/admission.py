@@ -339,6 +339,11 @@ def refresh_changed(ctx: Pass, also: Iterable[str] = ()) -> set[str]:
     return touched
 
 
+def refresh_after_failures(ctx: Pass) -> None:
+    """Funding classes once failures and voluntary shrinks closed leases (nothing is held yet)."""
+    refresh_changed(ctx)
+
+
 def refresh_after_line(ctx: Pass, line: Line) -> None:
     """Funding classes once the line and growth are done, the line's funding holds dropped."""
     refresh_changed(ctx, {env_key for env_key, _, _ in line.funding_holds})

@@ -93,7 +93,7 @@ def plan(world: World) -> Plan:
     failover.handle_failures(ctx)
     elastic.shrink_to_desired(ctx)
     # 2. funding classes as of now (only envelopes whose leases the failures and shrinks changed)
-    admission.refresh_changed(ctx)
+    admission.refresh_after_failures(ctx)
     # 3. the line: admissions, reservations, activations
     line = admission.run_line(ctx, lookahead_hours)
     # 4. growth, never into capacity held for funded reservations
