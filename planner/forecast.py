@@ -165,6 +165,9 @@ def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> di
     taken: dict[str, int] = defaultdict(int)  # at-risk GPUs earlier reservations will take per domain
     out: dict[str, dict[str, float]] = {}
     protect = ctx.world.settings.min_runtime
+    # per domain, the groups left unfunded and the runs that could shrink: fixed while this runs
+    unfunded_in = {d: [g for g in gs if g in ctx.book.unfunded] for d, gs in risk.active.items()}
+    shrinkable_in = {d: {r for r, _ in gs if _shrinkable(ctx, r)} for d, gs in risk.active.items()}
     for key, short, eta in order:
         members: dict[str, float] = {}
         deficit = dict(short)
@@ -193,12 +196,7 @@ def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> di
 
         # (1) unfunded groups, lowest-ranked first; a fixed-width run goes whole
         unfunded = sorted(
-            {
-                g
-                for d in short
-                for g in risk.active[d]
-                if g in ctx.book.unfunded and alive(g[0]) and g not in gone_groups
-            },
+            {g for d in short for g in unfunded_in.get(d, ()) if alive(g[0]) and g not in gone_groups},
             key=lambda g: (ctx.rank(g[0]), g[1]),
             reverse=True,
         )
@@ -214,7 +212,7 @@ def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> di
                 break
             cut(run, None, {d: risk.spares[d][run] for d in short if risk.spares[d].get(run)})
         for run in sorted(
-            {g[0] for d in short for g in risk.active[d] if alive(g[0])}, key=ctx.rank, reverse=True
+            {r for d in short for r in shrinkable_in.get(d, ()) if alive(r)}, key=ctx.rank, reverse=True
         ):
             if not any(v > 0 for v in deficit.values()):
                 break
