@@ -82,6 +82,13 @@ def family_order(budgets: Iterable[Budget]) -> Callable[[str], list[str]]:
             parents[b.spec.owner].add(p)
             children[p].add(b.spec.owner)
     cache: dict[str, list[str]] = {}
+    adjacent: dict[str, list[str]] = {}  # each owner's parents and children, sorted once
+
+    def neighbours(cur: str) -> list[str]:
+        hit = adjacent.get(cur)
+        if hit is None:
+            hit = adjacent[cur] = sorted(parents[cur] | children[cur])
+        return hit
 
     def order(owner: str) -> list[str]:
         if owner in cache:
@@ -94,7 +101,7 @@ def family_order(budgets: Iterable[Budget]) -> Callable[[str], list[str]]:
         queue = deque([owner])
         while queue:
             cur = queue.popleft()
-            for nxt in sorted(parents[cur] | children[cur]):
+            for nxt in neighbours(cur):
                 if nxt not in dist:
                     dist[nxt] = dist[cur] + 1
                     queue.append(nxt)
@@ -121,7 +128,11 @@ class Book:
         self.lent_hours: dict[str, float] = {k: 0.0 for k in envs}
         self.unfunded: set[GroupKey] = set()
         self.frozen: set[str] = set()
+        self._kin: dict[str, frozenset[str]] = {}  # owner -> its relatives, as a set
+        self.lease_index: dict[str, list[Lease]] = defaultdict(list)  # envelope -> leases paid from it
+        self.indexed = 0  # how many of the pass's leases `lease_index` holds
         self.cover_cache: dict[object, list[tuple[Env, str]]] = {}
+        self.shape_cache: dict[int, Any] = {}  # id(candidates) -> (candidates, key -> position, capped)
         self.family_cache: dict[tuple[str, str], list[tuple[Env, str]]] = {}  # (owner, flavor): own+family
         self.source_objs: dict[tuple[str, str, float], tuple[int, int, Any]] = {}  # cover's shared Sources
         self.window_cache: dict[int, tuple[Any, list[tuple[int, int]]]] = {}  # cover's future windows
@@ -141,8 +152,12 @@ class Book:
     def category(self, run_owner: str, env: Env) -> str:
         if env.owner == run_owner:
             return OWN
-        if env.sharing != "none" and env.owner in self.relatives(run_owner):
-            return FAMILY
+        if env.sharing != "none":
+            kin = self._kin.get(run_owner)
+            if kin is None:
+                kin = self._kin[run_owner] = frozenset(self.relatives(run_owner))
+            if env.owner in kin:
+                return FAMILY
         return LOAN
 
     def used(self, key: str) -> int:
@@ -246,16 +261,14 @@ def reclassify(
     but an envelope's own claims, so this gives classify's answer; their funding (with anything
     added to it since, such as held reservations' funding) is kept as it is.
     """
-    mine = []
-    orphaned: set[GroupKey] = set()
-    for lease in leases:
+    index = book.lease_index  # the pass's leases only ever grow: index the new ones
+    for lease in leases[book.indexed :]:
         env_key = lease.payer.env_key
-        if not lease.open or lease.role == "Borrowed" or env_key is None:
-            continue
-        if env_key in touched:
-            mine.append(lease)
-        elif env_key not in book.envs:
-            orphaned.add((lease.run, lease.group))
+        if lease.role != "Borrowed" and env_key is not None:
+            index[env_key].append(lease)
+    book.indexed = len(leases)
+    mine = [x for k in touched if k in book.envs for x in index.get(k, ()) if x.open]
+    orphaned = {(x.run, x.group) for k in index if k not in book.envs for x in index[k] if x.open}
     per_env, gone = claims_of(book, mine, owner_of, rank_of)
     orphaned |= gone
     for env_key in sorted(touched):

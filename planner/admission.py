@@ -7,6 +7,7 @@ funded but short of capacity go to the resolver. Growth and conflict sets come a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from planner import accounting, bind, cover, elastic, failover, forecast, pack
@@ -212,16 +213,12 @@ def _hold_funding(ctx: Pass, line: Line, srcs: list[pack.Source], need: int, spe
 
 
 def _refresh_after_cuts(ctx: Pass, line: Line) -> None:
-    """Funding classes again, only for envelopes whose leases opened or closed since the last
-    refresh; the funding held for reservations in line is put back on the ones re-derived."""
-    book = ctx.book
-    changed = [*ctx.closed_log[book.closed_seen :], *ctx.leases[book.seen :]]
-    touched = {k for x in changed if (k := x.payer.env_key) is not None}
-    accounting.reclassify(book, ctx.leases, ctx.owner_of, ctx.rank, touched)
-    book.closures_at, book.closed_seen = ctx.closures, len(ctx.closed_log)
+    """Funding classes again after an activation's cuts; the funding held for reservations in line
+    is put back on the envelopes re-derived."""
+    touched = refresh_changed(ctx)
     for env_key, category, gpus in line.funding_holds:
         if env_key in touched:
-            book.add(env_key, category, gpus)
+            ctx.book.add(env_key, category, gpus)
 
 
 def _note_funding(ctx: Pass, res: Reservation, short: cover.Shortfall | None) -> bool:
@@ -328,6 +325,29 @@ def _unfunded_with(ctx: Pass, spec: Run, srcs: list[pack.Source], need: int) -> 
     return accounting.unfunded_with(
         ctx.book, ctx.leases, extra, ctx.owner_of, ctx.rank, ctx.closures == ctx.book.closures_at
     )
+
+
+def refresh_changed(ctx: Pass, also: Iterable[str] = ()) -> set[str]:
+    """Funding classes as `accounting_refresh` derives them, settling again only the envelopes whose
+    leases opened or closed since the last refresh (and `also`); every other envelope's claims are
+    as that refresh left them. Returns the envelopes settled again."""
+    book = ctx.book
+    changed = [*ctx.closed_log[book.closed_seen :], *ctx.leases[book.seen :]]
+    touched = {k for x in changed if (k := x.payer.env_key) is not None} | set(also)
+    accounting.reclassify(book, ctx.leases, ctx.owner_of, ctx.rank, touched)
+    book.closures_at, book.closed_seen = ctx.closures, len(ctx.closed_log)
+    return touched
+
+
+def refresh_after_failures(ctx: Pass) -> None:
+    """Funding classes once failures and voluntary shrinks closed leases (nothing is held yet)."""
+    refresh_changed(ctx)
+
+
+def refresh_after_line(ctx: Pass, line: Line) -> None:
+    """Funding classes once the line and growth are done, the line's funding holds dropped."""
+    refresh_changed(ctx, {env_key for env_key, _, _ in line.funding_holds})
+    line.funding_holds.clear()
 
 
 def accounting_refresh(ctx: Pass) -> None:

@@ -86,11 +86,17 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
         cands = candidates(book, run)
         by_domain = book.domain_cache.setdefault(key, {})  # node sets never change within a pass
         out = SourceList(
-            (_source(book, topo, env, cat, lookahead_hours) for env, cat in cands), None, by_domain
+            [_source(book, topo, env, cat, lookahead_hours) for env, cat in cands], None, by_domain
         )
-        index = {env.key: i for i, (env, _) in enumerate(cands)}
-        capped = [i for i, (env, _) in enumerate(cands) if env.caps]
-        book.sources_cache[key] = _Cached(book.epoch, len(book.changes), out, index, capped)
+        shape = book.shape_cache.get(id(cands))
+        if shape is None or shape[0] is not cands:
+            index = {env.key: i for i, (env, _) in enumerate(cands)}
+            shape = book.shape_cache[id(cands)] = (
+                cands,
+                index,
+                [i for i, (env, _) in enumerate(cands) if env.caps],
+            )
+        book.sources_cache[key] = _Cached(book.epoch, len(book.changes), out, shape[1], shape[2])
         return out
     if hit.seen == len(book.changes) and not hit.capped:
         return hit.out
@@ -159,11 +165,23 @@ class SourceList(list[Source]):
         super().__init__(items)
         self.by_domain = by_domain if by_domain is not None else {}
         if totals is None:
-            self.own = sum(s.room for s in self if s.category != LOAN)
-            self.loans = sum(s.room for s in self if s.category == LOAN)
-            nodesets = None
-        else:
-            self.own, self.loans, nodesets = totals
+            own = loans = 0
+            with_room = []
+            for s in self:
+                if s.room > 0:
+                    with_room.append(s.nodes)
+                    if s.category == LOAN:
+                        loans += s.room
+                    else:
+                        own += s.room
+                elif s.room < 0:  # an overdrawn envelope counts against its class
+                    if s.category == LOAN:
+                        loans += s.room
+                    else:
+                        own += s.room
+            self.own, self.loans, self.nodesets = own, loans, tuple(with_room)
+            return
+        self.own, self.loans, nodesets = totals
         self.nodesets = nodesets if nodesets is not None else tuple(s.nodes for s in self if s.room > 0)
 
 

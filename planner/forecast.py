@@ -45,10 +45,9 @@ def scope(
     """
     view = topo.member_view(funded_nodes(srcs))
     cap0 = view.cap
-    avail = {d: v - held.get(d, 0) for d, v in topo.member_free(view).items()}
-    avail = {d: v for d, v in avail.items() if v > 0}
-    order = sorted(avail, key=lambda d: (-avail[d], -cap0[d], d))
-    order += [d for d in view.by_cap if d not in avail]
+    free = topo.member_free(view)
+    avail = {d: a for d, v in free.items() if (a := v - held.get(d, 0)) > 0} if held else dict(free)
+    order = sorted(avail, key=lambda d: (-avail[d], -cap0[d], d))  # then the rest by capacity
     claimed: dict[str, int] = {}
     out = Scope()
     used: list[str] = []
@@ -58,6 +57,10 @@ def scope(
         if choice is None and not (single and used):
             # domains already used cannot take it (checked above), so the static order is still right
             choice = next((d for d in order if d not in claimed and cap0[d] >= want), None)
+            if choice is None:
+                choice = next(
+                    (d for d in view.by_cap if d not in avail and d not in claimed and cap0[d] >= want), None
+                )
         if choice is None:
             out.unplaceable += want
             continue
@@ -162,6 +165,9 @@ def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> di
     taken: dict[str, int] = defaultdict(int)  # at-risk GPUs earlier reservations will take per domain
     out: dict[str, dict[str, float]] = {}
     protect = ctx.world.settings.min_runtime
+    # per domain, the groups left unfunded and the runs that could shrink: fixed while this runs
+    unfunded_in = {d: [g for g in gs if g in ctx.book.unfunded] for d, gs in risk.active.items()}
+    shrinkable_in = {d: {r for r, _ in gs if _shrinkable(ctx, r)} for d, gs in risk.active.items()}
     for key, short, eta in order:
         members: dict[str, float] = {}
         deficit = dict(short)
@@ -190,12 +196,7 @@ def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> di
 
         # (1) unfunded groups, lowest-ranked first; a fixed-width run goes whole
         unfunded = sorted(
-            {
-                g
-                for d in short
-                for g in risk.active[d]
-                if g in ctx.book.unfunded and alive(g[0]) and g not in gone_groups
-            },
+            {g for d in short for g in unfunded_in.get(d, ()) if alive(g[0]) and g not in gone_groups},
             key=lambda g: (ctx.rank(g[0]), g[1]),
             reverse=True,
         )
@@ -211,7 +212,7 @@ def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> di
                 break
             cut(run, None, {d: risk.spares[d][run] for d in short if risk.spares[d].get(run)})
         for run in sorted(
-            {g[0] for d in short for g in risk.active[d] if alive(g[0])}, key=ctx.rank, reverse=True
+            {r for d in short for r in shrinkable_in.get(d, ()) if alive(r)}, key=ctx.rank, reverse=True
         ):
             if not any(v > 0 for v in deficit.values()):
                 break

@@ -13,7 +13,8 @@ from planner.manifests import pod_gpus
 from planner.world import Lease
 
 
-def check(leases: list[Lease], book: Book, pods: dict[str, dict[str, Any]], runs: set[str]) -> list[str]:
+def check(leases: list[Lease], book: Book, runs: set[str]) -> list[str]:
+    """Slots, fills, payers and envelope caps of the open leases."""
     problems: list[str] = []
     holder: dict[tuple[str, int], str] = {}  # slot -> the Active or Spare lease holding it
     doubled: dict[tuple[str, int], list[str]] = {}
@@ -50,6 +51,12 @@ def check(leases: list[Lease], book: Book, pods: dict[str, dict[str, Any]], runs
             )
         if env.lend_max is not None and f["loan"] > env.lend_max:
             problems.append(f"envelope {key} lends {f['loan']} GPUs over its lending cap {env.lend_max}")
+    return problems
+
+
+def check_pods(leases: list[Lease], pods: dict[str, dict[str, Any]]) -> list[str]:
+    """Every open Active or Borrowed lease is served by exactly one pod requesting its GPUs."""
+    problems: list[str] = []
     covered: dict[tuple[str, int, str, str], int] = defaultdict(int)
     for lease in leases:
         if lease.open and lease.role in ("Active", "Borrowed"):

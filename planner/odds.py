@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from planner.lottery import draw
+from planner.lottery import H
 
 BUDGET = 300  # draws the enumeration may weigh before it falls back to sampling
 SAMPLES = 32
@@ -58,6 +58,7 @@ class _Game:
             self.of_run[c.run].append(i)
         self.work = 0
         self.domains = {d: j for j, d in enumerate(sorted(lottery.need))}  # position in `left`
+        self.weights = [(self.domains.get(c.domain), c.gpus) for c in cands]  # (position or None, GPUs)
 
     def ends(self, pool: frozenset[int], run: str, group: int) -> list[int]:
         """Candidates a draw of (run, group) ends: the group, or the whole run below its floor."""
@@ -83,12 +84,12 @@ class _Game:
         return out
 
     def left_after(self, left: tuple[int, ...], ended: list[int]) -> tuple[int, ...]:
-        domains = self.domains
         out = list(left)
+        weights = self.weights
         for i in ended:
-            j = domains.get(self.lottery.candidates[i].domain)
+            j, gpus = weights[i]
             if j is not None:
-                out[j] -= self.lottery.candidates[i].gpus
+                out[j] -= gpus
         return tuple(out)
 
     def exact(self) -> dict[str, float] | None:
@@ -106,7 +107,10 @@ class _Game:
                     if self.work > BUDGET:
                         return None
                     ended = self.ends(pool, run, group)
-                    after = solve(pool.difference(ended), self.left_after(left, ended))
+                    rest = pool.difference(ended)
+                    after = memo.get(rest)
+                    if after is None:
+                        after = solve(rest, self.left_after(left, ended))
                     if after is None:
                         return None
                     out[run] += p
@@ -119,24 +123,50 @@ class _Game:
         return solve(frozenset(range(len(self.lottery.candidates))), start)
 
     def sampled(self, key: str) -> dict[str, float]:
-        """Replay the real draw with SAMPLES forecast seeds; the share of replays that cut each run."""
-        cands, owner = self.lottery.candidates, self.lottery.owner
+        """Replay the real draw with SAMPLES forecast seeds; the share of replays that cut each run.
+
+        Each draw is `lottery.draw`'s arithmetic over the pool's owners and groups, which are
+        worked out once per pool (replays keep meeting the same pools)."""
         hits: dict[str, int] = defaultdict(int)
         start = tuple(self.lottery.need[d] for d in sorted(self.lottery.need))
+        ballots: dict[frozenset[int], tuple[list[str], dict[str, list[tuple[str, int]]]]] = {}
+        moves: dict[tuple[frozenset[int], str, int], tuple[frozenset[int], tuple[int, ...]]] = {}
+        everyone = frozenset(range(len(self.lottery.candidates)))
         for s in range(SAMPLES):
             seed = f"forecast|{key}|{s}"
-            pool = frozenset(range(len(cands)))
-            left = start
+            pool, left = everyone, start
             cut: set[str] = set()
             k = 0
             while pool and any(v > 0 for v in left):
-                run, group = draw(
-                    seed, k, [(owner[cands[i].run], cands[i].run, cands[i].group) for i in pool]
-                )
-                ended = self.ends(pool, run, group)
-                pool, left = pool.difference(ended), self.left_after(left, ended)
+                ballot = ballots.get(pool)
+                if ballot is None:
+                    ballot = ballots[pool] = self._ballot(pool)
+                owners, groups_of = ballot
+                mine = groups_of[owners[H(f"{seed}|{k}|owner") % len(owners)]]
+                run, group = mine[H(f"{seed}|{k}|group") % len(mine)]
+                move = moves.get((pool, run, group))
+                if move is None:  # the pool decides what is left (everything else has ended)
+                    ended = self.ends(pool, run, group)
+                    after = pool.difference(ended)
+                    move = moves[(pool, run, group)] = (after, self.left_after(left, ended))
+                    if after not in ballots:  # the draw's view without the ended groups
+                        gone = {
+                            (self.lottery.candidates[i].run, self.lottery.candidates[i].group) for i in ended
+                        }
+                        kept = {o: [g for g in gs if g not in gone] for o, gs in groups_of.items()}
+                        kept = {o: gs for o, gs in kept.items() if gs}
+                        ballots[after] = ([o for o in owners if o in kept], kept)
+                pool, left = move
                 cut.add(run)
                 k += 1
             for run in cut:
                 hits[run] += 1
         return {run: n / SAMPLES for run, n in hits.items()}
+
+    def _ballot(self, pool: frozenset[int]) -> tuple[list[str], dict[str, list[tuple[str, int]]]]:
+        """`lottery.draw`'s view of a pool: owners sorted, and each owner's (run, group)s sorted."""
+        cands, owner = self.lottery.candidates, self.lottery.owner
+        groups: dict[str, set[tuple[str, int]]] = defaultdict(set)
+        for i in pool:
+            groups[owner[cands[i].run]].add((cands[i].run, cands[i].group))
+        return sorted(groups), {o: sorted(g) for o, g in groups.items()}

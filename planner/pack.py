@@ -82,16 +82,22 @@ class _Cursor:
         self.full: set[str] = set()  # member domains every node of which the funding reaches
         self.held = req.held  # read only
         if req.fill:
-            members = topo.fill_free().get(flavor, {})
-            self.members = members
-            base = {d: sum(n.fill_count() for n in ns) for d, ns in members.items()}
+            self.members = topo.fill_free().get(flavor, {})
+            base = topo.fill_totals().get(flavor, {})
         else:
             view = topo.member_view(funded_nodes(req.sources))
             self.members = view.by_domain
             self.full = view.full
             base = topo.member_free(view)
         held = self.held
-        self.free = {d: v - held.get(d, 0) for d, v in base.items() if v > 0} if held else dict(base)
+        self.free = dict(base)  # a domain left at 0 or below is never chosen (see _choose, take)
+        if len(held) < len(base):
+            for d, h in held.items():
+                if d in self.free:
+                    self.free[d] -= h
+        else:
+            for d, v in base.items():
+                self.free[d] = v - held.get(d, 0)
         self._probe: tuple[str, int, tuple[list[Piece], list[int], int]] | None = None
 
     def avail(self, node: Node) -> int:

@@ -1,12 +1,12 @@
 """One reconcile pass, in the order of §4.1: observe, fund, line up, grow, forecast, report.
 
 `plan(world)` is the whole decision: a pure function of the snapshot. It returns the next state,
-the ledger events, statuses and manifests; it writes nothing and reads no clock.
+the ledger events and statuses; it writes nothing and reads no clock. The pod manifests are the
+render stage's (`Plan.manifests`, built on first use): the simulator and `jobtree plan` never need them.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,8 @@ from planner import (
 )
 from planner.context import Event, Pass
 from planner.topology import Topology, is_fenced
-from planner.world import FleetState, World, run_key
+from planner.world import FleetState, Lease, World, run_key
+from schemas.run import Run
 
 
 @dataclass(slots=True)
@@ -32,16 +33,26 @@ class Plan:
     events: list[Event]
     runs: dict[str, dict[str, Any]]
     budgets: dict[str, dict[str, Any]]
-    manifests: dict[str, dict[str, Any]]
     cordon: list[str]
     node_problems: list[tuple[str, str]]
     violations: list[str] = field(default_factory=list)
+    open_leases: list[Lease] = field(default_factory=list)
+    specs: dict[str, Run] = field(default_factory=dict)
+    clusters: dict[str, str] = field(default_factory=dict)
+    rendered: dict[str, dict[str, Any]] | None = None
+
+    @property
+    def manifests(self) -> dict[str, dict[str, Any]]:
+        """Path -> pod or headless Service for every open lease (rendered once, on first use)."""
+        if self.rendered is None:
+            self.rendered = manifests.render(self.open_leases, self.specs, self.clusters)
+        return self.rendered
 
 
 def plan(world: World) -> Plan:
     now, settings = world.now, world.settings
     prev = world.state
-    leases = [copy.copy(x) for x in prev.leases]
+    leases = [x.copy() for x in prev.leases]
     # jobtree's own cordons hold while the node is down; once it is observed healthy again the
     # cluster's cordon flag decides (an operator uncordons a repaired node)
     down = {n.name for n in world.nodes if is_fenced(n, now, settings.not_ready_grace)}
@@ -58,8 +69,8 @@ def plan(world: World) -> Plan:
     specs = {run_key(r): r for r in world.runs}
     ctx = Pass(
         world, topo, book, specs,
-        {k: copy.copy(v) for k, v in prev.runs.items()},
-        {k: copy.deepcopy(v) for k, v in prev.reservations.items()},
+        {k: v.copy() for k, v in prev.runs.items()},
+        {k: v.copy() for k, v in prev.reservations.items()},
         leases,
     )  # fmt: skip
     ctx.index()
@@ -81,13 +92,13 @@ def plan(world: World) -> Plan:
     admission.accounting_refresh(ctx)
     failover.handle_failures(ctx)
     elastic.shrink_to_desired(ctx)
-    # 2. funding classes as of now
-    admission.accounting_refresh(ctx)
+    # 2. funding classes as of now (only envelopes whose leases the failures and shrinks changed)
+    admission.refresh_after_failures(ctx)
     # 3. the line: admissions, reservations, activations
     line = admission.run_line(ctx, lookahead_hours)
     # 4. growth, never into capacity held for funded reservations
     elastic.grow(ctx, line.held, lookahead_hours)
-    admission.accounting_refresh(ctx)
+    admission.refresh_after_line(ctx, line)
     admission.settle_funding(ctx, line, lookahead_hours)
     # 5. conflict sets for reservations still waiting
     order = sorted(
@@ -103,7 +114,6 @@ def plan(world: World) -> Plan:
     _settle_phases(ctx)
     # 6. report
     clusters = {n.name: n.labels.get("cluster", "default") for n in topo.nodes.values()}
-    pods = manifests.render(ctx.leases, specs, clusters)
     by_run = status.conflicts_by_run(ctx.reservations)
     risk = forecast.AtRisk(ctx)
     shorts = {k: short for k, short, _ in line.order}
@@ -132,8 +142,12 @@ def plan(world: World) -> Plan:
         frozenset(kept_cordons | ctx.cordon),
         frozenset(book.unfunded),
     )
-    violations = invariants.check([x for x in ctx.leases if x.open], book, pods, set(ctx.records))
-    return Plan(state, ctx.events, runs, budgets, pods, sorted(ctx.cordon), list(topo.problems), violations)
+    open_leases = [x for x in ctx.leases if x.open]
+    violations = invariants.check(open_leases, book, set(ctx.records))
+    return Plan(
+        state, ctx.events, runs, budgets, sorted(ctx.cordon), list(topo.problems), violations,
+        open_leases, specs, clusters,
+    )  # fmt: skip
 
 
 def _meter_runs(ctx: Pass, since: int | None) -> None:

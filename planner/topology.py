@@ -110,7 +110,6 @@ class Topology:
             self.domains[node.domain].append(node)
         self.domain_free: dict[str, int] = {}
         self.flavor_free: dict[str, int] = {}
-        self.spare_nodes: set[str] = set()
         self.domain_cap = {d: sum(n.gpus for n in ns if n.usable) for d, ns in self.domains.items()}
         self._by_label: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._by_key: dict[str, set[str]] = defaultdict(set)
@@ -122,8 +121,10 @@ class Topology:
         self.env_nodes: dict[str, frozenset[str]] = {}  # envelope key -> matching nodes (cover fills it)
         self._sorted_free: dict[str, list[tuple[int, str, Node]]] = {}
         self._by_free: dict[str, list[Node]] = {}
-        self._member_free: dict[int, tuple[Members, int, dict[str, int]]] = {}
-        self._fill_free: dict[str, dict[str, list[Node]]] | None = None
+        self._member_free: dict[int, tuple[Members, int, dict[str, int], int]] = {}
+        self._fill_free: dict[str, dict[str, list[Node]]] = {}
+        self._fill_totals: dict[str, dict[str, int]] = {}
+        self._fill_dirty: set[str] = set()  # domains whose spare or fill slots changed since
         self._coverage: dict[int, tuple[frozenset[str], dict[str, bool]]] = {}
         self._members_cache: dict[frozenset[int], Members] = {}
         self.open_domains: set[str] = set()  # domains with a free GPU now
@@ -144,9 +145,8 @@ class Topology:
         target.update(lease.slots)
         if lease.role == "Spare":
             node.spare.update(lease.slots)
-            self.spare_nodes.add(node.name)
         if lease.role in ("Spare", "Borrowed"):
-            self._fill_free = None
+            self._fill_dirty.add(node.domain)
         if lease.role != "Borrowed" and node.usable:
             self._count(node, -lease.gpus)
 
@@ -158,10 +158,8 @@ class Topology:
         target.difference_update(lease.slots)
         if lease.role == "Spare":
             node.spare.difference_update(lease.slots)
-            if not node.spare:
-                self.spare_nodes.discard(node.name)
         if lease.role in ("Spare", "Borrowed"):
-            self._fill_free = None
+            self._fill_dirty.add(node.domain)
         if lease.role != "Borrowed" and node.usable:
             self._count(node, lease.gpus)
 
@@ -237,15 +235,26 @@ class Topology:
     def fill_free(self) -> dict[str, dict[str, list[Node]]]:
         """flavor -> domain -> usable nodes with spare-held slots no fill overlays yet, by name.
 
-        Remembered until a Spare or Borrowed lease opens or closes."""
-        if self._fill_free is None:
-            out: dict[str, dict[str, list[Node]]] = defaultdict(lambda: defaultdict(list))
-            for name in sorted(self.spare_nodes):
-                n = self.nodes[name]
-                if n.fill_count():
-                    out[n.flavor][n.domain].append(n)
-            self._fill_free = {f: dict(by) for f, by in out.items()}
+        Kept current per domain: only domains whose Spare or Borrowed leases changed are redone."""
+        self._refresh_fill()
         return self._fill_free
+
+    def fill_totals(self) -> dict[str, dict[str, int]]:
+        """flavor -> domain -> spare-held GPUs no fill overlays yet (the fill_free nodes' counts)."""
+        self._refresh_fill()
+        return self._fill_totals
+
+    def _refresh_fill(self) -> None:
+        for d in sorted(self._fill_dirty):
+            for flavor in {n.flavor for n in self.domains.get(d, ())}:
+                nodes = [n for n in self.domains[d] if n.flavor == flavor and n.fill_count()]
+                by, totals = self._fill_free.setdefault(flavor, {}), self._fill_totals.setdefault(flavor, {})
+                if nodes:
+                    by[d], totals[d] = nodes, sum(n.fill_count() for n in nodes)
+                else:
+                    by.pop(d, None)
+                    totals.pop(d, None)
+        self._fill_dirty.clear()
 
     def recount(self) -> None:
         self._sorted_free = {}
@@ -287,20 +296,30 @@ class Topology:
         key = frozenset(map(id, sets))
         hit = self._members_cache.get(key)
         if hit is None:
-            names = frozenset().union(*set(sets)) if sets else frozenset()
-            by_domain: dict[str, list[Node]] = defaultdict(list)
-            for name in sorted(names):
-                node = self.nodes.get(name)
-                if node is not None:
-                    by_domain[node.domain].append(node)
-            full = {d for d, ns in by_domain.items() if len(ns) == len(self.domains[d])}
+            # from each set's per-domain coverage (cached): whole domains are taken as they are, only
+            # domains some set covers in part are filtered node by node
+            full: set[str] = set()
+            touching: dict[str, list[frozenset[str]]] = defaultdict(list)
+            for names in set(sets):
+                for d, whole in self.coverage(names).items():
+                    if whole:
+                        full.add(d)
+                    else:
+                        touching[d].append(names)
+            by_domain: dict[str, list[Node]] = {d: self.domains[d] for d in full}  # shared, read only
+            for d, parts in touching.items():
+                if d not in full:
+                    by_domain[d] = [n for n in self.domains[d] if any(n.name in part for part in parts)]
+                    if len(by_domain[d]) == len(self.domains[d]):
+                        full.add(d)  # whole between them
+            by_domain = {d: by_domain[d] for d in sorted(by_domain, key=lambda d: by_domain[d][0].name)}
             partial = sorted(d for d in by_domain if d not in full)
             cap = {
                 d: self.domain_cap[d] if d in full else sum(n.gpus for n in ns if n.usable)
                 for d, ns in by_domain.items()
             }
             by_cap = sorted(cap, key=lambda d: (-cap[d], d))
-            hit = Members(dict(by_domain), full, partial, cap, by_cap, sets)
+            hit = Members(by_domain, full, partial, cap, by_cap, sets)
             self._members_cache[key] = hit
         self._views_by_tuple[id(sets)] = (sets, hit)
         return hit
@@ -311,10 +330,27 @@ class Topology:
         The same view is asked for again and again between two changes of occupancy: remembered
         per view until the next change (callers must not mutate the result)."""
         hit = self._member_free.get(id(view))
-        if hit is not None and hit[0] is view and hit[1] == self.version:
-            return hit[2]
+        if hit is not None and hit[0] is view:
+            if hit[1] == self.version:
+                return hit[2]
+            moved = set(self.changed[hit[3] :])
+            if len(moved) * 4 < len(view.by_domain):  # a few domains changed: patch a copy
+                out = dict(hit[2])
+                for d in moved:
+                    if d not in view.by_domain:
+                        continue
+                    if d in view.full:
+                        v = self.domain_free.get(d, 0)
+                    else:
+                        v = sum(n.free for n in view.by_domain[d])
+                    if v > 0:
+                        out[d] = v
+                    else:
+                        out.pop(d, None)
+                self._member_free[id(view)] = (view, self.version, out, len(self.changed))
+                return out
         out = self._member_free_now(view)
-        self._member_free[id(view)] = (view, self.version, out)
+        self._member_free[id(view)] = (view, self.version, out, len(self.changed))
         return out
 
     def _member_free_now(self, view: Members) -> dict[str, int]:

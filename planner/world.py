@@ -74,6 +74,13 @@ class Lease:
     closure: str | None = None
     rank: int | None = None  # first rendezvous rank these GPUs serve (None for spares)
 
+    def copy(self) -> Lease:
+        """A copy the next pass may close (every field holds an immutable value)."""
+        return Lease(
+            self.name, self.run, self.group, self.role, self.node, self.slots, self.payer, self.start,
+            self.reason, self.ended, self.closure, self.rank,
+        )  # fmt: skip
+
     @property
     def open(self) -> bool:
         return self.ended is None
@@ -87,7 +94,7 @@ class Lease:
         return self.run.split("/", 1)[0]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ConflictEntry:
     run: str
     probability: float
@@ -112,6 +119,14 @@ class Reservation:
     seed: str | None = None
     ended: int | None = None
 
+    def copy(self) -> Reservation:
+        """A copy the next pass may change (its own conflicts list; every other value is immutable)."""
+        return Reservation(
+            self.run, self.earliest_start, self.created, self.state, self.reason, self.deficit,
+            self.confidence, self.remedies, self.domains, self.nodes, self.paying, self.window_basis,
+            list(self.conflicts), self.seed, self.ended,
+        )  # fmt: skip
+
 
 @dataclass(slots=True)
 class RunRecord:
@@ -125,6 +140,12 @@ class RunRecord:
     finished: int | None = None
     owned_hours: float = 0.0
     borrowed_hours: float = 0.0
+
+    def copy(self) -> RunRecord:
+        return RunRecord(
+            self.run, self.submitted, self.phase, self.message, self.started, self.finished,
+            self.owned_hours, self.borrowed_hours,
+        )  # fmt: skip
 
 
 @dataclass(slots=True)

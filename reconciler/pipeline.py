@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
+from planner import invariants
 from planner import plan as planner_plan
 from planner.world import FleetState, NodeObs, Settings, WorkloadEvent, World
 from schemas import fleetcheck
@@ -32,12 +33,17 @@ class Spec:
     rejected: list[str] = field(default_factory=list)
 
 
-def read_spec(files: Mapping[str, bytes], parsed: Mapping[str, list[Document]] | None = None) -> Spec:
+def read_spec(
+    files: Mapping[str, bytes],
+    parsed: Mapping[str, list[Document]] | None = None,
+    memo: dict[str, Any] | None = None,
+) -> Spec:
     """Validate the spec files (per document and across objects) and keep the valid objects.
 
-    `parsed`: files the caller already holds as documents (the simulator), checked the same way.
+    `parsed`: files the caller already holds as documents (the simulator), checked the same way;
+    `memo`: the caller's record of documents already validated (see `fleetcheck.check_fleet`).
     """
-    v = fleetcheck.check_fleet(files, parsed)
+    v = fleetcheck.check_fleet(files, parsed, memo)
     return Spec(v.config, list(v.budgets), list(v.runs), v.inventory, list(v.diagnostics), list(v.rejected))
 
 
@@ -72,7 +78,14 @@ def frozen(spec: Spec, state: FleetState) -> tuple[frozenset[str], frozenset[str
     return frozenset(runs), frozenset(budgets)
 
 
-def run_pass(spec: Spec, cluster: Cluster, state: FleetState, now: int) -> planner_plan.Plan:
+def run_pass(
+    spec: Spec, cluster: Cluster, state: FleetState, now: int, render: bool = True
+) -> planner_plan.Plan:
+    """Observe, plan and (with `render`) render the pods: a plan breaking an invariant raises.
+
+    Callers that write or apply manifests render; the simulator and `jobtree plan` report decisions
+    only and skip the render stage.
+    """
     nodes, workload = cluster.observe()
     frozen_runs, frozen_budgets = frozen(spec, state)
     world = World(
@@ -89,6 +102,10 @@ def run_pass(spec: Spec, cluster: Cluster, state: FleetState, now: int) -> plann
     result = planner_plan.plan(world)
     if result.violations:
         raise InvariantViolation(result.violations)
+    if render:
+        problems = invariants.check_pods(result.open_leases, result.manifests)
+        if problems:
+            raise InvariantViolation(problems)
     cluster.apply_cordons(result.cordon)
     return result
 

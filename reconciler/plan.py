@@ -17,7 +17,7 @@ import pygit2
 from pygit2.enums import SortMode
 
 from planner.world import FleetState
-from reconciler import gitstore, pipeline, planreport, prdiff, statefiles
+from reconciler import batchgc, gitstore, pipeline, planreport, prdiff, statefiles
 from reconciler.embedded import EmbeddedCluster, nodes_from_inventory
 from reconciler.reconcile import SPEC_PREFIXES
 from schemas.common import parse_time
@@ -130,7 +130,8 @@ def command(
         click.echo(f"jobtree: {err}", err=True)
         sys.exit(EXIT_OTHER)
     try:
-        report, diagnostics = _plan(git, base_commit, head_commit, now)
+        with batchgc.paused():
+            report, diagnostics = _plan(git, base_commit, head_commit, now)
         text = _render(report, diagnostics, fmt)
         if output:
             full = planreport.as_markdown(report, diagnostics, limit=None) if fmt == "markdown" else text
@@ -156,9 +157,9 @@ def _plan(
     _refuse_hand_edits(git, base_commit, head_commit, base_spec.fleet.git.author.email)
     head_spec = pipeline.read_spec(gitstore.read_files(git, str(head_commit.id), SPEC_PREFIXES))
     state = _state_at(git, base_commit)
-    before = pipeline.run_pass(base_spec, EmbeddedCluster(base_spec.inventory), state, now)
+    before = pipeline.run_pass(base_spec, EmbeddedCluster(base_spec.inventory), state, now, render=False)
     after = pipeline.run_pass(
-        head_spec, EmbeddedCluster(head_spec.inventory), _state_at(git, base_commit), now
+        head_spec, EmbeddedCluster(head_spec.inventory), _state_at(git, base_commit), now, render=False
     )
     domains = {**_domains(base_spec), **_domains(head_spec)}
     report = prdiff.compare(

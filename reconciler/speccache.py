@@ -12,7 +12,8 @@ bytes and reports it as always. Reads Git, writes only its cache.
 from __future__ import annotations
 
 import marshal
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import pygit2
@@ -28,67 +29,6 @@ SPEC_FILES = (FLEET_FILE, INVENTORY_FILE)
 SPEC_DIRS = ("budgets", "runs")
 
 Listing = tuple[tuple[str, str], ...]  # (path below a tree, blob id)
-
-
-class _Positions(dict):  # type: ignore[type-arg]  # the mapping Document.where reads
-    """Field positions of a cached document, unpacked only when a diagnostic asks for one."""
-
-    __slots__ = ("_raw",)
-
-    def __init__(self, raw: bytes) -> None:
-        super().__init__()
-        self._raw: bytes | None = raw
-
-    def _fill(self) -> None:
-        if self._raw is not None:
-            raw, self._raw = self._raw, None
-            self.update(marshal.loads(raw))
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        self._fill()
-        return super().get(key, default)
-
-    def __getitem__(self, key: Any) -> Any:
-        self._fill()
-        return super().__getitem__(key)
-
-    def __contains__(self, key: object) -> bool:
-        self._fill()
-        return super().__contains__(key)
-
-    def __iter__(self) -> Iterator[Any]:
-        self._fill()
-        return super().__iter__()
-
-    def __len__(self) -> int:
-        self._fill()
-        return super().__len__()
-
-    def __eq__(self, other: object) -> bool:
-        self._fill()
-        return super().__eq__(other)
-
-    def __repr__(self) -> str:
-        self._fill()
-        return super().__repr__()
-
-    def keys(self) -> Any:
-        self._fill()
-        return super().keys()
-
-    def values(self) -> Any:
-        self._fill()
-        return super().values()
-
-    def items(self) -> Any:
-        self._fill()
-        return super().items()
-
-    def copy(self) -> dict[Any, Any]:
-        self._fill()
-        return dict(self)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like dict
 
 
 def _listing(
@@ -141,7 +81,7 @@ def _parse(items: Sequence[tuple[str, bytes]]) -> list[Any]:
         out.append(
             None
             if problems
-            else tuple((d.index, d.data, d.line, d.col, marshal.dumps(d.positions)) for d in docs)
+            else tuple((d.index, d.data, d.line, d.col, marshal.dumps(dict(d.positions))) for d in docs)
         )
     return out
 
@@ -169,7 +109,7 @@ def read_spec(repo: pygit2.Repository, commit: pygit2.Commit) -> tuple[pipeline.
         rows = docs_by_blob.get(oid)
         if rows is not None:
             parsed[path] = [
-                Document(path, index, data, line, col, _Positions(raw))
+                Document(path, index, data, line, col, partial(marshal.loads, raw))
                 for index, data, line, col, raw in rows
             ]
     fresh = len(todo)

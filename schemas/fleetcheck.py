@@ -107,12 +107,15 @@ def spec_kind(path: str) -> str | None:
 
 
 def check_fleet(
-    files: Mapping[str, bytes], parsed: Mapping[str, list[Document]] | None = None
+    files: Mapping[str, bytes],
+    parsed: Mapping[str, list[Document]] | None = None,
+    memo: dict[str, tuple[list[Document], list[_Entry]]] | None = None,
 ) -> ValidatedFleet:
     """Validate a fleet repository given as relative POSIX path -> file bytes.
 
     `parsed` holds files already turned into documents by the caller (the simulator's objects):
-    they skip YAML entirely and are checked exactly like the rest.
+    they skip YAML entirely and are checked exactly like the rest. With `memo` (kept by the caller
+    between calls), a path handed over as the very same document list is not validated again.
     """
     entries: list[_Entry] = []
     parsed = parsed or {}
@@ -121,18 +124,24 @@ def check_fleet(
         if kind is None:
             continue
         if path in parsed:
-            entries += _entries(path, kind, parsed[path])
+            docs = parsed[path]
+            hit = memo.get(path) if memo is not None else None
+            if hit is None or hit[0] is not docs:
+                hit = (docs, _entries(path, kind, docs))
+                if memo is not None:
+                    memo[path] = hit
+            entries += hit[1]
         else:
             entries += _load_file(path, kind, files[path])
-    configs = [e for e in entries if e.loaded is not None and e.kind == "FleetConfig"]
-    for extra in configs[1:]:
-        extra.diagnostics.append(
-            _at(
-                extra, codes.DUPLICATE_OBJECT, "only one FleetConfig per fleet; merge this one into the first"
-            )
+    # entries may be shared with the caches above: never changed in place, replaced when they must change
+    configs = [i for i, e in enumerate(entries) if e.loaded is not None and e.kind == "FleetConfig"]
+    for i in configs[1:]:
+        extra = entries[i]
+        duplicate = _at(
+            extra, codes.DUPLICATE_OBJECT, "only one FleetConfig per fleet; merge this one into the first"
         )
-        extra.loaded = None
-    config = configs[0].loaded if configs else None
+        entries[i] = replace(extra, loaded=None, diagnostics=[*extra.diagnostics, duplicate])
+    config = entries[configs[0]].loaded if configs else None
     tenants, note = _tenancy(entries, config, FLEET_FILE in files or FLEET_FILE in parsed)
     found = rules.check(
         config,
@@ -190,7 +199,7 @@ def _load_file(path: str, kind: str, text: bytes) -> list[_Entry]:
         if len(_PARSED) >= _PARSED_LIMIT:
             _PARSED.clear()
         hit = _PARSED[key] = _parse_file(path, kind, text)
-    return [replace(e, diagnostics=list(e.diagnostics)) for e in hit]
+    return hit
 
 
 def _parse_file(path: str, kind: str, text: bytes) -> list[_Entry]:

@@ -120,9 +120,12 @@ def _object_name(data: Any) -> str:
     return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
 
 
-def load_documents(path: str, text: str | bytes) -> tuple[list[Document], list[Diagnostic]]:
-    """Every readable document of a file, and one diagnostic per document that could not be read."""
-    docs, bad = parse_all(text, path)
+def load_documents(
+    path: str, text: str | bytes, positions: bool = True
+) -> tuple[list[Document], list[Diagnostic]]:
+    """Every readable document of a file, and one diagnostic per document that could not be read.
+    `positions=False`: field positions are worked out only if a diagnostic needs one."""
+    docs, bad = parse_all(text, path, positions)
     return docs, [bad_document_diagnostic(path, b) for b in bad]
 
 

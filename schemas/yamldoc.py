@@ -9,7 +9,9 @@ other document of the file.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import yaml
@@ -40,6 +42,13 @@ class _FastLoader(_Loader):  # type: ignore[misc,valid-type]  # CSafeLoader is u
             return _WORDS.get(value, _STR)
         return super().resolve(kind, value, implicit)
 
+    # no path resolvers are registered: skip PyYAML's bookkeeping for them at every node
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
+
 
 Path = tuple[str | int, ...]
 MAX_NODES = 200_000  # per document
@@ -55,6 +64,9 @@ class YamlError(Exception):
         super().__init__(message)
         self.line, self.col, self.message, self.code = line, col, message, code
 
+    def __reduce__(self) -> tuple[type[YamlError], tuple[int, int, str, str]]:
+        return YamlError, (self.line, self.col, self.message, self.code)  # picklable (`prefetch`)
+
 
 @dataclass(slots=True)
 class BadDocument:
@@ -66,16 +78,28 @@ class BadDocument:
     text: bytes
 
 
+Positions = Mapping[Path, tuple[int, int]]
+
+
 @dataclass(slots=True)
 class Document:
-    """One YAML document of a file: its data, and where each field sits (1-based line, col)."""
+    """One YAML document of a file: its data, and where each field sits (1-based line, col).
+
+    `marks` is the position map, or a function computing it when a diagnostic first asks (big files
+    read without positions, cached documents)."""
 
     path: str
     index: int
     data: Any
     line: int
     col: int
-    positions: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    marks: Positions | Callable[[], Positions] = field(default_factory=dict)
+
+    @property
+    def positions(self) -> Positions:
+        if callable(self.marks):
+            self.marks = self.marks()
+        return self.marks
 
     def where(self, loc: Path) -> tuple[int, int]:
         """The position of `loc`, or of its nearest present ancestor (for a missing field)."""
@@ -92,6 +116,8 @@ _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": Fals
 
 def _scalar(node: yaml.ScalarNode, offset: int) -> Any:
     tag, value = node.tag, node.value
+    if tag == _STR and not (value and value[0] in _MAY_BE_NUMBER):
+        return value  # most scalars: a word, no number can start so
     if tag == "tag:yaml.org,2002:null":
         return None
     if tag == "tag:yaml.org,2002:bool":
@@ -118,8 +144,11 @@ def _scalar(node: yaml.ScalarNode, offset: int) -> Any:
 
 
 class _Builder:
-    def __init__(self, offset: int = 0, file_left: int = MAX_FILE_VALUES) -> None:
+    """Plain data from a node tree, counting values; with `track`, the position of every field."""
+
+    def __init__(self, offset: int = 0, file_left: int = MAX_FILE_VALUES, track: bool = True) -> None:
         self.positions: dict[Path, tuple[int, int]] = {}
+        self.track = track
         self.count = 0
         self.offset = offset  # lines before this document's chunk (see `parse_all`)
         self.file_left = file_left  # values the rest of the file may still hold
@@ -143,7 +172,8 @@ class _Builder:
             )
         if len(path) > MAX_DEPTH:
             raise YamlError(*self._at(node), f"YAML nests deeper than {MAX_DEPTH} levels; flatten it")
-        self.positions.setdefault(path, self._at(node))
+        if self.track:
+            self.positions.setdefault(path, self._at(node))
         if isinstance(node, yaml.ScalarNode):
             return _scalar(node, self.offset)
         if isinstance(node, yaml.SequenceNode):
@@ -159,16 +189,56 @@ class _Builder:
                 if not isinstance(key, str):
                     key = str(key).lower() if isinstance(key, bool) else str(key)
                 if key in out:
-                    first = self.positions[(*path, key)][0]
+                    first = self._first_key_line(node, key)
                     raise YamlError(
                         *self._at(key_node),
                         f"duplicate key {key!r} (first set at line {first}); keep one of them",
                         DUPLICATE_KEY,
                     )
-                self.positions[(*path, key)] = self._at(key_node)
+                if self.track:
+                    self.positions[(*path, key)] = self._at(key_node)
                 out[key] = self.build(value_node, (*path, key))
             return out
         raise YamlError(*self._at(node), "unsupported YAML node")  # pragma: no cover
+
+    def build_plain(self, node: yaml.Node, depth: int) -> Any:
+        """`build` without positions: the same values and errors, no path tuple per value."""
+        self.count += 1
+        if self.count > MAX_NODES or self.count > self.file_left or depth > MAX_DEPTH:
+            self.count -= 1
+            return self.build(node, ("",) * depth)  # raises the error `build` gives here
+        if isinstance(node, yaml.ScalarNode):
+            return _scalar(node, self.offset)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build_plain(item, depth + 1) for item in node.value]
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    raise YamlError(
+                        *self._at(key_node), "merge keys (<<) are not supported; write the fields out"
+                    )
+                key = self.build_plain(key_node, depth + 1)
+                if not isinstance(key, str):
+                    key = str(key).lower() if isinstance(key, bool) else str(key)
+                if key in out:
+                    first = self._first_key_line(node, key)
+                    raise YamlError(
+                        *self._at(key_node),
+                        f"duplicate key {key!r} (first set at line {first}); keep one of them",
+                        DUPLICATE_KEY,
+                    )
+                out[key] = self.build_plain(value_node, depth + 1)
+            return out
+        raise YamlError(*self._at(node), "unsupported YAML node")  # pragma: no cover
+
+    def _first_key_line(self, node: yaml.MappingNode, key: str) -> int:
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                value = _scalar(key_node, self.offset)
+                if (str(value).lower() if isinstance(value, bool) else str(value)) == key:
+                    return self._at(key_node)[0]
+        return self._at(node)[0]  # pragma: no cover  # the duplicate was met in this very mapping
 
 
 _LEADING = re.compile(rb"^[ ?-]*", re.M)
@@ -305,9 +375,12 @@ _HINTS = (
 )
 
 
-def _compose(data: bytes, path: str, offset: int, first_index: int, spent: list[int]) -> list[Document]:
+def _compose(
+    data: bytes, path: str, offset: int, first_index: int, spent: list[int], track: bool = True
+) -> list[Document]:
     """Every document of one chunk; raises YamlError with file-relative lines on the first bad one.
-    `spent` counts the values built so far in the whole file (aliases expanded), against MAX_FILE_VALUES."""
+    `spent` counts the values built so far in the whole file (aliases expanded), against MAX_FILE_VALUES.
+    Without `track`, each document's positions are worked out again from `data` when first asked."""
     check_depth(data, offset)
     loader = _FastLoader(data)
     docs: list[Document] = []
@@ -316,13 +389,16 @@ def _compose(data: bytes, path: str, offset: int, first_index: int, spent: list[
             node = loader.get_node()
             if node is None:  # pragma: no cover
                 break
-            builder = _Builder(offset, MAX_FILE_VALUES - spent[0])
+            builder = _Builder(offset, MAX_FILE_VALUES - spent[0], track)
             try:
-                value = builder.build(node, ())
+                value = builder.build(node, ()) if track else builder.build_plain(node, 0)
             finally:
                 spent[0] += builder.count
             line, col = builder._at(node)
-            docs.append(Document(path, first_index + len(docs), value, line, col, builder.positions))
+            marks: Positions | Callable[[], Positions] = (
+                builder.positions if track else partial(_positions, data, offset, len(docs))
+            )
+            docs.append(Document(path, first_index + len(docs), value, line, col, marks))
     except yaml.MarkedYAMLError as err:
         raise _syntax_error(err, data, offset) from None
     except yaml.YAMLError as err:
@@ -332,6 +408,11 @@ def _compose(data: bytes, path: str, offset: int, first_index: int, spent: list[
     finally:
         loader.dispose()
     return docs
+
+
+def _positions(data: bytes, offset: int, nth: int) -> Positions:
+    """The field positions of the nth document of a chunk that already parsed once."""
+    return _compose(data, "", offset, 0, [0])[nth].positions
 
 
 _DOC_START = re.compile(rb"^---(?=[ \t\r\n]|$)", re.M)
@@ -354,9 +435,12 @@ def _chunks(data: bytes) -> list[tuple[int, bytes]]:
     return out
 
 
-def parse_all(text: str | bytes, path: str) -> tuple[list[Document], list[BadDocument]]:
+def parse_all(
+    text: str | bytes, path: str, positions: bool = True
+) -> tuple[list[Document], list[BadDocument]]:
     """Every readable document of a file, and each unreadable one with its error. A file that is not
-    UTF-8 text is one bad document; otherwise a broken document never costs its neighbours."""
+    UTF-8 text is one bad document; otherwise a broken document never costs its neighbours.
+    `positions=False` (big files that are rarely wrong) parses again only when a diagnostic asks."""
     data = text.encode() if isinstance(text, str) else text
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -368,7 +452,7 @@ def parse_all(text: str | bytes, path: str) -> tuple[list[Document], list[BadDoc
     if bad_text is not None:
         return [], [BadDocument(0, 1, bad_text, data)]
     try:
-        return [d for d in _compose(data, path, 0, 0, [0]) if d.data is not None], []
+        return [d for d in _compose(data, path, 0, 0, [0], positions) if d.data is not None], []
     except YamlError as err:
         if err.message.startswith("the file holds more than"):
             return [], [BadDocument(0, 1, err, data)]  # hostile as a whole: never build it twice
@@ -379,7 +463,7 @@ def parse_all(text: str | bytes, path: str) -> tuple[list[Document], list[BadDoc
     spent = [0]
     for offset, chunk in _chunks(data):
         try:
-            found = _compose(chunk, path, offset, index, spent)
+            found = _compose(chunk, path, offset, index, spent, positions)
         except YamlError as err:
             bad.append(BadDocument(index, offset + _first_content_line(chunk), err, chunk))
             index += 1

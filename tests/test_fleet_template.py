@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler import demo, simulate
+from reconciler import demo, simulation
 
 TEMPLATE_DIR = demo.TEMPLATE
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -23,9 +23,9 @@ def files() -> dict[str, bytes]:
 def played(files: dict[str, bytes], tmp_path_factory: pytest.TempPathFactory) -> dict:
     path = tmp_path_factory.mktemp("template") / "template.scenario.yaml"
     path.write_text(yaml.safe_dump(demo.scenario(files, START), sort_keys=False))
-    loaded, raw, errors = simulate.load_scenario(str(path))
+    loaded, raw, errors = simulation.load_scenario(str(path))
     assert errors == [] and loaded is not None
-    return simulate.Simulation(loaded, raw).play()
+    return simulation.Simulation(loaded, raw).play()
 
 
 def test_every_template_file_is_valid_with_no_diagnostics(files: dict[str, bytes]) -> None:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from planner import admission
 from planner.world import FleetState
 from reconciler import pipeline, statefiles
 from reconciler.embedded import EmbeddedCluster
-from reconciler.simulate import Simulation
+from reconciler.simulation import Simulation
 from schemas.budget import Budget
 from schemas.fleet import FleetSpec, Inventory
 from schemas.run import Run
@@ -227,3 +229,30 @@ def test_random_timelines_keep_every_invariant_after_every_pass(doc: dict[str, A
     sim.run_pass = checked  # type: ignore[method-assign]  # observe every pass the simulator makes
     sim.play()
     assert seen_passes
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=st.composite(lambda draw: _timeline(draw))())
+def test_refreshing_only_changed_envelopes_funds_exactly_as_a_full_refresh(doc: dict[str, Any]) -> None:
+    """Before and after the line the pass settles again only envelopes whose leases changed (and,
+    after it, those that held funding); a full classify must agree every time."""
+    compared: list[str] = []
+
+    def checked(name: str) -> Any:
+        incremental = getattr(admission, name)
+
+        def refresh(ctx: Any, *args: Any) -> None:
+            incremental(ctx, *args)
+            funded = {k: dict(v) for k, v in ctx.book.funded.items()}
+            unfunded = set(ctx.book.unfunded)
+            admission.accounting_refresh(ctx)  # derives every envelope's funding from scratch
+            assert ctx.book.funded == funded and ctx.book.unfunded == unfunded, name
+            compared.append(name)
+
+        return refresh
+
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("refresh_after_failures", "refresh_after_line"):
+            mp.setattr(admission, name, checked(name))
+        Simulation(Scenario.model_validate(doc), doc).play()
+    assert "refresh_after_line" in compared, "every pass refreshes after its line"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reconciler import statefiles
-from reconciler.simulate import Simulation, load_scenario
+from reconciler.simulation import Simulation, load_scenario
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
 

@@ -59,3 +59,14 @@ def test_the_bracket_free_nesting_bound_never_misses_a_deep_document(shape: list
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
     assert yamldoc._may_nest_past(text, depth) is True  # a bound: never below the real depth
+
+
+@pytest.mark.parametrize("positions", [True, False])
+def test_scalars_read_as_yaml_1_2_with_or_without_positions(positions: bool) -> None:
+    text = "a: 1e3\nb: '1e3'\nc: x1\nd: .5\ne: -2.5e-3\nf: 0x10\ng: true\nh: ~\ni: 15m\nj: ''\nk: +7\n"
+    docs, bad = yamldoc.parse_all(text, "f.yaml", positions)
+    assert not bad
+    assert docs[0].data == {
+        "a": 1000.0, "b": "1e3", "c": "x1", "d": 0.5, "e": -0.0025, "f": 16, "g": True, "h": None,
+        "i": "15m", "j": "", "k": 7,
+    }  # fmt: skip
