@@ -21,7 +21,7 @@ import pygit2
 
 from planner.plan import Plan
 from planner.world import FleetState
-from reconciler import gitremote, gitsink, gitstore, passcache, passmemo, pipeline, speccache, worktree
+from reconciler import batchgc, gitremote, gitsink, gitstore, passcache, passmemo, pipeline, speccache, worktree
 from reconciler.embedded import EmbeddedCluster
 from reconciler.gitremote import PushStatus
 from reconciler.gitstore import GitStoreError, PermanentGitError, TemporaryGitError
@@ -150,7 +150,7 @@ def reconcile_once(
     token = os.environ.get(TOKEN_ENV)
     outcome = Outcome(attempts=0)
     memos: dict[tuple[tuple[str, str], ...], passmemo.Memo] = {}
-    with writer_lock(repo_path):
+    with batchgc.paused(), writer_lock(repo_path):
         want_branch = branch or _configured_branch(repo)
 
         def attempt() -> gitremote.PushResult:
