@@ -21,7 +21,17 @@ import pygit2
 
 from planner.plan import Plan
 from planner.world import FleetState
-from reconciler import batchgc, gitremote, gitsink, gitstore, passcache, passmemo, pipeline, speccache, worktree
+from reconciler import (
+    batchgc,
+    gitremote,
+    gitsink,
+    gitstore,
+    passcache,
+    passmemo,
+    pipeline,
+    speccache,
+    worktree,
+)
 from reconciler.embedded import EmbeddedCluster
 from reconciler.gitremote import PushStatus
 from reconciler.gitstore import GitStoreError, PermanentGitError, TemporaryGitError
