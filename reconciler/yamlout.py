@@ -77,16 +77,31 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+_ORDERS: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}  # a dict's keys -> (key, written)
+
+
+def _order(value: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The keys sorted, each with its written form; files repeat a few shapes thousands of times."""
+    keys = tuple(value)
+    hit = _ORDERS.get(keys)
+    if hit is None:
+        if len(_ORDERS) >= _MEMO_LIMIT:
+            _ORDERS.clear()
+        hit = _ORDERS[keys] = tuple((key, scalar(key)) for key in sorted(value))
+    return hit
+
+
 def _block(value: Any, pad: str, out: list[str]) -> None:
     append = out.append
     if isinstance(value, dict):
         inner = pad + "  "
-        for key in sorted(value):
+        for key, name in _order(value):
             item = value[key]
-            name = _memo.get(key) or scalar(key)
             kind = type(item)
             if kind is str:
                 append(f"{pad}{name}: {_memo.get(item) or _string(item)}")
+            elif kind is int:
+                append(f"{pad}{name}: {item}")
             elif kind is dict or kind is list:
                 if item:
                     append(f"{pad}{name}:")
