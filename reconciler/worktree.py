@@ -12,19 +12,16 @@ writer left half written. Never decides what to commit (`gitstore`) and never ta
 from __future__ import annotations
 
 import os
-import stat
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import pygit2
-from pygit2 import C, ffi
 from pygit2.enums import CheckoutNotify, CheckoutStrategy, FileMode, FileStatus, ReferenceType
 
-from reconciler import gitstore
+from reconciler import gitstore, workfiles
 
 _FILES = (FileMode.BLOB, FileMode.BLOB_EXECUTABLE)
-Entry = tuple[pygit2.Oid, int]  # (blob id, file mode) of a path in a tree
+Entry = workfiles.Entry
 
 
 class _Conflicts(pygit2.CheckoutCallbacks):
@@ -104,7 +101,9 @@ def move_branch(
     return None
 
 
-def _checked(repo: pygit2.Repository, branch: str, check: Callable[[], _Writer | None]) -> _Writer | None:
+def _checked(
+    repo: pygit2.Repository, branch: str, check: Callable[[], workfiles.Writer | None]
+) -> workfiles.Writer | None:
     try:
         return check()
     except gitstore.DirtyCheckout as err:
@@ -121,7 +120,7 @@ class Early(Pending):
     fails, `abandon`: the files written so far are left for `restore_owned`, the index untouched.
     """
 
-    def __init__(self, writer: _Writer) -> None:
+    def __init__(self, writer: workfiles.Writer) -> None:
         self._gate = threading.Event()
         self._moved = False
 
@@ -219,7 +218,7 @@ def _changes(
 
 def follow(
     repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree, contents: Mapping[str, bytes]
-) -> _Writer | None:
+) -> workfiles.Writer | None:
     """Check the paths that differ between `old` and `new`; return what rewrites them (None: nothing).
 
     Raises `DirtyCheckout` (nothing written) when a changed path holds something that is neither
@@ -236,7 +235,7 @@ def _plan(
     new: bytes,
     contents: Mapping[str, bytes],
     early: bool = False,
-) -> _Writer | None:
+) -> workfiles.Writer | None:
     """`follow` on raw tree ids; `early`: the commit is not written yet, so what needs libgit2 waits."""
     todo = _changes(entries, old, new, "")
     if not todo:
@@ -252,68 +251,16 @@ def _plan(
     index.read(False)
     removed = {path for path, (_, b) in todo.items() if b is None}
     clear: set[str] = set()  # parent directories known not to be blocked
-    racy_from = _index_time(repo)
+    racy_from = workfiles.index_time(repo)
     conflicts = [
         path
         for path, pair in todo.items()
-        if not _safe(workdir, index, path, pair, racy_from)
-        or (pair[1] is not None and _blocked(workdir, path, removed, clear))
+        if not workfiles.safe(workdir, index, path, pair, racy_from)
+        or (pair[1] is not None and workfiles.blocked(workdir, path, removed, clear))
     ]
     if conflicts:
         raise gitstore.DirtyCheckout(", ".join(sorted(conflicts)))
-    return _Writer(repo.path, workdir, todo, removed, contents)
-
-
-class _Writer:
-    """The rewrite of the changed paths: the files (`files`), then the index entries (`stage`).
-
-    Calling it does both. It opens its own handle on the repository, so it may run in another thread.
-    """
-
-    def __init__(
-        self,
-        gitdir: str,
-        workdir: str,
-        todo: Mapping[str, tuple[Entry | None, Entry | None]],
-        removed: set[str],
-        contents: Mapping[str, bytes],
-    ) -> None:
-        self.gitdir, self.workdir, self.todo, self.removed, self.contents = (
-            gitdir,
-            workdir,
-            todo,
-            removed,
-            contents,
-        )
-        self.written: list[tuple[str, pygit2.Oid, int, os.stat_result]] = []
-
-    def __call__(self) -> None:
-        self.files()
-        self.stage()
-
-    def files(self) -> None:
-        own = pygit2.Repository(self.gitdir)
-        for path in sorted(self.removed, reverse=True):
-            _remove(self.workdir, path)
-        made: set[str] = set()
-        for path, (_, b) in sorted(self.todo.items()):
-            if b is None:
-                continue
-            oid, mode = b
-            data = self.contents.get(str(oid))
-            if data is None:
-                data = own[oid].peel(pygit2.Blob).data
-            self.written.append((path, oid, mode, _write(self.workdir, path, data, mode, made)))
-
-    def stage(self) -> None:
-        index = pygit2.Repository(self.gitdir).index
-        index.read(False)
-        for path in sorted(self.removed, reverse=True):
-            if path in index:
-                index.remove(path)
-        for path, oid, mode, info in self.written:
-            _stage(index, path, oid, mode, info)
-        index.write()
+    return workfiles.Writer(repo.path, workdir, todo, removed, contents)
 
 
 def _filtered(repo: pygit2.Repository, entries: _Trees, new: bytes) -> bool:
@@ -336,134 +283,6 @@ def _filtered(repo: pygit2.Repository, entries: _Trees, new: bytes) -> bool:
         if tree is not None and ".gitattributes" in tree:
             return True
     return False
-
-
-def _content_id(full: str, entry: Any = None, racy_from: int = 0) -> pygit2.Oid | None | str:
-    """The blob id of the file at `full`; None when absent; "other" for a directory, link or device.
-
-    `entry` (a `git_index_entry` for the path, or None): when the file's stat data are the ones it
-    records and the file is older than the index (`racy_from`, ns), its id is the entry's without
-    reading the file, as git's own status decides.
-    """
-    try:
-        info = os.lstat(full)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    if not stat.S_ISREG(info.st_mode):
-        return "other"
-    if entry is not None and info.st_mtime_ns < racy_from and _stat_matches(entry, info):
-        return pygit2.Oid(raw=bytes(ffi.buffer(entry.id.id, 20)))
-    with open(full, "rb") as fh:
-        return pygit2.hash(fh.read())
-
-
-def _stat_matches(entry: Any, info: os.stat_result) -> bool:
-    return (
-        entry.file_size == info.st_size & 0xFFFFFFFF
-        and entry.ino == info.st_ino & 0xFFFFFFFF
-        and (entry.mtime.seconds, entry.mtime.nanoseconds) == divmod(info.st_mtime_ns, 1_000_000_000)
-        and (entry.ctime.seconds, entry.ctime.nanoseconds) == divmod(info.st_ctime_ns, 1_000_000_000)
-    )
-
-
-def _safe(
-    workdir: str, index: pygit2.Index, path: str, pair: tuple[Entry | None, Entry | None], racy_from: int
-) -> bool:
-    """Whether the file and the index entry at `path` each hold the old or the new content."""
-    allowed = {e[0] if e is not None else None for e in pair}
-    entry = C.git_index_get_bypath(index._index, path.encode(), 0)
-    if entry == ffi.NULL:
-        entry, staged = None, None
-    else:
-        staged = pygit2.Oid(raw=bytes(ffi.buffer(entry.id.id, 20)))
-    return staged in allowed and _content_id(workdir + path, entry, racy_from) in allowed
-
-
-def _index_time(repo: pygit2.Repository) -> int:
-    """When the index was last written (ns): files changed since may not show in their stat data."""
-    try:
-        return os.stat(os.path.join(repo.path, "index")).st_mtime_ns
-    except OSError:
-        return 0
-
-
-def _blocked(workdir: str, path: str, removed: set[str], clear: set[str]) -> bool:
-    """Whether a parent of `path` is a file (or link) in the work tree that is not being removed."""
-    parent = path.rpartition("/")[0]
-    unknown: list[str] = []
-    while parent and parent not in clear:
-        unknown.append(parent)
-        parent = parent.rpartition("/")[0]
-    for parent in reversed(unknown):  # outermost first: below a missing directory nothing can block
-        try:
-            info = os.lstat(workdir + parent)
-        except FileNotFoundError:
-            break
-        if not stat.S_ISDIR(info.st_mode):
-            return parent not in removed
-    clear.update(unknown)
-    return False
-
-
-def _remove(workdir: str, path: str) -> None:
-    full = os.path.join(workdir, path)
-    try:
-        os.unlink(full)
-    except FileNotFoundError:
-        pass
-    parent = os.path.dirname(path)
-    while parent:
-        try:
-            os.rmdir(os.path.join(workdir, parent))
-        except OSError:
-            break
-        parent = os.path.dirname(parent)
-
-
-def _write(workdir: str, path: str, data: bytes, mode: int, made: set[str]) -> os.stat_result:
-    """Write one file (its directories first); its stat data, for the index entry."""
-    full = workdir + path
-    parent = full.rpartition("/")[0]
-    if parent not in made:
-        os.makedirs(parent, exist_ok=True)
-        made.add(parent)
-    executable = mode == FileMode.BLOB_EXECUTABLE
-    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o777 if executable else 0o666)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        info = os.fstat(fd)
-        if executable != bool(info.st_mode & 0o100):
-            os.fchmod(fd, (0o777 if executable else 0o666) & ~_umask())
-            info = os.fstat(fd)
-    finally:
-        os.close(fd)
-    return info
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _stage(index: pygit2.Index, path: str, oid: pygit2.Oid, mode: int, info: os.stat_result) -> None:
-    """Add an index entry with the file's stat data, as `git add` would (so status stays fast)."""
-    entry: Any = ffi.new("git_index_entry *")
-    entry.ctime.seconds, entry.ctime.nanoseconds = divmod(info.st_ctime_ns, 1_000_000_000)
-    entry.mtime.seconds, entry.mtime.nanoseconds = divmod(info.st_mtime_ns, 1_000_000_000)
-    entry.dev = info.st_dev & 0xFFFFFFFF
-    entry.ino = info.st_ino & 0xFFFFFFFF
-    entry.mode = int(mode)
-    entry.uid = info.st_uid & 0xFFFFFFFF
-    entry.gid = info.st_gid & 0xFFFFFFFF
-    entry.file_size = info.st_size & 0xFFFFFFFF
-    ffi.buffer(ffi.addressof(entry, "id"))[:] = oid.raw
-    name = ffi.new("char[]", path.encode())
-    entry.path = name
-    if C.git_index_add(index._index, entry) != 0:
-        index.add(path)  # let libgit2 raise its own error, or stat and hash the file itself
 
 
 def _libgit2_checkout(repo: pygit2.Repository, new: pygit2.Tree) -> None:
