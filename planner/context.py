@@ -65,12 +65,14 @@ class Pass:
     closures: int = 0  # leases closed so far this pass (accounting snapshots compare against it)
     fill_lost: set[str] = field(default_factory=set)  # opportunistic runs that lost fill leases
     closed_log: list[Lease] = field(default_factory=list)  # leases closed this pass, in order
+    _allocated: dict[str, int] = field(default_factory=dict)  # run -> working GPUs, until a lease moves
 
     @property
     def now(self) -> int:
         return self.world.now
 
     def index(self) -> None:
+        self._allocated.clear()
         self.by_run = defaultdict(list)
         for lease in self.leases:
             if lease.open:
@@ -105,6 +107,7 @@ class Pass:
         lease = Lease(name, run, group, role, node, slots, payer, self.now, reason, rank=rank)
         self.leases.append(lease)
         self.by_run[run].append(lease)
+        self._allocated.pop(run, None)
         self.topo.occupy(lease)
         self.events.append(Event(self.now, "Start", lease, reason))
         return lease
@@ -113,6 +116,7 @@ class Pass:
         if not lease.open:
             return
         lease.ended, lease.closure = self.now, closure
+        self._allocated.pop(lease.run, None)
         self.closures += 1
         self.closed_log.append(lease)
         self.topo.release(lease)
@@ -149,7 +153,13 @@ class Pass:
         return dict(sorted(out.items()))
 
     def allocated(self, run: str) -> int:
-        return sum(x.gpus for x in self.open_leases(run) if x.role in ("Active", "Borrowed"))
+        """GPUs the run works on (Active and fill leases), remembered until one of its leases moves."""
+        hit = self._allocated.get(run)
+        if hit is None:
+            hit = self._allocated[run] = sum(
+                x.gpus for x in self.open_leases(run) if x.role in ("Active", "Borrowed")
+            )
+        return hit
 
 
 def ranked(runs: dict[str, Run], records: dict[str, RunRecord], now: int) -> list[str]:
