@@ -242,17 +242,17 @@ def _choose(cur: _Cursor, used: Sequence[str], want: int, chunked: bool) -> str 
             and cur.take(d, min(want, cur.domain_free(d)) if chunked else want, commit=False) is not None
         ):
             return d
-    fits = [(-free, d) for d, free in cur.free.items() if free >= need]
-    if not fits:
+    top = max(cur.free.values(), default=0)
+    if top < need:
         return None
-    best = min(fits)  # most free, ties by domain key
-    if not chunked and cur.take(best[1], want, commit=False) is None:
+    best = min(d for d, free in cur.free.items() if free == top)  # most free, ties by domain key
+    if not chunked and cur.take(best, want, commit=False) is None:
         # most-free domain cannot pay for the whole group: fall back to the next that can
-        for _, d in sorted(fits):
+        for _, d in sorted((-free, d) for d, free in cur.free.items() if free >= need):
             if cur.take(d, want, commit=False) is not None:
                 return d
         return None
-    return best[1]
+    return best
 
 
 def domain_sources(topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:
