@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from planner import admission
@@ -151,8 +151,125 @@ def test_shuffling_budgets_runs_and_nodes_never_changes_the_plan(fleet: tuple[An
     assert [e.as_json(str) for e in got.events] == [e.as_json(str) for e in want.events]
 
 
+# Found by this test with a random seed: a funded reservation ahead (x/r3) holds its funding in the
+# line, so y/r4 behind it is short; at the end of the pass that hold must still count, or
+# planning again (where z/r2 already runs) reports another deficit.
+HELD_FUNDING_AHEAD = (
+    [
+        {
+            "apiVersion": "rq.davidlangworthy.io/v1",
+            "kind": "Budget",
+            "metadata": {"name": "org-r-a-x"},
+            "spec": {
+                "owner": "org:r:a:x",
+                "envelopes": [
+                    {
+                        "name": "e0",
+                        "flavor": "H100-80GB",
+                        "concurrency": 0,
+                        "sharing": "none",
+                        "lending": {"allow": True, "to": ["*"]},
+                    },
+                    {"name": "e1", "flavor": "GB200", "concurrency": 24},
+                ],
+                "parents": ["org:r:a"],
+            },
+        },
+        {
+            "apiVersion": "rq.davidlangworthy.io/v1",
+            "kind": "Budget",
+            "metadata": {"name": "org-r-a-y"},
+            "spec": {"owner": "org:r:a:y", "envelopes": [], "parents": ["org:r:a"]},
+        },
+        {
+            "apiVersion": "rq.davidlangworthy.io/v1",
+            "kind": "Budget",
+            "metadata": {"name": "org-r-b-z"},
+            "spec": {"owner": "org:r:b:z", "envelopes": [], "parents": ["org:r:b"]},
+        },
+        {
+            "apiVersion": "rq.davidlangworthy.io/v1",
+            "kind": "Budget",
+            "metadata": {"name": "org-r-a"},
+            "spec": {"owner": "org:r:a", "envelopes": [], "parents": ["org:r"]},
+        },
+        {
+            "apiVersion": "rq.davidlangworthy.io/v1",
+            "kind": "Budget",
+            "metadata": {"name": "org-r-b"},
+            "spec": {"owner": "org:r:b", "envelopes": [], "parents": ["org:r"]},
+        },
+        {
+            "apiVersion": "rq.davidlangworthy.io/v1",
+            "kind": "Budget",
+            "metadata": {"name": "org-r"},
+            "spec": {"owner": "org:r", "envelopes": []},
+        },
+    ],
+    [
+        {
+            "apiVersion": "rq.davidlangworthy.io/v1",
+            "kind": "Run",
+            "metadata": {"name": "r0", "namespace": "x"},
+            "spec": {
+                "owner": "org:r:a:x",
+                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
+                "runtime": {"checkpoint": "15m"},
+            },
+        },
+        {
+            "apiVersion": "rq.davidlangworthy.io/v1",
+            "kind": "Run",
+            "metadata": {"name": "r1", "namespace": "x"},
+            "spec": {
+                "owner": "org:r:a:x",
+                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
+                "runtime": {"checkpoint": "15m"},
+            },
+        },
+        {
+            "apiVersion": "rq.davidlangworthy.io/v1",
+            "kind": "Run",
+            "metadata": {"name": "r2", "namespace": "z"},
+            "spec": {
+                "owner": "org:r:b:z",
+                "resources": {"gpuType": "GB200", "totalGPUs": 1},
+                "runtime": {"checkpoint": "15m"},
+            },
+        },
+        {
+            "apiVersion": "rq.davidlangworthy.io/v1",
+            "kind": "Run",
+            "metadata": {"name": "r3", "namespace": "x"},
+            "spec": {
+                "owner": "org:r:a:x",
+                "resources": {"gpuType": "GB200", "totalGPUs": 16},
+                "locality": {"groupGPUs": 8},
+                "malleable": {"minTotalGPUs": 8, "maxTotalGPUs": 32, "stepGPUs": 8},
+                "runtime": {"checkpoint": "15m"},
+            },
+        },
+        {
+            "apiVersion": "rq.davidlangworthy.io/v1",
+            "kind": "Run",
+            "metadata": {"name": "r4", "namespace": "y"},
+            "spec": {
+                "owner": "org:r:a:y",
+                "resources": {"gpuType": "GB200", "totalGPUs": 16},
+                "locality": {"groupGPUs": 8},
+                "sparesPerGroup": 1,
+                "runtime": {"checkpoint": "15m"},
+            },
+        },
+    ],
+    "H100-80GB",
+    (1, 1, 1),
+)
+
+
 @PROPS
 @given(fleet=FLEET)
+@example(fleet=HELD_FUNDING_AHEAD)
 def test_planning_again_from_the_written_state_ends_nothing_and_settles(fleet: tuple[Any, ...]) -> None:
     """Re-planning at the same instant from the plan's own written state never closes a lease.
 
