@@ -25,7 +25,7 @@ class Line:
     waiting: list[str] = field(default_factory=list)  # every run that got or kept a reservation
     scopes: dict[str, forecast.Scope] = field(default_factory=dict)  # capacity reservations' scopes
     funding_holds: list[tuple[str, str, int]] = field(default_factory=list)  # (envelope, class, GPUs)
-    holds_at: dict[int, list[tuple[str, str, int]]] = field(default_factory=dict)  # by place in `waiting`
+    holding: set[int] = field(default_factory=set)  # places in `waiting` of reservations that held funding
     held_log: list[str] = field(default_factory=list)  # domains whose hold grew, in order
     _unheld: dict[str, _Unheld] = field(default_factory=dict)
 
@@ -198,6 +198,15 @@ def _hold_funding(ctx: Pass, line: Line, srcs: list[pack.Source], need: int, spe
     Held claims go into the book like claims (in cover order) until the next classify; the line
     re-applies them after each activation's refresh, and the final refresh drops them.
     """
+    line.holding.add(len(line.waiting) - 1)
+    for env_key, category, gpus in _funding_to_hold(srcs, need, spec):
+        line.funding_holds.append((env_key, category, gpus))
+        ctx.book.add(env_key, category, gpus)
+
+
+def _funding_to_hold(srcs: list[pack.Source], need: int, spec: Run) -> list[tuple[str, str, int]]:
+    """(envelope, class, GPUs) that fund `need` from these sources, in cover order."""
+    out = []
     left = need
     borrow_left = spec.spec.funding.maxBorrowGPUs if spec.spec.funding.allowBorrow else 0
     for src in srcs:
@@ -208,10 +217,9 @@ def _hold_funding(ctx: Pass, line: Line, srcs: list[pack.Source], need: int, spe
             n = min(n, borrow_left)
             borrow_left -= n
         if n > 0:
-            line.funding_holds.append((src.env.key, src.category, n))
-            line.holds_at.setdefault(len(line.waiting) - 1, []).append((src.env.key, src.category, n))
-            ctx.book.add(src.env.key, src.category, n)
+            out.append((src.env.key, src.category, n))
             left -= n
+    return out
 
 
 def _refresh_after_cuts(ctx: Pass, line: Line) -> None:
@@ -244,23 +252,26 @@ def settle_funding(ctx: Pass, line: Line, lookahead_hours: float) -> None:
 
     Runs behind it in line (and growth) may have spent budget it was short of; its reason and
     deficit report what is left at the end of the pass, so planning again changes nothing. As in
-    the line, funded reservations ahead of it keep the funding they hold: each hold is put back
-    once its run has been looked at, and all are dropped again at the end.
+    the line, a funded reservation that held funding keeps holding it from the runs behind it:
+    worked out again from the end-of-pass funding once its run has been looked at, then dropped.
     """
     held: set[str] = set()
     for place, key in enumerate(line.waiting):
         res = ctx.reservations.get(key)
         spec = ctx.specs.get(key)
-        if res is not None and spec is not None and res.state == "Pending":
-            need = need_gpus(spec, elastic.min_width(spec))
-            srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
-            _note_funding(ctx, res, cover.shortfall(ctx.book, spec, need, srcs, lookahead_hours))
-            sc = line.scopes.get(key)
-            if sc is not None and sc.view is not None:
-                res.nodes = tuple(sorted(forecast.slice_nodes(ctx.topo, sc.view, sc.claims)))
-        for env_key, category, gpus in line.holds_at.get(place, ()):
-            ctx.book.add(env_key, category, gpus)
-            held.add(env_key)
+        if res is None or spec is None or res.state != "Pending":
+            continue
+        need = need_gpus(spec, elastic.min_width(spec))
+        srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
+        short = cover.shortfall(ctx.book, spec, need, srcs, lookahead_hours)
+        _note_funding(ctx, res, short)
+        sc = line.scopes.get(key)
+        if sc is not None and sc.view is not None:
+            res.nodes = tuple(sorted(forecast.slice_nodes(ctx.topo, sc.view, sc.claims)))
+        if short is None and place in line.holding:
+            for env_key, category, gpus in _funding_to_hold(srcs, need, spec):
+                ctx.book.add(env_key, category, gpus)
+                held.add(env_key)
     refresh_changed(ctx, held)  # holds end with the pass
 
 
