@@ -80,13 +80,18 @@ def push(
         kind, data = odb.read(oid)
         rest.append((oid.raw, KINDS[ObjectType(kind)], data))
     gitpack.write(remote, rest)
-    with remote.transaction() as tx:
-        tx.lock_ref(ref)
-        current = remote.references.get(ref)
-        now = str(current.target) if current is not None else None
-        if now != expected:
-            return False
-        tx.set_target(ref, tip, message="push: jobtree")
+    try:
+        with remote.transaction() as tx:
+            tx.lock_ref(ref)
+            current = remote.references.get(ref)
+            now = str(current.target) if current is not None else None
+            if now != expected:
+                return False
+            tx.set_target(ref, tip, message="push: jobtree")
+    except pygit2.GitError as err:
+        if os.path.exists(os.path.join(remote.path, *ref.split("/")) + ".lock"):
+            return False  # another writer holds the branch right now: as a server would, refuse; re-plan
+        raise
     return True
 
 
