@@ -88,7 +88,7 @@ def push(
             if now != expected:
                 return False
             tx.set_target(ref, tip, message="push: jobtree")
-    except pygit2.GitError as err:
+    except pygit2.GitError:
         if os.path.exists(os.path.join(remote.path, *ref.split("/")) + ".lock"):
             return False  # another writer holds the branch right now: as a server would, refuse; re-plan
         raise
