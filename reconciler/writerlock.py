@@ -1,7 +1,9 @@
 """One writer per clone (around steps 1-6 of a pass): an O_EXCL lock file in the Git dir; it never touches Git objects.
 
 `<gitdir>/jobtree.lock` holds `pid=<pid> host=<host> since=<unix time>`. A second writer gets
-`LockBusy` (temporary) naming the holder; a lock whose pid is dead on this host is taken over.
+`LockBusy` (temporary) naming the holder; a lock whose pid is dead on this host is taken over, and
+the Git lock files that writer left (a ref, the index, packed-refs) since it started are removed:
+only it could have held them, and Git would refuse every later update while they stay.
 """
 
 from __future__ import annotations
@@ -42,17 +44,21 @@ def writer_lock(repo_path: str | os.PathLike[str]) -> Iterator[Path]:
     """Hold `<gitdir>/jobtree.lock` (one writer per clone); a lock left by a dead pid is taken over."""
     path = _gitdir(repo_path) / LOCK_NAME
     mine = f"pid={os.getpid()} host={socket.gethostname()} since={int(time.time())}\n"
+    dead_since: int | None = None
     for _ in range(3):
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
-            _take_over_if_stale(path)
+            since = _take_over_if_stale(path)
+            dead_since = since if since is not None else dead_since
             continue
         with os.fdopen(fd, "w") as fh:
             fh.write(mine)
         break
     else:
         raise LockBusy(f"{path} is held by {_holder(path)}; another jobtree writer is working on this clone")
+    if dead_since is not None:
+        _clear_git_locks(path.parent, dead_since)
     try:
         yield path
     finally:
@@ -70,11 +76,12 @@ def _holder(path: Path) -> str:
         return "a process that just released it"
 
 
-def _take_over_if_stale(path: Path) -> None:
+def _take_over_if_stale(path: Path) -> int | None:
+    """Remove a lock whose holder is dead on this host; when so, when that holder started."""
     try:
         seen = path.read_text()
     except FileNotFoundError:
-        return
+        return None
     fields = dict(f.split("=", 1) for f in seen.split() if "=" in f)
     pid = int(fields["pid"]) if fields.get("pid", "").isdigit() else None
     same_host = fields.get("host") == socket.gethostname()
@@ -86,10 +93,29 @@ def _take_over_if_stale(path: Path) -> None:
     try:
         os.rename(path, grave)
     except FileNotFoundError:
-        return
+        return None
     if grave.read_text() != seen:  # someone took it over between our read and rename: give it back
         try:
             os.link(grave, path)
         except FileExistsError:
             pass
+        grave.unlink()
+        return None
     grave.unlink()
+    since = fields.get("since", "")
+    return int(since) if since.isdigit() else 0
+
+
+def _clear_git_locks(gitdir: Path, since: int) -> list[Path]:
+    """Git lock files under `gitdir` made since a dead writer started (refs, index, packed-refs)."""
+    found = [gitdir / name for name in ("index.lock", "packed-refs.lock", "HEAD.lock")]
+    found += list((gitdir / "refs").rglob("*.lock"))
+    removed = []
+    for lock in found:
+        try:
+            if lock.stat().st_mtime >= since:
+                lock.unlink()
+                removed.append(lock)
+        except FileNotFoundError:
+            continue
+    return removed

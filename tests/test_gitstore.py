@@ -7,6 +7,7 @@ import random
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pygit2
@@ -325,6 +326,36 @@ def test_a_lock_left_by_a_dead_process_is_taken_over(local: pygit2.Repository) -
     with writerlock.writer_lock(local.path):
         assert f"pid={os.getpid()} " in lock.read_text()
     assert not lock.exists()
+
+
+def test_git_locks_a_dead_writer_left_are_cleared_and_older_ones_kept(local: pygit2.Repository) -> None:
+    """kill -9 mid-update leaves e.g. refs/remotes/origin/main.lock; Git would refuse every later
+    fetch. Only the dead writer can have made locks since it started, so those go; older ones stay."""
+    dead = subprocess.Popen(["true"])
+    dead.wait(timeout=5)
+    gitdir = Path(local.path)
+    started = int(time.time()) - 5
+    (gitdir / "jobtree.lock").write_text(f"pid={dead.pid} host={socket.gethostname()} since={started}\n")
+    tracking = gitdir / "refs" / "remotes" / "origin" / "main.lock"
+    tracking.parent.mkdir(parents=True, exist_ok=True)
+    tracking.write_text("half written\n")
+    index_lock = gitdir / "index.lock"
+    index_lock.write_text("")
+    older = gitdir / "refs" / "heads" / "other.lock"
+    older.write_text("someone else's, from before\n")
+    os.utime(older, (started - 3600, started - 3600))
+    with writerlock.writer_lock(local.path):
+        assert not tracking.exists() and not index_lock.exists()
+        assert older.exists()
+
+
+def test_a_live_writers_git_locks_are_never_touched(local: pygit2.Repository) -> None:
+    gitdir = Path(local.path)
+    mine = gitdir / "refs" / "heads" / "main.lock"
+    mine.write_text("in use\n")
+    with writerlock.writer_lock(local.path):  # no dead writer to take over from
+        assert mine.exists()
+    mine.unlink()
 
 
 # ------------------------------------------------------------------------------------ hand edits
