@@ -8,7 +8,6 @@ The `jobtree simulate` verb (options, output) is `simulate`.
 from __future__ import annotations
 
 import copy
-import functools
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,9 +151,8 @@ class Simulation:
             inventory = self.scenario.spec.inventory.model_dump(exclude_none=True)
             spec_files = {**self.files(), "inventory/nodes.yaml": statefiles.dump(inventory)}
             self.history.record(now, spec_files, result)
-        stamp = functools.lru_cache(maxsize=64)(format_time)  # a pass's events share a few instants
         for ev in result.events:
-            self.ledger.append(ev.as_json(stamp))
+            self.ledger.append(ev.as_json(statefiles.time_text))
         if result.events:
             self.timeline.append(f"{format_time(now)}  pass: " + _summary(result.events))
 

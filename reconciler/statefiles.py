@@ -6,6 +6,7 @@ of `state/` and `rendered/`; does not read or write Git (that is `gitstore`).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import defaultdict
 from collections.abc import Mapping
@@ -33,32 +34,23 @@ def dump_all(objs: list[Any]) -> bytes:
     return yamlout.dumps_all(objs).encode()
 
 
-_TIMES: dict[int, str] = {}
-_EPOCHS: dict[str, int] = {}
-
-
-def _time(v: int) -> str:
-    """`format_time`, memoised: a pass writes the same few hundred instants tens of thousands of times."""
-    text = _TIMES.get(v)
-    if text is None:
-        if len(_TIMES) > 100_000:
-            _TIMES.clear()
-        text = _TIMES[v] = format_time(v)
-    return text
+# A pass writes and reads the same few hundred instants tens of thousands of times.
+time_text = functools.lru_cache(maxsize=100_000)(format_time)
+_epoch = functools.lru_cache(maxsize=100_000)(parse_time)
 
 
 def _t(v: int | None) -> str | None:
-    return _time(v) if v is not None else None
+    return time_text(v) if v is not None else None
 
 
 def lease_obj(x: Lease) -> dict[str, Any]:
     ns, name = x.run.split("/", 1)
-    interval: dict[str, Any] = {"start": _time(x.start)}
+    interval: dict[str, Any] = {"start": time_text(x.start)}
     if x.ended is not None:
-        interval["end"] = _time(x.ended)
+        interval["end"] = time_text(x.ended)
     st: dict[str, Any] = {"closed": x.ended is not None}
     if x.ended is not None:
-        st["ended"], st["closureReason"] = _time(x.ended), x.closure
+        st["ended"], st["closureReason"] = time_text(x.ended), x.closure
     return {
         "apiVersion": API_VERSION,
         "kind": "Lease",
@@ -92,12 +84,7 @@ def lease_from(obj: dict[str, Any]) -> Lease:
 
 def _ts(v: Any) -> int:
     if isinstance(v, str):
-        epoch = _EPOCHS.get(v)
-        if epoch is None:
-            if len(_EPOCHS) > 100_000:
-                _EPOCHS.clear()
-            epoch = _EPOCHS[v] = parse_time(v)
-        return epoch
+        return _epoch(v)
     return parse_time(v.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
@@ -106,7 +93,7 @@ def reservation_obj(r: Reservation) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "runRef": {"namespace": ns, "name": name},
         "intendedSlice": {"domains": list(r.domains), "nodes": list(r.nodes)},
-        "earliestStart": _time(r.earliest_start),
+        "earliestStart": time_text(r.earliest_start),
     }
     if r.paying is not None:
         spec["payingEnvelope"] = {
@@ -119,20 +106,20 @@ def reservation_obj(r: Reservation) -> dict[str, Any]:
         "reason": r.reason,
         "forecast": {"deficitGPUs": r.deficit, "confidence": r.confidence, "remedies": list(r.remedies)},
         "conflictSet": [
-            {"run": c.run, "probability": c.probability, "since": _time(c.since)} for c in r.conflicts
+            {"run": c.run, "probability": c.probability, "since": time_text(c.since)} for c in r.conflicts
         ],
     }
     if r.seed:
         status["seed"] = r.seed
     if r.ended is not None:
-        status["ended"] = _time(r.ended)
+        status["ended"] = time_text(r.ended)
     meta: dict[str, Any] = {
         "name": name,
         "namespace": ns,
-        "annotations": {"rq.davidlangworthy.io/created": _time(r.created)},
+        "annotations": {"rq.davidlangworthy.io/created": time_text(r.created)},
     }
     if r.window_basis is not None:
-        meta["annotations"]["rq.davidlangworthy.io/window"] = _time(r.window_basis)
+        meta["annotations"]["rq.davidlangworthy.io/window"] = time_text(r.window_basis)
     return {
         "apiVersion": API_VERSION,
         "kind": "Reservation",
@@ -381,5 +368,5 @@ def ledger_lines(plan: Plan) -> dict[str, bytes]:
     out: dict[str, list[str]] = defaultdict(list)
     encode = json.JSONEncoder(sort_keys=True).encode  # what json.dumps(..., sort_keys=True) writes
     for ev in plan.events:
-        out[f"state/ledger/{_time(ev.at)[:10]}.jsonl"].append(encode(ev.as_json(_time)))
+        out[f"state/ledger/{time_text(ev.at)[:10]}.jsonl"].append(encode(ev.as_json(time_text)))
     return {p: ("\n".join(lines) + "\n").encode() for p, lines in out.items()}
