@@ -181,20 +181,8 @@ class _Builder:
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    raise YamlError(
-                        *self._at(key_node), "merge keys (<<) are not supported; write the fields out"
-                    )
-                key = self.build(key_node, (*path, "<key>"))
-                if not isinstance(key, str):
-                    key = str(key).lower() if isinstance(key, bool) else str(key)
-                if key in out:
-                    first = self._first_key_line(node, key)
-                    raise YamlError(
-                        *self._at(key_node),
-                        f"duplicate key {key!r} (first set at line {first}); keep one of them",
-                        DUPLICATE_KEY,
-                    )
+                self._refuse_merge(key_node)
+                key = self._new_key(node, key_node, self.build(key_node, (*path, "<key>")), out)
                 if self.track:
                     self.positions[(*path, key)] = self._at(key_node)
                 out[key] = self.build(value_node, (*path, key))
@@ -214,23 +202,28 @@ class _Builder:
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    raise YamlError(
-                        *self._at(key_node), "merge keys (<<) are not supported; write the fields out"
-                    )
-                key = self.build_plain(key_node, depth + 1)
-                if not isinstance(key, str):
-                    key = str(key).lower() if isinstance(key, bool) else str(key)
-                if key in out:
-                    first = self._first_key_line(node, key)
-                    raise YamlError(
-                        *self._at(key_node),
-                        f"duplicate key {key!r} (first set at line {first}); keep one of them",
-                        DUPLICATE_KEY,
-                    )
+                self._refuse_merge(key_node)
+                key = self._new_key(node, key_node, self.build_plain(key_node, depth + 1), out)
                 out[key] = self.build_plain(value_node, depth + 1)
             return out
         raise YamlError(*self._at(node), "unsupported YAML node")  # pragma: no cover
+
+    def _refuse_merge(self, key_node: yaml.Node) -> None:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            raise YamlError(*self._at(key_node), "merge keys (<<) are not supported; write the fields out")
+
+    def _new_key(self, node: yaml.MappingNode, key_node: yaml.Node, key: Any, out: dict[str, Any]) -> str:
+        """A mapping key as text, refused when the mapping already has it."""
+        if not isinstance(key, str):
+            key = str(key).lower() if isinstance(key, bool) else str(key)
+        if key in out:
+            first = self._first_key_line(node, key)
+            raise YamlError(
+                *self._at(key_node),
+                f"duplicate key {key!r} (first set at line {first}); keep one of them",
+                DUPLICATE_KEY,
+            )
+        return key
 
     def _first_key_line(self, node: yaml.MappingNode, key: str) -> int:
         for key_node, _ in node.value:
