@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
+from typing import Any
 
 from planner.world import ConflictEntry, Lease, Payer, Reservation, RunRecord
+
+
+def every_default_overridden(obj: Any) -> bool:
+    """The fixture sets each defaulted field, so a copy that fell back to a default would differ."""
+    return all(
+        getattr(obj, f.name) != (f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
+        for f in fields(obj)
+        if f.default is not MISSING or f.default_factory is not MISSING
+    )
 
 
 def test_a_lease_copy_keeps_every_field() -> None:
@@ -12,8 +22,8 @@ def test_a_lease_copy_keeps_every_field() -> None:
         "n", "t/r", 2, "Spare", "node-1", (3, 4), Payer("org:a", "b", "e"), 10, "Grow", 20, "Completed", 7
     )
     copied = lease.copy()
+    assert every_default_overridden(lease)
     assert copied == lease and copied is not lease
-    assert all(getattr(copied, f.name) != f.default for f in fields(Lease) if f.default is not None)
 
 
 def test_a_reservation_copy_keeps_every_field_and_owns_its_conflicts() -> None:
@@ -21,6 +31,7 @@ def test_a_reservation_copy_keeps_every_field_and_owns_its_conflicts() -> None:
         "t/r", 100, 50, "Released", "why", 8, "window-aligned", ("a",), ("d",), ("n",), Payer("org:a"), 90,
         [ConflictEntry("t/x", 0.5, 60)], "0xabc", 120,
     )  # fmt: skip
+    assert every_default_overridden(res)
     copied = res.copy()
     assert copied == res and copied.conflicts is not res.conflicts
     copied.conflicts.append(ConflictEntry("t/y", 1.0, 70))
@@ -29,5 +40,6 @@ def test_a_reservation_copy_keeps_every_field_and_owns_its_conflicts() -> None:
 
 def test_a_run_record_copy_keeps_every_field() -> None:
     rec = RunRecord("t/r", 5, "Running", "bound 8 GPUs", 6, 9, 1.5, 2.5)
+    assert every_default_overridden(rec)
     copied = rec.copy()
     assert copied == rec and copied is not rec
