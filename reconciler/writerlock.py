@@ -106,16 +106,12 @@ def _take_over_if_stale(path: Path) -> int | None:
     return int(since) if since.isdigit() else 0
 
 
-def _clear_git_locks(gitdir: Path, since: int) -> list[Path]:
-    """Git lock files under `gitdir` made since a dead writer started (refs, index, packed-refs)."""
+def _clear_git_locks(gitdir: Path, since: int) -> None:
+    """Remove Git lock files under `gitdir` made since a dead writer started (refs, index, packed-refs)."""
     found = [gitdir / name for name in ("index.lock", "packed-refs.lock", "HEAD.lock")]
-    found += list((gitdir / "refs").rglob("*.lock"))
-    removed = []
-    for lock in found:
+    for lock in [*found, *(gitdir / "refs").rglob("*.lock")]:
         try:
             if lock.stat().st_mtime >= since:
                 lock.unlink()
-                removed.append(lock)
         except FileNotFoundError:
             continue
-    return removed
