@@ -124,6 +124,11 @@ class Book:
         for env in sorted(envs.values(), key=lambda e: e.key):  # each owner's envelopes by key
             self.by_owner[env.owner].append(env)
         self.funded: dict[str, dict[str, int]] = {k: {OWN: 0, FAMILY: 0, LOAN: 0} for k in envs}
+        # GPUs of every open claim per envelope and class, funded or not: what room is measured against
+        self.claimed: dict[str, dict[str, int]] = {k: {OWN: 0, FAMILY: 0, LOAN: 0} for k in envs}
+        # family GPUs held for reservations in line, until the envelope's next settle: the owner's
+        # runs behind them may not recall these as they recall family claims
+        self.held_family: dict[str, int] = defaultdict(int)
         self.consumed: dict[str, float] = {k: 0.0 for k in envs}  # GPU-hours, spares at the spare rate
         self.lent_hours: dict[str, float] = {k: 0.0 for k in envs}
         self.unfunded: set[GroupKey] = set()
@@ -161,7 +166,7 @@ class Book:
         return LOAN
 
     def used(self, key: str) -> int:
-        f = self.funded[key]
+        f = self.claimed[key]
         return f[OWN] + f[FAMILY] + f[LOAN]
 
     def capacity(self, env: Env) -> int:
@@ -175,11 +180,17 @@ class Book:
         return env.concurrency
 
     def headroom(self, env: Env, category: str, lookahead_hours: float) -> int:
-        """GPUs this envelope can still fund for a new claim of this class."""
-        f = self.funded[env.key]
+        """GPUs this envelope can still fund for a new claim of this class.
+
+        Measured against every open claim, funded or not: a claim left unfunded (its envelope
+        shrank, or the owner recalled family capacity) still ranks ahead of a new one, so its GPUs
+        are no room for others. Room therefore only shrinks as claims open, and reads the same
+        mid-pass as after a full classify: the next pass finds no room this one did not.
+        """
+        f = self.claimed[env.key]
         cap = self.capacity(env)
-        if category == OWN:  # family claims are recallable by the owner
-            room = cap - f[LOAN] - f[OWN]
+        if category == OWN:  # family claims are recallable by the owner (held ones are not)
+            room = cap - f[LOAN] - f[OWN] - self.held_family.get(env.key, 0)
         else:
             room = cap - f[OWN] - f[FAMILY] - f[LOAN]
         if env.max_hours is not None and lookahead_hours > 0:
@@ -190,13 +201,20 @@ class Book:
             if env.lend_hours is not None and lookahead_hours > 0:
                 room = min(room, int((env.lend_hours - self.lent_hours[env.key]) // lookahead_hours))
         for _, cap_max, keys in env.caps:
-            room = min(room, cap_max - sum(self.used(k) for k in keys if k in self.funded))
+            room = min(room, cap_max - sum(self.used(k) for k in keys if k in self.claimed))
         return max(0, room)
 
     def add(self, env_key: str, category: str, gpus: int) -> None:
         self.funded[env_key][category] += gpus
+        self.claimed[env_key][category] += gpus
         self.changes.append(env_key)
         self.touched[env_key] += 1
+
+    def hold(self, env_key: str, category: str, gpus: int) -> None:
+        """Funding kept for a reservation in line: a claim until the envelope is settled again."""
+        if category == FAMILY:
+            self.held_family[env_key] += gpus
+        self.add(env_key, category, gpus)
 
     def room(self, env: Env, category: str, lookahead_hours: float) -> int:
         """`headroom`, remembered until this envelope's claims change (or every claim is re-derived)."""
@@ -236,6 +254,8 @@ def classify(
     book.unfunded |= orphaned
     book.orphaned = orphaned
     book.funded = {k: {OWN: 0, FAMILY: 0, LOAN: 0} for k in book.envs}
+    book.claimed = {k: _claimed(per_env.get(k, ())) for k in book.envs}
+    book.held_family.clear()
     book.epoch += 1
     book.changes = []
     book.claims = per_env
@@ -277,6 +297,8 @@ def reclassify(
         env_claims = per_env.get(env_key, [])
         funded, blocked = settle(book, env_key, env_claims)
         book.funded[env_key] = funded
+        book.claimed[env_key] = _claimed(env_claims)
+        book.held_family.pop(env_key, None)
         book.blocked[env_key] = blocked
         if env_claims:
             book.claims[env_key] = env_claims
@@ -316,6 +338,13 @@ def claims_of(
 
 
 _ORDER = {LOAN: 0, OWN: 1, FAMILY: 2}
+
+
+def _claimed(env_claims: Iterable[Claim]) -> dict[str, int]:
+    out = {OWN: 0, FAMILY: 0, LOAN: 0}
+    for c in env_claims:
+        out[c.category] += c.gpus
+    return out
 
 
 def settle(book: Book, env_key: str, env_claims: Iterable[Claim]) -> tuple[dict[str, int], set[GroupKey]]:

@@ -157,6 +157,7 @@ def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float)
     if res is None or res.state != "Pending":
         res = Reservation(key, now + settings.notice, now)
         ctx.reservations[key] = res
+    keep = res.domains
     res.paying = _paying(srcs) or res.paying
     line.waiting.append(key)
     sizes = pack.group_sizes(width, elastic.group_size(spec)) or [width]
@@ -166,12 +167,24 @@ def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float)
             # ...but once its window opens it is funded: warn who its activation may cut now, so
             # they have had their notice by the window-aligned ETA
             later = [*srcs, *cover.window_sources(ctx.book, ctx.topo, spec, short.window)]
-            sc = forecast.scope(ctx.topo, later, sizes, spec.spec.sparesPerGroup, line.held, single)
+            sc = forecast.scope(ctx.topo, later, sizes, spec.spec.sparesPerGroup, line.held, single, keep)
             res.domains, res.nodes = tuple(sorted(sc.claims)), tuple(sorted(sc.nodes))
             line.scopes[key] = sc
             line.order.append((key, sc.short, res.earliest_start))
         return
-    sc = forecast.scope(ctx.topo, srcs, sizes, spec.spec.sparesPerGroup, line.held, single)
+    # the scope is drawn over the envelopes whose funding the reservation holds: runs behind it can
+    # spend other envelopes' room, never this, so the next pass draws the same scope
+    funding = _funding_of(srcs, need, spec)
+    sc = forecast.scope(
+        ctx.topo,
+        [src for src, _ in funding],
+        sizes,
+        spec.spec.sparesPerGroup,
+        line.held,
+        single,
+        keep,
+        funding,
+    )
     res.domains, res.nodes = tuple(sorted(sc.claims)), tuple(sorted(sc.nodes))
     line.scopes[key] = sc
     if sc.unplaceable and not spec.spec.locality.allowCrossGroupSpread:
@@ -201,11 +214,17 @@ def _hold_funding(ctx: Pass, line: Line, srcs: list[pack.Source], need: int, spe
     line.holding.add(len(line.waiting) - 1)
     for env_key, category, gpus in _funding_to_hold(srcs, need, spec):
         line.funding_holds.append((env_key, category, gpus))
-        ctx.book.add(env_key, category, gpus)
+        ctx.book.hold(env_key, category, gpus)
 
 
 def _funding_to_hold(srcs: list[pack.Source], need: int, spec: Run) -> list[tuple[str, str, int]]:
     """(envelope, class, GPUs) that fund `need` from these sources, in cover order."""
+    return [(src.env.key, src.category, gpus) for src, gpus in _funding_of(srcs, need, spec) if gpus > 0]
+
+
+def _funding_of(srcs: list[pack.Source], need: int, spec: Run) -> list[tuple[pack.Source, int]]:
+    """(source, GPUs) that fund `need`, in cover order: each source's room, borrowing within the
+    run's limit, until `need` is met."""
     out = []
     left = need
     borrow_left = spec.spec.funding.maxBorrowGPUs if spec.spec.funding.allowBorrow else 0
@@ -217,7 +236,7 @@ def _funding_to_hold(srcs: list[pack.Source], need: int, spec: Run) -> list[tupl
             n = min(n, borrow_left)
             borrow_left -= n
         if n > 0:
-            out.append((src.env.key, src.category, n))
+            out.append((src, n))
             left -= n
     return out
 
@@ -228,7 +247,7 @@ def _refresh_after_cuts(ctx: Pass, line: Line) -> None:
     touched = refresh_changed(ctx)
     for env_key, category, gpus in line.funding_holds:
         if env_key in touched:
-            ctx.book.add(env_key, category, gpus)
+            ctx.book.hold(env_key, category, gpus)
 
 
 def _note_funding(ctx: Pass, res: Reservation, short: cover.Shortfall | None) -> bool:
@@ -270,7 +289,7 @@ def settle_funding(ctx: Pass, line: Line, lookahead_hours: float) -> None:
             res.nodes = tuple(sorted(forecast.slice_nodes(ctx.topo, sc.view, sc.claims)))
         if short is None and place in line.holding:
             for env_key, category, gpus in _funding_to_hold(srcs, need, spec):
-                ctx.book.add(env_key, category, gpus)
+                ctx.book.hold(env_key, category, gpus)
                 held.add(env_key)
     refresh_changed(ctx, held)  # holds end with the pass
 

@@ -36,12 +36,24 @@ class Scope:
 
 
 def scope(
-    topo: Topology, srcs: list[Source], sizes: list[int], spares: int, held: dict[str, int], single: bool
+    topo: Topology,
+    srcs: list[Source],
+    sizes: list[int],
+    spares: int,
+    held: dict[str, int],
+    single: bool,
+    keep: tuple[str, ...] = (),
+    funding: list[tuple[Source, int]] | None = None,
 ) -> Scope:
     """Pack over all capacity the run's funding can pay for, preferring domains with free GPUs.
 
     Domains are tried by most available (free minus held), then most capacity, then name; the
     capacity-ordered list is cached per set of envelopes, so a long line of reservations stays cheap.
+    `keep`: the domains the reservation named last pass, tried first while the funding still reaches
+    them and they can hold a group: an intended slice does not wander because runs behind it in
+    line filled other domains, so its holds, and the conflict set's notice, stay where they were.
+    `funding`: (source, GPUs) the reservation holds; a group then goes only where those GPUs reach
+    (unless no domain can pay for it, when capacity alone decides as without `funding`).
     """
     view = topo.member_view(funded_nodes(srcs))
     cap0 = view.cap
@@ -51,16 +63,36 @@ def scope(
     claimed: dict[str, int] = {}
     out = Scope()
     used: list[str] = []
+    kept = [d for d in keep if d in cap0]
+    purse = _Purse(topo, funding) if funding is not None else None
+
+    def choose(want: int, pays: Callable[[str, int], bool]) -> str | None:
+        choice = next((d for d in used if cap0[d] - claimed.get(d, 0) >= want and pays(d, want)), None)
+        if choice is not None or (single and used):
+            return choice
+        choice = next((d for d in kept if d not in claimed and cap0[d] >= want and pays(d, want)), None)
+        if choice is not None:
+            return choice
+        # domains already used cannot take it (checked above), so the static order is still right
+        choice = next((d for d in order if d not in claimed and cap0[d] >= want and pays(d, want)), None)
+        if choice is None:
+            choice = next(
+                (
+                    d
+                    for d in view.by_cap
+                    if d not in avail and d not in claimed and cap0[d] >= want and pays(d, want)
+                ),
+                None,
+            )
+        return choice
+
     for size in sizes:
         want = size + spares
-        choice = next((d for d in used if cap0[d] - claimed.get(d, 0) >= want), None)
-        if choice is None and not (single and used):
-            # domains already used cannot take it (checked above), so the static order is still right
-            choice = next((d for d in order if d not in claimed and cap0[d] >= want), None)
-            if choice is None:
-                choice = next(
-                    (d for d in view.by_cap if d not in avail and d not in claimed and cap0[d] >= want), None
-                )
+        choice = choose(want, purse.pays) if purse is not None else None
+        if choice is None:
+            choice = choose(want, _anywhere)
+        elif purse is not None:
+            purse.spend(choice, want)
         if choice is None:
             out.unplaceable += want
             continue
@@ -75,6 +107,38 @@ def scope(
             out.short[d] = short
     out.nodes = slice_nodes(topo, view, claimed)
     return out
+
+
+def _anywhere(domain: str, gpus: int) -> bool:
+    return True
+
+
+class _Purse:
+    """The GPUs a reservation's held funding still pays for as its scope claims groups, per source."""
+
+    def __init__(self, topo: Topology, funding: list[tuple[Source, int]]) -> None:
+        self.topo = topo
+        self.sources = [src for src, _ in funding]
+        self.left = [gpus for _, gpus in funding]
+        self._reach: dict[str, list[int]] = {}
+
+    def reach(self, domain: str) -> list[int]:
+        hit = self._reach.get(domain)
+        if hit is None:
+            topo = self.topo
+            hit = self._reach[domain] = [
+                i for i, src in enumerate(self.sources) if domain in (src.reach or topo.coverage(src.nodes))
+            ]
+        return hit
+
+    def pays(self, domain: str, gpus: int) -> bool:
+        return sum(self.left[i] for i in self.reach(domain)) >= gpus
+
+    def spend(self, domain: str, gpus: int) -> None:
+        for i in self.reach(domain):
+            n = min(self.left[i], gpus)
+            self.left[i] -= n
+            gpus -= n
 
 
 def slice_nodes(topo: Topology, view: Members, claims: dict[str, int]) -> list[str]:

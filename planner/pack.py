@@ -98,7 +98,7 @@ class _Cursor:
         else:
             for d, v in base.items():
                 self.free[d] = v - held.get(d, 0)
-        self._probe: tuple[str, int, tuple[list[Piece], list[int], int]] | None = None
+        self._probe: tuple[tuple[str, int, bool], tuple[list[Piece], list[int], int]] | None = None
 
     def avail(self, node: Node) -> int:
         base = node.fill_count() if self.req.fill else node.free
@@ -110,32 +110,35 @@ class _Cursor:
     def total_free(self) -> int:
         return sum(v for v in self.free.values() if v > 0)
 
-    def take(self, domain: str, want: int, commit: bool) -> list[Piece] | None:
+    def take(self, domain: str, want: int, commit: bool, partial: bool = False) -> list[Piece] | None:
         """Up to `want` GPUs in the domain, nodes by most free then name, each GPU paid in cover order.
 
-        A probe (commit=False) is remembered, so committing the same take right after is free.
+        All `want` or None; with `partial`, as many as the funding reaching the domain pays (None:
+        not one). A probe (commit=False) is remembered, so committing the same take right after is free.
         """
-        if self.domain_free(domain) < want:
+        if self.domain_free(domain) < (1 if partial else want):
             return None
         probe = self._probe
-        if probe is not None and probe[0] == domain and probe[1] == want:
-            pieces, room, borrowed = probe[2]
+        if probe is not None and probe[0] == (domain, want, partial):
+            pieces, room, borrowed = probe[1]
         else:
-            found = self._take(domain, want)
-            self._probe = (domain, want, found) if found is not None else None
+            found = self._take(domain, want, partial)
+            self._probe = ((domain, want, partial), found) if found is not None else None
             if found is None:
                 return None
             pieces, room, borrowed = found
         if commit:
             self._probe = None
             self.room, self.borrowed = room, borrowed
+            got = 0
             for p in pieces:
                 self.taken[p.node] = self.taken.get(p.node, 0) + p.gpus
+                got += p.gpus
             self.taken_in.add(domain)
-            self.free[domain] -= want
+            self.free[domain] -= got
         return pieces
 
-    def _take(self, domain: str, want: int) -> tuple[list[Piece], list[int], int] | None:
+    def _take(self, domain: str, want: int, partial: bool) -> tuple[list[Piece], list[int], int] | None:
         pieces: list[Piece] = []
         room = list(self.room)
         borrowed = self.borrowed
@@ -187,13 +190,18 @@ class _Cursor:
                 free -= n
                 left -= n
                 pieces.append(Piece(name, n, src))
-        if left > 0:
+        if left > 0 and not (partial and pieces):
             return None
         return pieces, room, borrowed
 
 
 def place(topo: Topology, req: Request, flavor: str) -> Packing:
-    """All of the request's groups and spares, or a failure with the reason; nothing is changed."""
+    """All of the request's groups and spares, or a failure with the reason; nothing is changed.
+
+    Spares are placed after every group. When that leaves some group's spares without room or
+    funding (the groups after it took them), the groups are placed again, each followed at once
+    by its spares: the run is refused only if neither order fits.
+    """
     need = req.total + req.spares_per_group * (len(req.sizes) if req.sizes else 1)
     if not req.fill and topo.flavor_free.get(flavor, 0) < need:
         return Packing([], "capacity")
@@ -203,56 +211,90 @@ def place(topo: Topology, req: Request, flavor: str) -> Packing:
     cur = _Cursor(topo, req, flavor)
     if cur.total_free() < need:  # fast refusal: not enough fundable free GPUs anywhere
         return Packing([], "capacity")
+    packing = _pack(cur, req, spares_last=True)
+    if packing.failure == _SPARES:
+        packing = _pack(_Cursor(topo, req, flavor), req, spares_last=False)
+    if packing.failure == _SPARES:
+        packing.failure = "capacity"
+    return packing
+
+
+_SPARES = "spares"  # a group's spares did not fit (reported as "capacity")
+
+
+def _pack(cur: _Cursor, req: Request, spares_last: bool) -> Packing:
     used: list[str] = list(req.prefer)
     groups: list[GroupPlan] = []
     sizes = list(req.sizes) if req.sizes is not None else None
+    spares = req.spares_per_group
     left = req.total
     index = req.first_index
     while left > 0:
         want = min(sizes.pop(0), left) if sizes else left
-        domain = _choose(cur, used, want, chunked=req.sizes is None)
-        if domain is None:
+        chosen = _choose(cur, used, want, req.sizes is None, spares)
+        if chosen is None:
             return Packing([], REASON_GROUPING if req.single_domain and groups else "capacity")
-        if req.sizes is None:  # chunk: as much of what is left as this domain holds
-            want = min(want, cur.domain_free(domain))
+        domain, want = chosen
         if req.single_domain and groups and domain != groups[0].domain:
             return Packing([], REASON_GROUPING)
         pieces = cur.take(domain, want, commit=True)
         if pieces is None:
             return Packing([], "capacity")
-        groups.append(GroupPlan(index, domain, pieces))
+        group = GroupPlan(index, domain, pieces)
+        groups.append(group)
+        if spares and not spares_last:
+            taken = cur.take(domain, spares, commit=True)
+            if taken is None:
+                return Packing([], _SPARES)
+            group.spares = taken
         if domain not in used:
             used.append(domain)
         left -= want
         index += 1
-    if req.spares_per_group:
+    if spares and spares_last:
         for g in groups:
-            spare = cur.take(g.domain, req.spares_per_group, commit=True)
-            if spare is None:
-                return Packing([], "capacity")
-            g.spares = spare
+            taken = cur.take(g.domain, spares, commit=True)
+            if taken is None:
+                return Packing([], _SPARES)
+            g.spares = taken
     return Packing(groups, None, cur.borrowed)
 
 
-def _choose(cur: _Cursor, used: Sequence[str], want: int, chunked: bool) -> str | None:
-    need = 1 if chunked else want
+def _choose(
+    cur: _Cursor, used: Sequence[str], want: int, chunked: bool, spares: int
+) -> tuple[str, int] | None:
+    """Where the next group goes, and its size: a domain the run already uses, else the one with
+    most free GPUs (ties by key), else the next by free GPUs — each only if it holds the group with
+    its spares and the funding reaching it pays for them. A chunk (no fixed group size) is as much
+    of `want` as such a domain holds and pays for, at least one GPU. Where the run's spares then
+    fit, this is the domain a choice by free GPUs alone would make: the checks only skip a domain
+    where the group or its spares would not fit."""
+    need = (1 if chunked else want) + spares
+
+    def size_in(d: str) -> int:
+        extra = spares
+        free = cur.domain_free(d)
+        if free < need:
+            return 0
+        size = min(want, free - extra) if chunked else want
+        pieces = cur.take(d, size + extra, commit=False, partial=chunked)
+        if pieces is None:
+            return 0
+        return min(size, sum(p.gpus for p in pieces) - extra) if chunked else size
+
     for d in used:
-        if (
-            cur.domain_free(d) >= need
-            and cur.take(d, min(want, cur.domain_free(d)) if chunked else want, commit=False) is not None
-        ):
-            return d
+        if (size := size_in(d)) > 0:
+            return d, size
     top = max(cur.free.values(), default=0)
     if top < need:
         return None
     best = min(d for d, free in cur.free.items() if free == top)  # most free, ties by domain key
-    if not chunked and cur.take(best, want, commit=False) is None:
-        # most-free domain cannot pay for the whole group: fall back to the next that can
-        for _, d in sorted((-free, d) for d, free in cur.free.items() if free >= need):
-            if cur.take(d, want, commit=False) is not None:
-                return d
-        return None
-    return best
+    if (size := size_in(best)) > 0:
+        return best, size
+    for _, d in sorted((-free, d) for d, free in cur.free.items() if free >= need):
+        if (size := size_in(d)) > 0:
+            return d, size
+    return None
 
 
 def domain_sources(topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:
