@@ -258,3 +258,36 @@ def test_a_closed_lease_takes_its_pod_with_it() -> None:
     pods = [m for m in sim.last.manifests.values() if m["kind"] == "Pod"]
     assert sorted(m["metadata"]["labels"]["rq.davidlangworthy.io/group-index"] for m in pods) == ["0", "1"]
     assert sum(m["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] for m in pods) == 16
+
+
+def test_a_chunk_goes_only_as_far_as_the_funding_reaching_its_domain_pays() -> None:
+    # c pays 2 GPUs in A (its own envelope, A only), its parent 8 in B (B only). 8 GPUs without
+    # groups: A is the most free domain (32 vs 16) but funding there covers 2, so the first chunk is
+    # those 2 (A-n00, paid by c) and the other 6 go to B (B-n00, paid by the parent). Filling A's
+    # free GPUs regardless of who pays would leave the run unplaced although it is funded and fits.
+    doc = scenario(
+        {"c": "org:p:c"}, [domain("A", 4), domain("B", 2)],
+        [at(0, apply=[a_budget("p", "org:p").envelope("h", 8, selector={"fabric.domain": "B"}).build(),
+                      a_budget("c", "org:p:c", "org:p").envelope("h", 2, selector={"fabric.domain": "A"}).build(),
+                      a_run("c/r", "org:p:c").gpus(8).build()])],
+    )  # fmt: skip
+    out = play(doc)
+    assert out["final"]["runs"]["c/r"]["phase"] == "Running"
+    paid = sorted(
+        (n, x["spec"]["payer"]["owner"]) for x in out["final"]["leases"] for n in node_gpus([x]).items()
+    )
+    assert paid == [(("A-n00", 2), "org:p:c"), (("B-n00", 6), "org:p")]
+
+
+def test_spares_that_do_not_fit_after_all_groups_are_placed_with_each_group() -> None:
+    # A holds 18 GPUs (3 nodes of 6), B 16 (2 of 8). 16 GPUs in groups of 8, 2 spares each.
+    # Groups first: group 0 → A, group 1 → A too (10 free there), leaving A 2 GPUs for 4 spares.
+    # Each group with its spares instead: group 0 and its spares take 10 of A, group 1 (8 + 2) no
+    # longer fits A's 8 and goes to B. The run starts rather than waiting for capacity it has.
+    out = play(
+        _one(a_run("t/r", "org:t").gpus(16).groups(8).spares(2), [domain("A", 3, gpus=6), domain("B", 2)])
+    )
+    st = out["final"]
+    assert st["runs"]["t/r"]["phase"] == "Running"
+    assert _groups_on(st, "t/r") == {0: {"A-n00": 6, "A-n01": 2}, 1: {"B-n00": 8}}
+    assert _groups_on(st, "t/r", "Spare") == {0: {"A-n02": 2}, 1: {"B-n01": 2}}
