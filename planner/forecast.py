@@ -63,7 +63,9 @@ def scope(
     claimed: dict[str, int] = {}
     out = Scope()
     used: list[str] = []
-    kept = [d for d in keep if d in cap0]
+    # kept domains are tried in the order a new scope would try them
+    rank = {d: i for i, d in enumerate(order)}
+    kept = sorted((d for d in keep if d in cap0), key=lambda d: (rank.get(d, len(rank)), -cap0[d], d))
     purse = _Purse(topo, funding) if funding is not None else None
 
     def choose(want: int, pays: Callable[[str, int], bool]) -> str | None:
