@@ -330,7 +330,7 @@ def _reconcile_for(repo: str, apply: bool) -> Callable[[], object]:
     "--apply/--no-apply", default=False, show_default=True, help="Apply the pushed commit to the cluster."
 )
 def command(repo: str, port: int, host: str, secret_env: str, branch: str, apply: bool) -> None:
-    """Reconcile REPO on every GitHub push to BRANCH (HMAC-verified); health at GET /healthz."""
+    """Reconcile REPO on every GitHub push to BRANCH, sent to POST /webhook (HMAC-verified); health at GET /healthz."""
     secret = os.environ.get(secret_env, "")
     if not secret:
         raise click.UsageError(
