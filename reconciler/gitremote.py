@@ -3,7 +3,8 @@
 With `reconciler.gitstore` (and `gitlocal`, its push to a bare repository on a local path) the
 only code that writes Git. A push the remote refuses is a `PushResult` (STALE: re-plan and retry;
 REFUSED: do not), never an exception; an unreachable remote raises `gitstore.GitUnavailable`
-(temporary), a missing remote or branch `gitstore.PermanentGitError`.
+(temporary), a missing remote, branch or remote path `gitstore.PermanentGitError`. A remote URL that
+is a relative path is read as Git reads it: from the clone's top-level directory (bare: its git dir).
 """
 
 from __future__ import annotations
@@ -92,15 +93,38 @@ def _unavailable(remote: pygit2.remotes.Remote, doing: str, err: Exception) -> G
     )
 
 
+def _connect(repo: pygit2.Repository, remote: pygit2.remotes.Remote, doing: str) -> pygit2.remotes.Remote:
+    """`remote` as Git reaches it: a relative path URL is read from the clone's top-level directory.
+
+    libgit2 reads a relative path from the process's current directory, so such a remote becomes an
+    anonymous one with the absolute path. A local path that does not exist is refused by name here
+    (libgit2 would call it an "unsupported URL protocol"): retrying cannot help.
+    """
+    url = (remote.push_url or remote.url) if doing == "push to" else remote.url
+    base = gitlocal.url_base(repo)
+    path = gitlocal.path_of(url, base)
+    if path is None:
+        return remote
+    relative = gitlocal.path_of(url) is None
+    if not os.path.exists(path):
+        raise PermanentGitError(
+            f"cannot {doing} remote {remote.name!r} at {url}: the local path {path} does not exist"
+            + (f" (a relative path is read from {base})" if relative else "")
+            + ". Check the URL (`git remote -v`)"
+        )
+    return repo.remotes.create_anonymous(path) if relative else remote
+
+
 def fetch(repo: pygit2.Repository, remote: str, branch: str, *, token: str | None = None) -> str | None:
     """Fetch `branch` into `refs/remotes/<remote>/<branch>`; the remote head's sha, None if absent."""
     rem = _remote(repo, remote)
     tracking = f"refs/remotes/{remote}/{branch}"
+    source = _connect(repo, rem, "fetch from")
     try:
-        heads = {h.name: str(h.oid) for h in rem.list_heads(callbacks=_Callbacks(token))}
+        heads = {h.name: str(h.oid) for h in source.list_heads(callbacks=_Callbacks(token))}
         head = heads.get(f"refs/heads/{branch}")
         if head is not None:
-            rem.fetch([f"+refs/heads/{branch}:{tracking}"], callbacks=_Callbacks(token))
+            source.fetch([f"+refs/heads/{branch}:{tracking}"], callbacks=_Callbacks(token))
     except (pygit2.GitError, OSError) as err:
         raise _unavailable(rem, "fetch from", err) from err
     if head is None and repo.references.get(tracking) is not None:
@@ -138,7 +162,7 @@ def push(
     if head != expected_remote_oid:
         return result(PushStatus.STALE, head, f"remote moved from {expected_remote_oid} to {head}")
     rem = _remote(repo, remote)
-    path = gitlocal.local_path(rem.push_url or rem.url)
+    path = gitlocal.local_path(rem.push_url or rem.url, gitlocal.url_base(repo))
     if path is not None:
         try:
             moved = gitlocal.push(repo, path, branch, expected_remote_oid, packs)
@@ -153,8 +177,11 @@ def push(
     callbacks = _Callbacks(token)
     with _pushing_handle(repo) as pusher:
         rem = _remote(pusher, remote)
+        target = _connect(pusher, rem, "push to")
         try:
-            rem.push([f"refs/heads/{branch}:refs/heads/{branch}"], callbacks=callbacks, threads=PACK_THREADS)
+            target.push(
+                [f"refs/heads/{branch}:refs/heads/{branch}"], callbacks=callbacks, threads=PACK_THREADS
+            )
         except pygit2.GitError as err:
             text = str(err)
             if "non-fastforward" in text or "not present locally" in text:

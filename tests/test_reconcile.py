@@ -208,6 +208,23 @@ def test_an_unreachable_remote_is_one_clear_error_and_exit_four(tmp_path: Path) 
     assert url in result.output and "Traceback" not in result.output
 
 
+def test_a_relative_remote_url_is_read_from_the_repository_not_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path, name="rc.git")
+    clone(remote, tmp_path / "rc").remotes.set_url("origin", "../rc.git")
+    monkeypatch.chdir(tmp_path)  # `jobtree reconcile rc --push` from the parent directory
+    result = CliRunner().invoke(command, ["rc", "--push", "--now", "2026-03-02T09:00:00Z", "--quiet"])
+    assert result.exit_code == 0, result.output
+    served = pygit2.Repository(str(remote))
+    assert served.references["refs/heads/main"].peel(pygit2.Commit).author.email == BOT_EMAIL
+    pygit2.Repository(str(tmp_path / "rc")).remotes.set_url("origin", "../gone.git")
+    result = CliRunner().invoke(command, ["rc", "--push", "--now", "2026-03-02T09:00:00Z", "--quiet"])
+    assert result.exit_code == 4
+    assert f"the local path {tmp_path / 'gone.git'} does not exist" in result.output
+    assert "unsupported URL protocol" not in result.output
+
+
 def test_a_server_that_refuses_the_push_is_reported_not_retried(
     daemon: tuple[Path, str], tmp_path: Path
 ) -> None:
