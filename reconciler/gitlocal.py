@@ -10,9 +10,9 @@ does not reach, each tree compared with its parents' trees at the same path), a 
 wrote that holds any of them is linked (or copied) into the remote as it is, the few others go
 through `gitpack`, and the branch moves under the remote's ref lock only if it still points at the
 expected commit: the compare-and-swap a server makes. Objects are in place before the ref moves,
-so a crash leaves at most unreferenced objects. Anything unusual (a URL that is not an absolute
-local path, a remote that is not a bare SHA-1 repository, or is shallow) answers None, and the
-caller pushes through libgit2. Never plans, commits or touches the clone's own refs.
+so a crash leaves at most unreferenced objects. Anything unusual (a URL that is not a local path,
+a remote that is not a bare SHA-1 repository, or is shallow) answers None, and the caller pushes
+through libgit2. A relative path is read as Git reads it, from the clone's top-level directory. Never plans, commits or touches the clone's own refs.
 """
 
 from __future__ import annotations
@@ -31,18 +31,39 @@ from reconciler import gitpack
 KINDS = {ObjectType.COMMIT: "commit", ObjectType.TREE: "tree", ObjectType.BLOB: "blob", ObjectType.TAG: "tag"}
 
 
-def local_path(url: str | None) -> str | None:
-    """The directory a remote URL names when it is a local path (`/srv/fleet.git`, `file:///...`)."""
+def url_base(repo: pygit2.Repository) -> str:
+    """The directory Git reads a relative remote path from: the top-level work directory (bare: the git dir)."""
+    return os.path.abspath(repo.workdir or repo.path)
+
+
+def path_of(url: str | None, base: str | None = None) -> str | None:
+    """The absolute path a remote URL names when it is a local path, whether or not it exists.
+
+    As Git reads it: `file://` URLs, and anything without `://` that has no `:` or a `/` before its
+    first `:` (so `host:fleet.git` is SSH). A relative path is read from `base` (see `url_base`);
+    with no `base` it names nothing. None for every other URL.
+    """
     if not url:
         return None
     if url.startswith("file://"):
         parts = urlsplit(url)
         path = unquote(parts.path) if parts.netloc in ("", "localhost") else ""
-    elif "://" in url:
+        return path if os.path.isabs(path) else None
+    if "://" in url:
         return None
-    else:
-        path = url
-    return path if os.path.isabs(path) and os.path.isdir(path) else None
+    colon, slash = url.find(":"), url.find("/")
+    if colon != -1 and not (slash != -1 and slash < colon):
+        return None  # scp-like `host:path`, or a `transport::address` remote helper
+    if os.path.isabs(url):
+        return os.path.normpath(url)
+    return os.path.normpath(os.path.join(base, url)) if base is not None else None
+
+
+def local_path(url: str | None, base: str | None = None) -> str | None:
+    """The existing directory a remote URL names when it is a local path (`/srv/fleet.git`, `file:///...`,
+    `../fleet.git` read from `base`)."""
+    path = path_of(url, base)
+    return path if path is not None and os.path.isdir(path) else None
 
 
 def push(

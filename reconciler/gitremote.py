@@ -3,7 +3,8 @@
 With `reconciler.gitstore` (and `gitlocal`, its push to a bare repository on a local path) the
 only code that writes Git. A push the remote refuses is a `PushResult` (STALE: re-plan and retry;
 REFUSED: do not), never an exception; an unreachable remote raises `gitstore.GitUnavailable`
-(temporary), a missing remote or branch `gitstore.PermanentGitError`.
+(temporary), a missing remote, branch or remote path `gitstore.PermanentGitError`. A remote URL that
+is a relative path is read as Git reads it: from the clone's top-level directory (bare: its git dir).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from dataclasses import dataclass
 
 import pygit2
 from pygit2 import C
-from pygit2.enums import ConfigLevel
+from pygit2.enums import ConfigLevel, ObjectType, SortMode
 
 from reconciler import gitlocal
-from reconciler.gitstore import GitUnavailable, PermanentGitError
+from reconciler.gitstore import OWNED_PREFIXES, GitUnavailable, PermanentGitError, spec_commit_of
 from reconciler.worktree import move_branch
 
 # Threads libgit2's pack builder may use for a push (0: one per CPU; it only helps delta search).
@@ -92,15 +93,38 @@ def _unavailable(remote: pygit2.remotes.Remote, doing: str, err: Exception) -> G
     )
 
 
+def _connect(repo: pygit2.Repository, remote: pygit2.remotes.Remote, doing: str) -> pygit2.remotes.Remote:
+    """`remote` as Git reaches it: a relative path URL is read from the clone's top-level directory.
+
+    libgit2 reads a relative path from the process's current directory, so such a remote becomes an
+    anonymous one with the absolute path. A local path that does not exist is refused by name here
+    (libgit2 would call it an "unsupported URL protocol"): retrying cannot help.
+    """
+    url = (remote.push_url or remote.url) if doing == "push to" else remote.url
+    base = gitlocal.url_base(repo)
+    path = gitlocal.path_of(url, base)
+    if path is None:
+        return remote
+    relative = gitlocal.path_of(url) is None
+    if not os.path.exists(path):
+        raise PermanentGitError(
+            f"cannot {doing} remote {remote.name!r} at {url}: the local path {path} does not exist"
+            + (f" (a relative path is read from {base})" if relative else "")
+            + ". Check the URL (`git remote -v`)"
+        )
+    return repo.remotes.create_anonymous(path) if relative else remote
+
+
 def fetch(repo: pygit2.Repository, remote: str, branch: str, *, token: str | None = None) -> str | None:
     """Fetch `branch` into `refs/remotes/<remote>/<branch>`; the remote head's sha, None if absent."""
     rem = _remote(repo, remote)
     tracking = f"refs/remotes/{remote}/{branch}"
+    source = _connect(repo, rem, "fetch from")
     try:
-        heads = {h.name: str(h.oid) for h in rem.list_heads(callbacks=_Callbacks(token))}
+        heads = {h.name: str(h.oid) for h in source.list_heads(callbacks=_Callbacks(token))}
         head = heads.get(f"refs/heads/{branch}")
         if head is not None:
-            rem.fetch([f"+refs/heads/{branch}:{tracking}"], callbacks=_Callbacks(token))
+            source.fetch([f"+refs/heads/{branch}:{tracking}"], callbacks=_Callbacks(token))
     except (pygit2.GitError, OSError) as err:
         raise _unavailable(rem, "fetch from", err) from err
     if head is None and repo.references.get(tracking) is not None:
@@ -138,7 +162,7 @@ def push(
     if head != expected_remote_oid:
         return result(PushStatus.STALE, head, f"remote moved from {expected_remote_oid} to {head}")
     rem = _remote(repo, remote)
-    path = gitlocal.local_path(rem.push_url or rem.url)
+    path = gitlocal.local_path(rem.push_url or rem.url, gitlocal.url_base(repo))
     if path is not None:
         try:
             moved = gitlocal.push(repo, path, branch, expected_remote_oid, packs)
@@ -153,8 +177,11 @@ def push(
     callbacks = _Callbacks(token)
     with _pushing_handle(repo) as pusher:
         rem = _remote(pusher, remote)
+        target = _connect(pusher, rem, "push to")
         try:
-            rem.push([f"refs/heads/{branch}:refs/heads/{branch}"], callbacks=callbacks, threads=PACK_THREADS)
+            target.push(
+                [f"refs/heads/{branch}:refs/heads/{branch}"], callbacks=callbacks, threads=PACK_THREADS
+            )
         except pygit2.GitError as err:
             text = str(err)
             if "non-fastforward" in text or "not present locally" in text:
@@ -193,8 +220,12 @@ class SyncOutcome(enum.Enum):
     FAST_FORWARDED = "fast-forwarded"
     AHEAD = "ahead"  # local commits not yet pushed; left alone
     DIVERGED = "diverged"  # local commits the remote does not have, and the remote moved on
-    RESET = "reset"  # diverged, and the unpushed local commits were discarded (they get re-planned)
+    RESET = "reset"  # diverged, and the reconciler's own unpushed commits were discarded (re-planned)
     NO_REMOTE_BRANCH = "no-remote-branch"
+
+
+class UnpushedWork(PermanentGitError):
+    """The local branch diverged from the remote with commits jobtree did not write: never discarded."""
 
 
 def sync_with_remote(
@@ -203,12 +234,16 @@ def sync_with_remote(
     branch: str = "main",
     *,
     discard_unpushed: bool = False,
+    author_email: str | None = None,
     token: str | None = None,
 ) -> SyncOutcome:
     """Fetch, then fast-forward the local branch to the remote head.
 
-    With `discard_unpushed`, a diverged local branch (a push that lost a race) is reset to the remote
-    head: those commits are the reconciler's own and the next plan recomputes them.
+    With `discard_unpushed`, a diverged local branch (a pass killed before its push, or a push that
+    lost a race) is reset to the remote head, but only when every local commit the remote lacks is
+    the reconciler's own (see `reconciler_commit`; `author_email` is the fleet's `git.author`, None
+    accepts any author): the next plan recomputes them. Any other commit (a person's) raises
+    `UnpushedWork` and nothing moves.
     """
     head = fetch(repo, remote, branch, token=token)
     if head is None:
@@ -227,10 +262,80 @@ def sync_with_remote(
         return SyncOutcome.FAST_FORWARDED
     if repo.descendant_of(local, remote_oid):
         return SyncOutcome.AHEAD
-    if discard_unpushed:
-        move_branch(repo, branch, remote_oid)
-        return SyncOutcome.RESET
-    return SyncOutcome.DIVERGED
+    if not discard_unpushed:
+        return SyncOutcome.DIVERGED
+    walker = repo.walk(local, SortMode.TOPOLOGICAL | SortMode.REVERSE)
+    walker.hide(remote_oid)
+    unpushed = list(walker)
+    foreign = [c for c in unpushed if not reconciler_commit(repo, c, author_email)]
+    if foreign:
+        first = foreign[0]
+        count = len(unpushed)
+        theirs = "" if len(foreign) == count else f", {len(foreign)} of them not written by jobtree"
+        raise UnpushedWork(
+            f"{branch} has {count} local commit{'s' if count != 1 else ''} that {remote}/{branch} does not "
+            f'have{theirs} (the first: {str(first.id)[:12]} "{_subject(first)}"), and {remote}/{branch} '
+            f"moved on; jobtree discards only its own unpushed state commits, so nothing was changed. "
+            f"Push those commits (e.g. through a pull request), or reset {branch} to {remote}/{branch} "
+            f"(`git reset --hard {remote}/{branch}` throws them away), then reconcile again"
+        )
+    move_branch(repo, branch, remote_oid)
+    return SyncOutcome.RESET
+
+
+def reconciler_commit(
+    repo: pygit2.Repository,
+    commit: pygit2.Commit,
+    author_email: str | None,
+    owned: tuple[str, ...] = OWNED_PREFIXES,
+) -> bool:
+    """Whether `commit` looks like a state commit jobtree wrote: authored by `author_email` (None: any),
+    a `Spec-Commit` trailer, one parent, and no change outside the `owned` paths (state/, rendered/)."""
+    if author_email is not None and commit.author.email != author_email:
+        return False
+    if spec_commit_of(commit.message) is None or len(commit.parents) != 1:
+        return False
+    return _same_outside(repo, commit.parents[0].tree, commit.tree, owned, "")
+
+
+def _same_outside(
+    repo: pygit2.Repository,
+    old: pygit2.Tree | None,
+    new: pygit2.Tree | None,
+    owned: tuple[str, ...],
+    base: str,
+) -> bool:
+    """Whether trees `old` and `new` (at directory `base`; None: absent) differ only below `owned`."""
+    if old is not None and new is not None and old.id == new.id:
+        return True
+    before, after = {e.name: e for e in old or ()}, {e.name: e for e in new or ()}
+    for name in before.keys() | after.keys():
+        a, b = before.get(name), after.get(name)
+        if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
+            continue
+        path = f"{base}{name}"
+        if any(e is not None and e.type != ObjectType.TREE for e in (a, b)) and not path.startswith(owned):
+            return False  # a file outside the owned directories
+        if (path + "/").startswith(owned):
+            continue  # an owned directory: anything below it may change
+        if not any(prefix.startswith(path + "/") for prefix in owned):
+            return False  # a directory with nothing owned below it
+        sub_a, sub_b = (_subtree(repo, e) for e in (a, b))
+        if not _same_outside(repo, sub_a, sub_b, owned, path + "/"):
+            return False
+    return True
+
+
+def _subtree(repo: pygit2.Repository, entry: pygit2.Object | None) -> pygit2.Tree | None:
+    if entry is None or entry.type != ObjectType.TREE:
+        return None
+    tree = repo[entry.id]
+    assert isinstance(tree, pygit2.Tree)
+    return tree
+
+
+def _subject(commit: pygit2.Commit) -> str:
+    return commit.message.strip().split("\n", 1)[0]
 
 
 def run_with_retry(

@@ -170,8 +170,9 @@ def reconcile_once(
             expected = None
             if push:
                 synced = gitremote.sync_with_remote(
-                    repo, remote, want_branch, discard_unpushed=True, token=token
-                )
+                    repo, remote, want_branch, discard_unpushed=True, token=token,
+                    author_email=_fleet_author(repo, want_branch),
+                )  # fmt: skip
                 tracking = repo.references.get(f"refs/remotes/{remote}/{want_branch}")
                 expected = str(tracking.target) if tracking is not None else None
                 say(f"fetched {remote}/{want_branch}: {synced.value}")
@@ -266,6 +267,16 @@ def _fleet_file(repo: pygit2.Repository) -> dict[str, bytes]:
     """`{"jobtree.yaml": bytes}` at HEAD (empty when absent): all `read_spec` needs for the settings."""
     data = gitstore.read_file(repo, "HEAD", "jobtree.yaml")
     return {"jobtree.yaml": data} if data is not None else {}
+
+
+def _fleet_author(repo: pygit2.Repository, branch: str) -> str | None:
+    """The `git.author` email of jobtree.yaml at the local branch head: the author of the state commits
+    this clone may hold unpushed (they change only state/ and rendered/, so not jobtree.yaml itself)."""
+    if repo.references.get(f"refs/heads/{branch}") is None:
+        return None
+    data = gitstore.read_file(repo, f"refs/heads/{branch}", "jobtree.yaml")
+    files = {"jobtree.yaml": data} if data is not None else {}
+    return pipeline.read_spec(files).fleet.git.author.email
 
 
 def _clusters_configured(repo_path: str) -> bool:

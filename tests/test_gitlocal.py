@@ -144,6 +144,35 @@ def test_only_absolute_local_paths_and_file_urls_name_a_local_remote(origin: Pat
     assert gitlocal.local_path(str(tmp_path / "missing.git")) is None
 
 
+@pytest.mark.parametrize(
+    ("url", "want"),
+    [
+        ("../fleet.git", "/srv/fleet.git"),
+        ("fleet.git", "/srv/clone/fleet.git"),
+        ("./odd:name.git", "/srv/clone/odd:name.git"),  # a `/` before the `:`: still a path
+        ("/srv/./fleet.git", "/srv/fleet.git"),
+        ("file:///srv/fleet.git", "/srv/fleet.git"),
+        ("host:fleet.git", None),  # scp-like SSH
+        ("ssh://host/fleet.git", None),
+        ("hg::/srv/fleet", None),  # a remote helper
+        ("", None),
+    ],
+)
+def test_a_path_url_is_read_as_git_reads_it_relative_to_the_repository(url: str, want: str | None) -> None:
+    assert gitlocal.path_of(url, "/srv/clone") == want
+
+
+def test_a_relative_url_names_a_local_remote_only_from_a_base(origin: Path, tmp_path: Path) -> None:
+    work = pygit2.init_repository(str(tmp_path / "work"), initial_head="main")
+    base = gitlocal.url_base(work)
+    assert base == str(tmp_path / "work")
+    assert gitlocal.local_path("../fleet.git", base) == str(origin)
+    assert gitlocal.local_path("../missing.git", base) is None
+    assert gitlocal.local_path("../fleet.git") is None
+    bare = pygit2.init_repository(str(tmp_path / "bare.git"), bare=True)
+    assert gitlocal.url_base(bare) == str(tmp_path / "bare.git")  # a bare repository: its git directory
+
+
 def test_a_remote_with_a_work_tree_is_left_to_libgit2(tmp_path: Path) -> None:
     work = pygit2.init_repository(str(tmp_path / "work"), initial_head="main")
     one = clone(str(make_remote(tmp_path)), tmp_path / "one.git")

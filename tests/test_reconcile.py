@@ -208,6 +208,75 @@ def test_an_unreachable_remote_is_one_clear_error_and_exit_four(tmp_path: Path) 
     assert url in result.output and "Traceback" not in result.output
 
 
+def commit_spec(repo: pygit2.Repository, files: dict[str, bytes], message: str) -> str:
+    """A person's spec commit on main, checked out (as `git commit` leaves it); not pushed."""
+    parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
+    tree = write_tree(repo, {**gitstore.read_files(repo, "main"), **files})
+    oid = repo.create_commit("refs/heads/main", HUMAN, HUMAN, message, tree, [parent.id])
+    repo.checkout_head(strategy=pygit2.GIT_CHECKOUT_FORCE)
+    return str(oid)
+
+
+def another_run(repo: pygit2.Repository, name: str) -> dict[str, bytes]:
+    run = gitstore.read_file(repo, "main", "runs/media-audio/whisper-finetune.yaml")
+    assert run is not None
+    return {f"runs/media-audio/{name}.yaml": run.replace(b"whisper-finetune", name.encode())}
+
+
+def test_a_persons_unpushed_spec_commit_is_refused_and_kept_intact(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path, steady_files())
+    mine, theirs = clone(remote, tmp_path / "mine"), tmp_path / "theirs"
+    clone(remote, theirs)
+    spec = commit_spec(mine, another_run(mine, "b1"), "add b1\n")
+    assert reconcile_once(theirs, now=T0, push=True).pushed  # the remote moves on first
+    result = CliRunner().invoke(
+        command, [str(tmp_path / "mine"), "--push", "--now", "2026-03-02T09:00:00Z", "--quiet"]
+    )
+    assert result.exit_code == 4, result.output
+    assert "main has 1 local commit that origin/main does not have" in result.output
+    assert f'{spec[:12]} "add b1"' in result.output and "pull request" in result.output
+    assert "Traceback" not in result.output
+    assert str(mine.references["refs/heads/main"].target) == spec  # nothing discarded
+    assert (tmp_path / "mine" / "runs" / "media-audio" / "b1.yaml").exists()
+    assert mine.status() == {}  # the work tree is as the person left it
+    assert reconcile_once(tmp_path / "mine", now=T0).commit is not None  # without --push: no sync at all
+    assert gitstore.read_file(mine, "main", "runs/media-audio/b1.yaml") is not None
+
+
+def test_the_reconcilers_own_unpushed_commit_is_discarded_and_replanned(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path, steady_files())
+    mine, theirs = clone(remote, tmp_path / "mine"), clone(remote, tmp_path / "theirs")
+    unpushed = reconcile_once(tmp_path / "mine", now=T0).commit  # as a pass killed before its push
+    assert unpushed is not None
+    spec = commit_spec(theirs, another_run(theirs, "whisper-more"), "another run\n")
+    assert gitstore.push(theirs, "origin", "main", str(theirs.head.peel(pygit2.Commit).parent_ids[0])).ok
+    outcome = reconcile_once(tmp_path / "mine", now=T0, push=True)
+    assert outcome.pushed and outcome.commit is not None
+    served = pygit2.Repository(str(remote))
+    head = served.references["refs/heads/main"].peel(pygit2.Commit)
+    assert str(head.id) == outcome.commit and [str(p) for p in head.parent_ids] == [spec]
+    assert unpushed not in served and not mine.descendant_of(head.id, unpushed)  # thrown away
+    assert "media-audio/whisper-more" in {x.run for x in state_at(served).leases if x.open}  # re-planned
+    assert str(mine.references["refs/heads/main"].target) == outcome.commit
+
+
+def test_a_relative_remote_url_is_read_from_the_repository_not_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path, name="rc.git")
+    clone(remote, tmp_path / "rc").remotes.set_url("origin", "../rc.git")
+    monkeypatch.chdir(tmp_path)  # `jobtree reconcile rc --push` from the parent directory
+    result = CliRunner().invoke(command, ["rc", "--push", "--now", "2026-03-02T09:00:00Z", "--quiet"])
+    assert result.exit_code == 0, result.output
+    served = pygit2.Repository(str(remote))
+    assert served.references["refs/heads/main"].peel(pygit2.Commit).author.email == BOT_EMAIL
+    pygit2.Repository(str(tmp_path / "rc")).remotes.set_url("origin", "../gone.git")
+    result = CliRunner().invoke(command, ["rc", "--push", "--now", "2026-03-02T09:00:00Z", "--quiet"])
+    assert result.exit_code == 4
+    assert f"the local path {tmp_path / 'gone.git'} does not exist" in result.output
+    assert "unsupported URL protocol" not in result.output
+
+
 def test_a_server_that_refuses_the_push_is_reported_not_retried(
     daemon: tuple[Path, str], tmp_path: Path
 ) -> None:
