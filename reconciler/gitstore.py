@@ -437,18 +437,28 @@ def hand_edited(
     head: str,
     owned_prefixes: tuple[str, ...] = OWNED_PREFIXES,
     reconciler_email: str = "",
+    reconciler_tips: Iterable[str] | None = None,
 ) -> list[tuple[str, str]]:
     """`(commit sha, path)` for commits in base..head touching owned paths that are not the reconciler's.
 
-    The reconciler's own commits have author email `reconciler_email` and a `Spec-Commit` trailer.
-    Oldest commit first, paths sorted.
+    The reconciler's own commits have author email `reconciler_email` and a `Spec-Commit` trailer;
+    with `reconciler_tips` (the heads of the branch it commits to) they must also be reachable from
+    `base` or one of those tips: anyone can type that author and trailer, so a commit claiming them
+    that was made anywhere else is a hand edit. Oldest commit first, paths sorted.
     """
     walker = repo.walk(resolve(repo, head).id, SortMode.TOPOLOGICAL | SortMode.REVERSE)
     walker.hide(resolve(repo, base).id)
+    off_branch: set[pygit2.Oid] | None = None
+    if reconciler_tips is not None:
+        elsewhere = repo.walk(resolve(repo, head).id)
+        elsewhere.hide(resolve(repo, base).id)
+        for tip in reconciler_tips:
+            elsewhere.hide(resolve(repo, tip).id)
+        off_branch = {c.id for c in elsewhere}
     found: list[tuple[str, str]] = []
     for commit in walker:
         own = commit.author.email == reconciler_email and spec_commit_of(commit.message) is not None
-        if own:
+        if own and (off_branch is None or commit.id not in off_branch):
             continue
         found.extend((str(commit.id), path) for path in sorted(_owned_changes(repo, commit, owned_prefixes)))
     return found
