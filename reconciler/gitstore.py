@@ -416,7 +416,20 @@ def _changed(
     return out
 
 
+def _version(tree: pygit2.Tree | None, path: str) -> tuple[pygit2.Oid, int] | None:
+    if tree is None:
+        return None
+    try:
+        obj = tree[path]
+    except KeyError:
+        return None
+    return obj.id, obj.filemode
+
+
 def _owned_changes(repo: pygit2.Repository, commit: pygit2.Commit, prefixes: tuple[str, ...]) -> set[str]:
+    """Owned paths `commit` changes itself: all it changes, or for a merge what it changes beyond
+    taking one side's change since the merge base (a hand resolution, or keeping a side's older file
+    over the other side's change, as `git merge -s ours` does: a rollback of what that side wrote)."""
     per_parent = []
     parents: list[pygit2.Commit | None] = list(commit.parents) or [None]
     for parent in parents:
@@ -427,8 +440,18 @@ def _owned_changes(repo: pygit2.Repository, commit: pygit2.Commit, prefixes: tup
             new = subtree(repo, commit.tree, parts)
             paths |= _changed(repo, old, new, "/".join(parts) + "/")
         per_parent.append(paths)
-    # a merge only counts for what differs from every parent (a resolution, not what it brought in)
-    return set.intersection(*per_parent)
+    if len(per_parent) == 1:
+        return per_parent[0]
+    trees = [p.tree for p in commit.parents]
+    ids: list[str | pygit2.Oid] = [p.id for p in commit.parents]
+    base_id = repo.merge_base_octopus(ids)  # of two parents: their merge base
+    base = repo[base_id].peel(pygit2.Tree) if base_id is not None else None
+    found: set[str] = set()
+    for path in set.union(*per_parent):
+        mine, was = _version(commit.tree, path), _version(base, path)
+        if not any(mine == theirs != was for theirs in (_version(t, path) for t in trees)):
+            found.add(path)
+    return found
 
 
 def hand_edited(

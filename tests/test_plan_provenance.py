@@ -135,3 +135,22 @@ def test_a_reconciler_commit_whose_spec_commit_is_not_its_ancestor_is_refused(
     assert result.exit_code == 3
     assert f"{LEASE} (changed by hand in {odd[:12]}" in result.stderr
     assert f"Spec-Commit {pr_only[:12]} is not one of its ancestors" in result.stderr
+
+
+def test_a_merge_of_main_that_keeps_the_old_state_is_refused_as_a_rollback(
+    fleet: pygit2.Repository, tmp_path: Path
+) -> None:
+    # `git merge -s ours main`: the merge takes the branch's old state, undoing the reconciler's commit
+    commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
+    reconciled = main_moves_on(fleet, tmp_path)
+    rolled_back = sorted(
+        p
+        for p, b in gitstore.read_files(fleet, "main", ["state/", "rendered/"]).items()
+        if gitstore.read_file(fleet, "pr", p) != b
+    )
+    assert rolled_back
+    ours = merge(fleet, "pr", [tip(fleet, "pr"), reconciled], gitstore.read_files(fleet, "pr"))
+    result = plan(fleet)
+    assert result.exit_code == 3
+    for path in rolled_back:
+        assert f"{path} (changed by hand in {ours[:12]}" in result.stderr
