@@ -154,3 +154,17 @@ def test_a_merge_of_main_that_keeps_the_old_state_is_refused_as_a_rollback(
     assert result.exit_code == 3
     for path in rolled_back:
         assert f"{path} (changed by hand in {ours[:12]}" in result.stderr
+
+
+def test_the_plan_workflow_fetches_every_branch_so_the_reconcilers_commits_are_known() -> None:
+    from schemas.yamldoc import parse
+
+    path = Path(__file__).resolve().parents[1] / "fleet-repo-template" / ".github" / "workflows" / "plan.yaml"
+    (doc,) = parse(path.read_bytes(), path.name)
+    (checkout,) = [
+        s for s in doc.data["jobs"]["plan"]["steps"] if str(s.get("uses", "")).startswith("actions/checkout")
+    ]
+    # fetch-depth 0: all history of all branches (origin/main included), not one merge commit
+    assert checkout["with"]["fetch-depth"] == 0
+    plan_step = next(s for s in doc.data["jobs"]["plan"]["steps"] if "jobtree plan" in str(s.get("run", "")))
+    assert '--base "origin/$BASE_REF"' in plan_step["run"]
