@@ -416,7 +416,20 @@ def _changed(
     return out
 
 
+def _version(tree: pygit2.Tree | None, path: str) -> tuple[pygit2.Oid, int] | None:
+    if tree is None:
+        return None
+    try:
+        obj = tree[path]
+    except KeyError:
+        return None
+    return obj.id, obj.filemode
+
+
 def _owned_changes(repo: pygit2.Repository, commit: pygit2.Commit, prefixes: tuple[str, ...]) -> set[str]:
+    """Owned paths `commit` changes itself: all it changes, or for a merge what it changes beyond
+    taking one side's change since the merge base (a hand resolution, or keeping a side's older file
+    over the other side's change, as `git merge -s ours` does: a rollback of what that side wrote)."""
     per_parent = []
     parents: list[pygit2.Commit | None] = list(commit.parents) or [None]
     for parent in parents:
@@ -427,8 +440,18 @@ def _owned_changes(repo: pygit2.Repository, commit: pygit2.Commit, prefixes: tup
             new = subtree(repo, commit.tree, parts)
             paths |= _changed(repo, old, new, "/".join(parts) + "/")
         per_parent.append(paths)
-    # a merge only counts for what differs from every parent (a resolution, not what it brought in)
-    return set.intersection(*per_parent)
+    if len(per_parent) == 1:
+        return per_parent[0]
+    trees = [p.tree for p in commit.parents]
+    ids: list[str | pygit2.Oid] = [p.id for p in commit.parents]
+    base_id = repo.merge_base_octopus(ids)  # of two parents: their merge base
+    base = repo[base_id].peel(pygit2.Tree) if base_id is not None else None
+    found: set[str] = set()
+    for path in set.union(*per_parent):
+        mine, was = _version(commit.tree, path), _version(base, path)
+        if not any(mine == theirs != was for theirs in (_version(t, path) for t in trees)):
+            found.add(path)
+    return found
 
 
 def hand_edited(
@@ -437,18 +460,28 @@ def hand_edited(
     head: str,
     owned_prefixes: tuple[str, ...] = OWNED_PREFIXES,
     reconciler_email: str = "",
+    reconciler_tips: Iterable[str] | None = None,
 ) -> list[tuple[str, str]]:
     """`(commit sha, path)` for commits in base..head touching owned paths that are not the reconciler's.
 
-    The reconciler's own commits have author email `reconciler_email` and a `Spec-Commit` trailer.
-    Oldest commit first, paths sorted.
+    The reconciler's own commits have author email `reconciler_email` and a `Spec-Commit` trailer;
+    with `reconciler_tips` (the heads of the branch it commits to) they must also be reachable from
+    `base` or one of those tips: anyone can type that author and trailer, so a commit claiming them
+    that was made anywhere else is a hand edit. Oldest commit first, paths sorted.
     """
     walker = repo.walk(resolve(repo, head).id, SortMode.TOPOLOGICAL | SortMode.REVERSE)
     walker.hide(resolve(repo, base).id)
+    off_branch: set[pygit2.Oid] | None = None
+    if reconciler_tips is not None:
+        elsewhere = repo.walk(resolve(repo, head).id)
+        elsewhere.hide(resolve(repo, base).id)
+        for tip in reconciler_tips:
+            elsewhere.hide(resolve(repo, tip).id)
+        off_branch = {c.id for c in elsewhere}
     found: list[tuple[str, str]] = []
     for commit in walker:
         own = commit.author.email == reconciler_email and spec_commit_of(commit.message) is not None
-        if own:
+        if own and (off_branch is None or commit.id not in off_branch):
             continue
         found.extend((str(commit.id), path) for path in sorted(_owned_changes(repo, commit, owned_prefixes)))
     return found

@@ -3,7 +3,9 @@
 Reads both specs and the committed `state/` at BASE through pygit2 (no checkout), plans both at
 the same `now` from that one state with the embedded cluster, and reports the difference
 (`prdiff`, rendered by `planreport`). Writes nothing to Git. A head that edits `state/` or
-`rendered/` in commits other than the reconciler's own is refused before anything is planned.
+`rendered/` in commits other than the reconciler's own is refused before anything is planned: its
+own commits carry the fleet's git author and a `Spec-Commit` trailer and, since it commits only to
+the fleet's branch, are reachable from the base or from that branch (local or fetched).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from reconciler import batchgc, gitstore, pipeline, planreport, prdiff, statefil
 from reconciler.embedded import EmbeddedCluster, nodes_from_inventory
 from reconciler.reconcile import SPEC_PREFIXES
 from schemas.common import parse_time
+from schemas.fleet import GitAuthor
 
 EXIT_CHANGES, EXIT_USAGE, EXIT_INVALID, EXIT_OTHER = 1, 2, 3, 4
 
@@ -63,33 +66,83 @@ def _changed(repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree)
     return {p for d in diff.deltas for p in (d.old_file.path, d.new_file.path) if p}
 
 
-def disguised_edits(repo: pygit2.Repository, base: str, head: str, email: str) -> list[tuple[str, str]]:
-    """Owned paths changed by commits that look like the reconciler's (its email and a `Spec-Commit`
-    trailer) but are not: the reconciler writes one-parent commits touching only state/ and rendered/."""
+def branch_tips(repo: pygit2.Repository, branch: str) -> list[str]:
+    """Where the reconciler's own commits are: its branch here and as fetched from each remote
+    (`refs/heads/<branch>`, `refs/remotes/<remote>/<branch>`); only the branch it commits to."""
+    names = [f"refs/heads/{branch}"] + [f"refs/remotes/{r}/{branch}" for r in repo.remotes.names()]
+    tips = []
+    for name in names:
+        ref = repo.references.get(name)
+        if ref is not None and isinstance(ref.target, pygit2.Oid):
+            tips.append(str(ref.target))
+    return tips
+
+
+def _claims_reconciler(commit: pygit2.Commit, email: str) -> bool:
+    return commit.author.email == email and gitstore.spec_commit_of(commit.message) is not None
+
+
+def _spec_is_ancestor(repo: pygit2.Repository, commit: pygit2.Commit, spec: str) -> bool:
+    if any(str(p.id) == spec for p in commit.parents):
+        return True  # the usual case, no history walk
+    try:
+        return bool(repo.descendant_of(commit.id, pygit2.Oid(hex=spec)))
+    except (KeyError, ValueError, pygit2.GitError):
+        return False  # a commit this repository does not hold
+
+
+def disguised_edits(repo: pygit2.Repository, base: str, head: str, email: str) -> list[tuple[str, str, str]]:
+    """`(commit, path, why)` for owned paths changed by commits that claim to be the reconciler's (its
+    email and a `Spec-Commit` trailer) but cannot be: it writes one-parent commits touching only
+    state/ and rendered/, computed from the spec commit its trailer names, an ancestor."""
     walker = repo.walk(gitstore.resolve(repo, head).id, SortMode.TOPOLOGICAL | SortMode.REVERSE)
     walker.hide(gitstore.resolve(repo, base).id)
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, str]] = []
     for commit in walker:
-        if commit.author.email != email or gitstore.spec_commit_of(commit.message) is None:
+        if not _claims_reconciler(commit, email):
             continue
         per_parent = [_changed(repo, p.tree, commit.tree) for p in commit.parents] or [
             _changed(repo, None, commit.tree)
         ]
         paths = set.intersection(*per_parent)
         owned = {p for p in paths if p.startswith(gitstore.OWNED_PREFIXES)}
-        if owned and (len(commit.parents) != 1 or owned != paths):
-            found += [(str(commit.id), p) for p in sorted(owned)]
+        if not owned:
+            continue
+        spec = gitstore.spec_commit_of(commit.message) or ""
+        if len(commit.parents) != 1 or owned != paths:
+            why = "a reconciler commit has one parent and changes only state/ and rendered/"
+        elif not _spec_is_ancestor(repo, commit, spec):
+            why = f"its Spec-Commit {spec[:12]} is not one of its ancestors"
+        else:
+            continue
+        found += [(str(commit.id), p, why) for p in sorted(owned)]
     return found
 
 
-def _refuse_hand_edits(git: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit, email: str) -> None:
-    edits = gitstore.hand_edited(git, str(base.id), str(head.id), reconciler_email=email)
-    edits += [e for e in disguised_edits(git, str(base.id), str(head.id), email) if e not in edits]
-    if not edits:
+def _refuse_hand_edits(
+    git: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit, author: GitAuthor, branch: str
+) -> None:
+    # the reconciler commits only to `branch`: its commits in head were there, or they were made elsewhere
+    edits = gitstore.hand_edited(
+        git,
+        str(base.id),
+        str(head.id),
+        reconciler_email=author.email,
+        reconciler_tips=branch_tips(git, branch),
+    )
+    claimed = f"authored as {author.name} <{author.email}> but is not on {branch}"
+    found = [
+        (sha, path, claimed if _claims_reconciler(git[sha].peel(pygit2.Commit), author.email) else "")
+        for sha, path in edits
+    ]
+    named = set(edits)
+    found += [e for e in disguised_edits(git, str(base.id), str(head.id), author.email) if e[:2] not in named]
+    if not found:
         return
     click.echo("jobtree: refusing to plan: state/ and rendered/ are written only by jobtree, but", err=True)
-    for sha, path in edits:
-        click.echo(f"  {path} (changed by hand in {sha[:12]})", err=True)
+    for sha, path, why in found:
+        because = f": {why}, so its state/ and rendered/ edits are refused" if why else ""
+        click.echo(f"  {path} (changed by hand in {sha[:12]}{because})", err=True)
     click.echo(
         "revert those files to what the base branch holds; jobtree rewrites them after merge", err=True
     )
@@ -154,7 +207,8 @@ def _plan(
 ) -> tuple[dict[str, object], list[str]]:
     base_spec = pipeline.read_spec(gitstore.read_files(git, str(base_commit.id), SPEC_PREFIXES))
     # who the reconciler is comes from the base branch: a pull request cannot name itself the reconciler
-    _refuse_hand_edits(git, base_commit, head_commit, base_spec.fleet.git.author.email)
+    # and so is the branch it commits to: a reconciler commit in head must have been on that branch
+    _refuse_hand_edits(git, base_commit, head_commit, base_spec.fleet.git.author, base_spec.fleet.git.branch)
     head_spec = pipeline.read_spec(gitstore.read_files(git, str(head_commit.id), SPEC_PREFIXES))
     state = _state_at(git, base_commit)
     before = pipeline.run_pass(base_spec, EmbeddedCluster(base_spec.inventory), state, now, render=False)

@@ -1,0 +1,170 @@
+"""`jobtree plan` refuses state/ and rendered/ edits the reconciler did not make, on real repositories.
+
+The reconciler commits only to the fleet's branch (`git.branch`, here `main`) and pushes it, so a
+commit of its own in a pull request has been on that branch: reachable from the base or from
+`main` / `origin/main`. Its author and `Spec-Commit` trailer are only a claim anyone can type;
+where the commit was made is what proves it. The fleet is `test_prplan`'s, reconciled at 09:00.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pygit2
+import pytest
+from click.testing import CliRunner, Result
+
+from reconciler import gitstore
+from reconciler.plan import command
+from reconciler.reconcile import reconcile_once
+from tests import test_prplan as prplan
+from tests.git_support import write_tree
+from tests.test_prplan import NOW, T0, budget, commit, run
+
+fleet = prplan.fleet  # the same fixture: the base fleet reconciled at 09:00, branch `pr` at main
+
+LEASE = "state/leases/t/r1.yaml"
+BOT = pygit2.Signature("jobtree", "jobtree@fleet.example", T0 + 120, 0)  # the fleet's git.author
+
+
+def tip(repo: pygit2.Repository, branch: str) -> str:
+    return str(repo.references[f"refs/heads/{branch}"].target)
+
+
+def close_r1_by_hand(repo: pygit2.Repository) -> dict[str, bytes]:
+    lease = gitstore.read_file(repo, "main", LEASE)
+    assert lease is not None and b"closed: false" in lease
+    return {LEASE: lease.replace(b"closed: false", b"closed: true", 1)}
+
+
+def plan(repo: pygit2.Repository, *args: str, base: str = "main", head: str = "pr") -> Result:
+    result = CliRunner().invoke(command, [repo.path, "--base", base, "--head", head, "--now", NOW, *args])
+    assert "Traceback" not in result.output
+    return result
+
+
+def merge(repo: pygit2.Repository, branch: str | None, parents: list[str], files: dict[str, bytes]) -> str:
+    """A merge commit of `parents` holding exactly `files`; moves `branch` to it (None: no branch)."""
+    ref = f"refs/heads/{branch}" if branch else None
+    tree, oids = write_tree(repo, files), [pygit2.Oid(hex=p) for p in parents]
+    return str(repo.create_commit(ref, prplan.HUMAN, prplan.HUMAN, "merge\n", tree, oids))
+
+
+def main_moves_on(repo: pygit2.Repository, tmp_path: Path) -> str:
+    """Someone merges a later window for `later` into main and the reconciler commits its state there."""
+    commit(repo, {"budgets/t.yaml": budget(later_start="2026-03-02T12:00:00Z")}, "later window\n")
+    outcome = reconcile_once(tmp_path / "fleet", now=T0 + 60)
+    assert outcome.commit is not None and outcome.commit == tip(repo, "main")
+    return outcome.commit
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_a_commit_forged_as_the_reconciler_off_main_is_refused_naming_the_file_and_commit(
+    fleet: pygit2.Repository, fmt: str
+) -> None:
+    # the fleet's author and a Spec-Commit trailer, typed by hand: `git -c user.email=... commit`
+    trailer = f"Spec-Commit: {tip(fleet, 'main')}"
+    forged = commit(fleet, close_r1_by_hand(fleet), f"jobtree: close r1\n\n{trailer}\n", "pr", who=BOT)
+    result = plan(fleet, "--format", fmt, "--exit-code")
+    assert result.exit_code == 3
+    assert result.stdout == ""  # no report that a CI job could post as "no change"
+    assert f"{LEASE} (changed by hand in {forged[:12]}" in result.stderr
+    assert "authored as jobtree <jobtree@fleet.example> but is not on main" in result.stderr
+    assert "so its state/ and rendered/ edits are refused" in result.stderr
+
+
+def test_a_forged_commit_is_refused_in_a_clone_that_has_main_only_as_origin_main(
+    fleet: pygit2.Repository, tmp_path: Path
+) -> None:
+    trailer = f"Spec-Commit: {tip(fleet, 'main')}"
+    forged = commit(fleet, close_r1_by_hand(fleet), f"jobtree: close r1\n\n{trailer}\n", "pr", who=BOT)
+    clone = ci_checkout(fleet, tmp_path)
+    result = plan(clone, base="origin/main", head="origin/pr")
+    assert result.exit_code == 3 and f"{LEASE} (changed by hand in {forged[:12]}" in result.stderr
+
+
+def ci_checkout(repo: pygit2.Repository, tmp_path: Path) -> pygit2.Repository:
+    """What actions/checkout with fetch-depth 0 leaves: every branch as origin/*, no local branch."""
+    clone = pygit2.clone_repository(repo.path, str(tmp_path / "ci"))
+    clone.set_head(clone.head.target)  # detached, as on the pull request's merge commit
+    for name in list(clone.branches.local):
+        clone.branches.delete(name)
+    assert clone.references.get("refs/remotes/origin/main") is not None
+    return clone
+
+
+def test_a_branch_that_merged_main_with_the_reconcilers_commits_is_accepted(
+    fleet: pygit2.Repository, tmp_path: Path
+) -> None:
+    old_main = tip(fleet, "main")
+    commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
+    reconciled = main_moves_on(fleet, tmp_path)
+    files = gitstore.read_files(fleet, "main") | {"runs/t/r3.yaml": run("r3", 8)}
+    merge(fleet, "pr", [tip(fleet, "pr"), reconciled], files)
+    assert plan(fleet).exit_code == 0
+    # against the old main the reconciler's commit is in the range: it is on main, so it is its own
+    result = plan(fleet, base=old_main)
+    assert result.exit_code == 0, result.output
+    # the same where main exists only as fetched (a CI checkout of the pull request)
+    clone = ci_checkout(fleet, tmp_path)
+    result = plan(clone, base=old_main, head="origin/pr")
+    assert result.exit_code == 0, result.output
+
+
+def test_a_branch_based_on_an_old_main_is_accepted(fleet: pygit2.Repository, tmp_path: Path) -> None:
+    commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
+    main_moves_on(fleet, tmp_path)
+    result = plan(fleet, "--format", "json")
+    assert result.exit_code == 0, result.output
+    # and as CI plans it: the merge of the pull request into main, against origin/main
+    files = gitstore.read_files(fleet, "main") | {"runs/t/r3.yaml": run("r3", 8)}
+    merge(fleet, "pull-merge", [tip(fleet, "main"), tip(fleet, "pr")], files)  # refs/pull/N/merge
+    clone = ci_checkout(fleet, tmp_path)
+    result = plan(clone, base="origin/main", head="origin/pull-merge")
+    assert result.exit_code == 0, result.output
+
+
+def test_a_reconciler_commit_whose_spec_commit_is_not_its_ancestor_is_refused(
+    fleet: pygit2.Repository,
+) -> None:
+    # even on main (pushed past review), a state commit must name the spec it was computed from
+    old_main = tip(fleet, "main")
+    pr_only = commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
+    odd = commit(fleet, close_r1_by_hand(fleet), f"jobtree: close r1\n\nSpec-Commit: {pr_only}\n", who=BOT)
+    result = plan(fleet, base=old_main, head="main")
+    assert result.exit_code == 3
+    assert f"{LEASE} (changed by hand in {odd[:12]}" in result.stderr
+    assert f"Spec-Commit {pr_only[:12]} is not one of its ancestors" in result.stderr
+
+
+def test_a_merge_of_main_that_keeps_the_old_state_is_refused_as_a_rollback(
+    fleet: pygit2.Repository, tmp_path: Path
+) -> None:
+    # `git merge -s ours main`: the merge takes the branch's old state, undoing the reconciler's commit
+    commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
+    reconciled = main_moves_on(fleet, tmp_path)
+    rolled_back = sorted(
+        p
+        for p, b in gitstore.read_files(fleet, "main", ["state/", "rendered/"]).items()
+        if gitstore.read_file(fleet, "pr", p) != b
+    )
+    assert rolled_back
+    ours = merge(fleet, "pr", [tip(fleet, "pr"), reconciled], gitstore.read_files(fleet, "pr"))
+    result = plan(fleet)
+    assert result.exit_code == 3
+    for path in rolled_back:
+        assert f"{path} (changed by hand in {ours[:12]}" in result.stderr
+
+
+def test_the_plan_workflow_fetches_every_branch_so_the_reconcilers_commits_are_known() -> None:
+    from schemas.yamldoc import parse
+
+    path = Path(__file__).resolve().parents[1] / "fleet-repo-template" / ".github" / "workflows" / "plan.yaml"
+    (doc,) = parse(path.read_bytes(), path.name)
+    (checkout,) = [
+        s for s in doc.data["jobs"]["plan"]["steps"] if str(s.get("uses", "")).startswith("actions/checkout")
+    ]
+    # fetch-depth 0: all history of all branches (origin/main included), not one merge commit
+    assert checkout["with"]["fetch-depth"] == 0
+    plan_step = next(s for s in doc.data["jobs"]["plan"]["steps"] if "jobtree plan" in str(s.get("run", "")))
+    assert '--base "origin/$BASE_REF"' in plan_step["run"]
