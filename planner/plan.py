@@ -120,6 +120,7 @@ def plan(world: World) -> Plan:
     for key, res in ctx.reservations.items():
         if res.state == "Pending" and not res.reason.startswith(("budget", "borrow")):
             res.remedies = tuple(risk.remedies(shorts.get(key, {})))
+    status.note_specs(ctx)
     runs = {key: status.run_status(ctx, key, by_run.get(key, [])) for key in sorted(ctx.records)}
     budgets = status.budget_status(ctx, meters)
     retained = [
