@@ -53,6 +53,8 @@ def handle_failures(ctx: Pass) -> None:
 
 
 def _swap(ctx: Pass, run: str, group: int, failed: list[Lease]) -> bool:
+    if run in ctx.world.frozen_runs:
+        return False  # its spec is invalid now: a pod moved onto the spare would have none to run
     need = sum(x.gpus for x in failed)
     spares = sorted(
         (x for x in ctx.open_leases(run) if x.role == "Spare" and x.group == group and _healthy(ctx, x.node)),
@@ -111,7 +113,13 @@ def _lose_group(ctx: Pass, run: str, group: int, failed: list[Lease]) -> None:
     ctx.close_run(run, "RunFailed", first=first, first_closure="NodeFailure")
     if rec is None:
         return
-    if spec is not None and spec.spec.runtime.checkpoint is not None:
+    if run in ctx.world.frozen_runs:  # whether it checkpoints is unknown: never failed for a typo
+        rec.phase, rec.message, rec.started = (
+            "Pending",
+            f"group {group} lost after node failure; requeued",
+            None,
+        )
+    elif spec is not None and spec.spec.runtime.checkpoint is not None:
         rec.phase, rec.message, rec.started = (
             "Pending",
             f"group {group} lost after node failure; requeued to restart from checkpoint",

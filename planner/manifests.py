@@ -161,6 +161,26 @@ def _service(ns: str, name: str) -> dict[str, Any]:
     }
 
 
+def run_of(manifest: dict[str, Any]) -> str:
+    """`namespace/name` of the run a rendered pod or Service belongs to."""
+    meta = manifest["metadata"]
+    return f"{meta['namespace']}/{meta['labels'][f'{GROUP}/run']}"
+
+
+def keep_frozen(
+    rendered: dict[str, dict[str, Any]], frozen: frozenset[str], last: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """`rendered`, but each manifest of a frozen run (spec invalid now, so rendered from none) as it
+    was `last` rendered at the same path: the workload keeps running as its last valid spec said.
+
+    A frozen run starts no lease, so its paths are among the last ones; only its closed leases'
+    pods are gone.
+    """
+    if not frozen:
+        return rendered
+    return {path: last.get(path, m) if run_of(m) in frozen else m for path, m in rendered.items()}
+
+
 def pod_gpus(manifest: dict[str, Any]) -> int:
     limits = manifest["spec"]["containers"][0].get("resources", {}).get("limits", {})
     return int(limits.get("nvidia.com/gpu", 0))

@@ -40,6 +40,9 @@ class Plan:
     specs: dict[str, Run] = field(default_factory=dict)
     clusters: dict[str, str] = field(default_factory=dict)
     rendered: dict[str, dict[str, Any]] | None = None
+    # runs whose spec is invalid now: their manifests here come from no spec, so whoever writes
+    # or applies them keeps the ones last rendered instead (`manifests.keep_frozen`)
+    frozen: frozenset[str] = frozenset()
 
     @property
     def manifests(self) -> dict[str, dict[str, Any]]:
@@ -120,6 +123,7 @@ def plan(world: World) -> Plan:
     for key, res in ctx.reservations.items():
         if res.state == "Pending" and not res.reason.startswith(("budget", "borrow")):
             res.remedies = tuple(risk.remedies(shorts.get(key, {})))
+    status.note_specs(ctx)
     runs = {key: status.run_status(ctx, key, by_run.get(key, [])) for key in sorted(ctx.records)}
     budgets = status.budget_status(ctx, meters)
     retained = [
@@ -146,7 +150,7 @@ def plan(world: World) -> Plan:
     violations = invariants.check(open_leases, book, set(ctx.records))
     return Plan(
         state, ctx.events, runs, budgets, sorted(ctx.cordon), list(topo.problems), violations,
-        open_leases, specs, clusters,
+        open_leases, specs, clusters, frozen=frozenset(world.frozen_runs),
     )  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 """Status: Run.status and Budget.status as users read them, derived from the pass's final state.
 
-Derives numbers only (widths, funding split, usage, headroom, GPU-hours); decides nothing.
+Derives numbers only (widths, funding split, usage, headroom, GPU-hours) and notes what each run's
+spec asks for, or which file to fix while it is invalid; decides nothing.
 """
 
 from __future__ import annotations
@@ -13,8 +14,31 @@ from planner.accounting import FAMILY, LOAN, OWN
 from planner.context import Pass
 from planner.world import EnvelopeMeter, Reservation
 from schemas.common import format_time
+from schemas.run import Run
 
 MAX_CONFLICTS_SHOWN = 20
+INVALID_SPEC = "spec invalid: fix "  # + the file: a frozen run's message, until the file is valid again
+
+
+def bounds(spec: Run) -> tuple[int, int, int]:
+    """(min, max, desired) width a spec asks for."""
+    m = spec.spec.malleable
+    total = spec.spec.resources.totalGPUs
+    return (m.minTotalGPUs if m else total, m.maxTotalGPUs if m else total, elastic.desired(spec))
+
+
+def note_specs(ctx: Pass) -> None:
+    """Record each run's width from its spec; a frozen run (spec invalid now) keeps the last valid
+    width and its message names the file to fix, until that file is valid again."""
+    for key, rec in ctx.records.items():
+        spec = ctx.specs.get(key)
+        path = ctx.world.frozen_runs.get(key)
+        if spec is not None:
+            rec.width = bounds(spec)
+        if path is not None:
+            ctx.messages[key] = INVALID_SPEC + path
+        elif key not in ctx.messages and rec.message.startswith(INVALID_SPEC):
+            ctx.messages[key] = "spec valid again"
 
 
 def run_status(ctx: Pass, key: str, conflicts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -38,20 +62,13 @@ def run_status(ctx: Pass, key: str, conflicts: list[dict[str, Any]]) -> dict[str
             borrowed += lease.gpus
             sponsors[lease.payer.owner] += lease.gpus
     allocated = ctx.allocated(key)
-    width: dict[str, Any]
-    if spec is not None:
-        m = spec.spec.malleable
-        want = elastic.desired(spec)
-        width = {
-            "min": m.minTotalGPUs if m else spec.spec.resources.totalGPUs,
-            "max": m.maxTotalGPUs if m else spec.spec.resources.totalGPUs,
-            "desired": want,
-            "allocated": allocated,
-        }
-        if m is not None and rec.phase == "Running" and allocated < want:
+    width: dict[str, Any] = {"allocated": allocated}
+    if rec.width is not None:  # from the last valid spec: a frozen run keeps showing it
+        low, high, want = rec.width
+        width = {"min": low, "max": high, "desired": want, "allocated": allocated}
+        malleable = spec.spec.malleable if spec is not None else None
+        if malleable is not None and rec.phase == "Running" and allocated < want:
             width["pending"] = f"Grow to {want}"
-    else:
-        width = {"allocated": allocated}
     out: dict[str, Any] = {
         "phase": rec.phase,
         "message": ctx.messages.get(key, rec.message),

@@ -6,6 +6,7 @@ dataclasses that a pass copies before changing. No parsing (that is `schemas`) a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from schemas.budget import Budget
@@ -140,11 +141,12 @@ class RunRecord:
     finished: int | None = None
     owned_hours: float = 0.0
     borrowed_hours: float = 0.0
+    width: tuple[int, int, int] | None = None  # (min, max, desired) of the last valid spec
 
     def copy(self) -> RunRecord:
         return RunRecord(
             self.run, self.submitted, self.phase, self.message, self.started, self.finished,
-            self.owned_hours, self.borrowed_hours,
+            self.owned_hours, self.borrowed_hours, self.width,
         )  # fmt: skip
 
 
@@ -194,7 +196,8 @@ class World:
     nodes: tuple[NodeObs, ...]
     state: FleetState
     workload: tuple[WorkloadEvent, ...] = ()
-    frozen_runs: frozenset[str] = frozenset()  # runs whose spec is invalid now: keep, decide nothing
+    # runs whose spec is invalid now -> the file to fix: keep, decide nothing, never start a lease
+    frozen_runs: Mapping[str, str] = field(default_factory=dict)
     frozen_budgets: frozenset[str] = frozenset()  # budgets invalid now: their claims stay funded
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from planner import manifests
 from planner.plan import Plan
 from reconciler import forkmap, gitpack, passmemo, statefiles
 
@@ -58,9 +59,11 @@ _MISSING = object()
 def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) -> NextTree:
     """The owned files after this plan, given the current tree's memo and a blob reader.
 
-    Ledger days get this pass's events appended; every other owned file is exactly `encode(plan)`.
-    A file whose source the memo shows unchanged keeps its blob without being written again; the
-    rest are written in parallel when there are many (`forkmap`).
+    Ledger days get this pass's events appended; a frozen run's pods and Service (its spec is
+    invalid now) keep their blobs, as rendered from its last valid spec (`manifests.keep_frozen`);
+    every other owned file is exactly `encode(plan)`. A file whose source the memo shows unchanged
+    keeps its blob without being written again; the rest are written in parallel when there are
+    many (`forkmap`).
     """
     old_blobs = current.blobs
     blobs: dict[str, str] = {}
@@ -72,6 +75,11 @@ def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) 
         old = old_blobs.get(path)
         if old is not None:
             if kind == statefiles.RENDERED:
+                if plan.frozen and manifests.run_of(key) in plan.frozen:  # rendered from no spec
+                    blobs[path] = old
+                    if (kept_fp := current.prints.get(path)) is not None:
+                        prints[path] = kept_fp
+                    continue
                 fp = passmemo.fingerprint(key)
                 if fp is not None and current.prints.get(path) == fp:
                     blobs[path], prints[path] = old, fp

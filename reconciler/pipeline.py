@@ -30,7 +30,7 @@ class Spec:
     runs: list[Run]
     inventory: Inventory | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    rejected: list[str] = field(default_factory=list)
+    rejected: dict[str, str] = field(default_factory=dict)  # "Kind ns/name" left out -> its file
 
 
 def read_spec(
@@ -44,7 +44,12 @@ def read_spec(
     `memo`: the caller's record of documents already validated (see `fleetcheck.check_fleet`).
     """
     v = fleetcheck.check_fleet(files, parsed, memo)
-    return Spec(v.config, list(v.budgets), list(v.runs), v.inventory, list(v.diagnostics), list(v.rejected))
+    where: dict[str, str] = {}
+    for o in v.objects:
+        if not o.valid:
+            where.setdefault(fleetcheck.excluded_key(o), o.path)
+    rejected = {key: where[key] for key in v.rejected}
+    return Spec(v.config, list(v.budgets), list(v.runs), v.inventory, list(v.diagnostics), rejected)
 
 
 def settings(fleet: FleetSpec) -> Settings:
@@ -65,17 +70,20 @@ class Cluster(Protocol):
     def apply_cordons(self, names: list[str]) -> None: ...
 
 
-def frozen(spec: Spec, state: FleetState) -> tuple[frozenset[str], frozenset[str]]:
-    """Objects whose file is present but invalid now: their running work is left exactly as it is."""
-    runs: set[str] = set()
+def frozen(spec: Spec, state: FleetState) -> tuple[dict[str, str], frozenset[str]]:
+    """Objects whose file is present but invalid now: their running work is left exactly as it is.
+
+    Runs come with the file to fix (their status names it); budgets by name.
+    """
+    runs: dict[str, str] = {}
     budgets: set[str] = set()
-    for key in spec.rejected:
+    for key, path in sorted(spec.rejected.items()):
         kind, _, name = key.partition(" ")
         if kind == "Run" and name in state.runs:
-            runs.add(name)
+            runs[name] = path
         elif kind == "Budget":
             budgets.add(name)
-    return frozenset(runs), frozenset(budgets)
+    return runs, frozenset(budgets)
 
 
 def run_pass(

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from planner import manifests
 from planner.world import FleetState
 from reconciler import jsonout, pipeline, statefiles
 from reconciler.embedded import EmbeddedCluster
@@ -145,6 +146,8 @@ class Simulation:
         result = pipeline.run_pass(
             self.spec_cache, self.cluster, self.state, now, render=self.history is not None
         )
+        if self.history is not None and self.last is not None:  # as `gitsink` keeps their blobs
+            result.rendered = manifests.keep_frozen(result.manifests, result.frozen, self.last.manifests)
         self.state = result.state
         self.last = result
         if self.history is not None:

@@ -311,10 +311,12 @@ def piece(kind: str, obj: Any) -> Any:
     if kind == RUN:
         s = obj["status"]
         hours = s.get("hours") or {}
+        w = s.get("width") or {}
         return (
             obj["run"], _ts(s["submittedAt"]), s["phase"], s.get("message", ""),
             _ts(s["started"]) if s.get("started") else None, _ts(s["finished"]) if s.get("finished") else None,
             float(hours.get("owned", 0)), float(hours.get("borrowed", 0)),
+            (int(w["min"]), int(w["max"]), int(w["desired"])) if "desired" in w else None,
         )  # fmt: skip
     if kind == BUDGET:
         return tuple(

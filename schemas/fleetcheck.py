@@ -264,19 +264,17 @@ def _load_inventory(path: str, docs: list[Document]) -> list[_Entry]:
 
 
 def _rejected_keys(objects: list[ObjectVerdict]) -> list[str]:
-    """Keys of excluded objects, so running work under them is left alone; a file that did not
-    parse is named by its path (runs/<ns>/<name>.yaml, budgets/<name>.yaml)."""
+    """Keys of excluded objects, so running work under them is left alone."""
     used = {o.key for o in objects if o.valid}
-    out: set[str] = set()
-    for o in objects:
-        if o.valid:
-            continue
-        if o.kind == "Run" and o.name and not o.namespace and o.path.count("/") == 2:
-            o = replace(o, namespace=o.path.split("/")[1])  # salvaged name: the folder is the namespace
-        key = o.key if o.name else _key_from_path(o.kind, o.path)
-        if key not in used:
-            out.add(key)
-    return sorted(out)
+    return sorted({key for o in objects if not o.valid and (key := excluded_key(o)) not in used})
+
+
+def excluded_key(o: ObjectVerdict) -> str:
+    """The key an excluded object goes by: its own, or, for a file that did not parse, one named by
+    its path (runs/<ns>/<name>.yaml, budgets/<name>.yaml)."""
+    if o.kind == "Run" and o.name and not o.namespace and o.path.count("/") == 2:
+        o = replace(o, namespace=o.path.split("/")[1])  # salvaged name: the folder is the namespace
+    return o.key if o.name else _key_from_path(o.kind, o.path)
 
 
 def _key_from_path(kind: str, path: str) -> str:

@@ -39,7 +39,7 @@ def test_a_reservation_copy_keeps_every_field_and_owns_its_conflicts() -> None:
 
 
 def test_a_run_record_copy_keeps_every_field() -> None:
-    rec = RunRecord("t/r", 5, "Running", "bound 8 GPUs", 6, 9, 1.5, 2.5)
+    rec = RunRecord("t/r", 5, "Running", "bound 8 GPUs", 6, 9, 1.5, 2.5, (8, 32, 16))
     assert every_default_overridden(rec)
     copied = rec.copy()
     assert copied == rec and copied is not rec
