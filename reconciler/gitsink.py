@@ -188,13 +188,13 @@ def summary(plan: Plan) -> list[str]:
     reserved = sorted(k for k, r in plan.state.reservations.items() if r.state == "Pending")
     lines: list[str] = []
     if started:
-        lines.append(f"started or grew {len(started)} runs ({sum(started.values())} GPUs)")
+        lines.append(f"started or grew {_runs(len(started))} ({sum(started.values())} GPUs)")
     if swapped:
-        lines.append(f"swapped {len(swapped)} runs onto hot spares")
+        lines.append(f"swapped {_runs(len(swapped))} onto hot spares")
     for reason, runs in sorted(ended.items()):
-        lines.append(f"{reason}: {len(runs)} runs")
+        lines.append(f"{reason}: {_runs(len(runs))}")
     if reserved:
-        lines.append(f"{len(reserved)} runs reserved")
+        lines.append(f"{_runs(len(reserved))} reserved")
     details = [f"{run} +{gpus} GPUs" for run, gpus in sorted(started.items())]
     details += [f"{run} swapped to spare" for run in sorted(swapped)]
     for reason, runs in sorted(ended.items()):
@@ -202,3 +202,7 @@ def summary(plan: Plan) -> list[str]:
     if len(details) > MAX_MESSAGE_LINES:
         details = details[:MAX_MESSAGE_LINES] + [f"... and {len(details) - MAX_MESSAGE_LINES} more"]
     return lines + details
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"

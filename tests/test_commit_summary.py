@@ -21,6 +21,6 @@ def test_a_swap_onto_a_hot_spare_is_reported_as_a_swap_not_a_start(tmp_path: Pat
     messages = [c.message for c in repo.walk(repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL)]
     swap = [m for m in messages if "2026-03-02T09:05:00Z" in m.splitlines()[0]]
     assert len(swap) == 1
-    assert "swapped 1 runs onto hot spares" in swap[0]
+    assert "swapped 1 run onto hot spares" in swap[0]
     assert "alpha/j1 swapped to spare" in swap[0]
     assert "alpha/j1 +" not in swap[0]  # the swap is not counted as a start of j1
