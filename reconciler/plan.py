@@ -4,8 +4,9 @@ Reads both specs and the committed `state/` at BASE through pygit2 (no checkout)
 the same `now` from that one state with the embedded cluster, and reports the difference
 (`prdiff`, rendered by `planreport`). Writes nothing to Git. A head that edits `state/` or
 `rendered/` in commits other than the reconciler's own is refused before anything is planned: its
-own commits carry the fleet's git author and a `Spec-Commit` trailer and, since it commits only to
-the fleet's branch, are reachable from the base or from that branch (local or fetched).
+own commits carry the fleet's git author and a `Spec-Commit` trailer and are reachable from the base
+or from the fleet's branch (local or fetched), or, made elsewhere (`reconcile --branch pr`), hold
+exactly what jobtree computes for them (`provenance`, at most `MAX_RECOMPUTED` per plan).
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import pygit2
 from pygit2.enums import SortMode
 
 from planner.world import FleetState
-from reconciler import batchgc, gitstore, pipeline, planreport, prdiff, statefiles
+from reconciler import batchgc, gitstore, pipeline, planreport, prdiff, provenance, statefiles
 from reconciler.embedded import EmbeddedCluster, nodes_from_inventory
 from reconciler.reconcile import SPEC_PREFIXES
 from schemas.common import parse_time
 from schemas.fleet import GitAuthor
 
 EXIT_CHANGES, EXIT_USAGE, EXIT_INVALID, EXIT_OTHER = 1, 2, 3, 4
+MAX_RECOMPUTED = 20  # commits off the fleet's branch proven by recomputing a pass each (seconds apiece)
 
 
 class PlanFailure(Exception):
@@ -119,10 +121,29 @@ def disguised_edits(repo: pygit2.Repository, base: str, head: str, email: str) -
     return found
 
 
+def _unproven(git: pygit2.Repository, shas: list[str], email: str) -> dict[str, str | None]:
+    """Per commit claiming to be the reconciler's: None when its content proves it (recomputed, see
+    `provenance`), else why not. Beyond `MAX_RECOMPUTED` such commits none is recomputed."""
+    claimants = [
+        sha for sha in dict.fromkeys(shas) if _claims_reconciler(git[sha].peel(pygit2.Commit), email)
+    ]
+    if len(claimants) > MAX_RECOMPUTED:
+        why = (
+            f"jobtree proves at most {MAX_RECOMPUTED} such commits per plan by recomputing them "
+            f"(this branch has {len(claimants)})"
+        )
+        return dict.fromkeys(claimants, why)
+    out: dict[str, str | None] = {}
+    for sha in claimants:
+        verdict = provenance.verify(git, git[sha].peel(pygit2.Commit))
+        out[sha] = None if verdict.proven else verdict.why
+    return out
+
+
 def _refuse_hand_edits(
     git: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit, author: GitAuthor, branch: str
 ) -> None:
-    # the reconciler commits only to `branch`: its commits in head were there, or they were made elsewhere
+    # the reconciler commits to `branch`: its commits in head were there, or made elsewhere and proven by content
     edits = gitstore.hand_edited(
         git,
         str(base.id),
@@ -131,11 +152,13 @@ def _refuse_hand_edits(
         reconciler_tips=branch_tips(git, branch),
     )
     claimed = f"authored as {author.name} <{author.email}> but is not on {branch}"
+    off_branch = _unproven(git, [sha for sha, _ in edits], author.email)
     found = [
-        (sha, path, claimed if _claims_reconciler(git[sha].peel(pygit2.Commit), author.email) else "")
+        (sha, path, f"{claimed}, and {off_branch[sha]}" if sha in off_branch else "")
         for sha, path in edits
+        if off_branch.get(sha, "") is not None
     ]
-    named = set(edits)
+    named = {(sha, path) for sha, path, _ in found}
     found += [e for e in disguised_edits(git, str(base.id), str(head.id), author.email) if e[:2] not in named]
     if not found:
         return

@@ -1,9 +1,11 @@
 """`jobtree plan` refuses state/ and rendered/ edits the reconciler did not make, on real repositories.
 
-The reconciler commits only to the fleet's branch (`git.branch`, here `main`) and pushes it, so a
-commit of its own in a pull request has been on that branch: reachable from the base or from
-`main` / `origin/main`. Its author and `Spec-Commit` trailer are only a claim anyone can type;
-where the commit was made is what proves it. The fleet is `test_prplan`'s, reconciled at 09:00.
+The reconciler commits to the fleet's branch (`git.branch`, here `main`) and pushes it, so a
+commit of its own in a pull request has usually been on that branch: reachable from the base or
+from `main` / `origin/main`. Its author and `Spec-Commit` trailer are only a claim anyone can type.
+A claimant made anywhere else (`jobtree reconcile --branch pr`) is its own only when its content
+proves it: exactly the files one pass computes for its Spec-Commit, parent and author time. The
+fleet is `test_prplan`'s, reconciled at 09:00.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import pygit2
 import pytest
 from click.testing import CliRunner, Result
 
-from reconciler import gitstore
+from reconciler import gitstore, provenance
+from reconciler import plan as plan_module
 from reconciler.plan import command
 from reconciler.reconcile import reconcile_once
 from tests import test_prplan as prplan
 from tests.git_support import write_tree
-from tests.test_prplan import NOW, T0, budget, commit, run
+from tests.test_prplan import FLEET, NOW, T0, budget, commit, run
 
 fleet = prplan.fleet  # the same fixture: the base fleet reconciled at 09:00, branch `pr` at main
 
@@ -71,6 +74,11 @@ def test_a_commit_forged_as_the_reconciler_off_main_is_refused_naming_the_file_a
     assert f"{LEASE} (changed by hand in {forged[:12]}" in result.stderr
     assert "authored as jobtree <jobtree@fleet.example> but is not on main" in result.stderr
     assert "so its state/ and rendered/ edits are refused" in result.stderr
+    # recomputing the pass it claims to be shows the edit: jobtree leaves r1 running at 09:02
+    assert (
+        f"and {LEASE} differs from what jobtree computes for Spec-Commit {tip(fleet, 'main')[:12]} "
+        "at 2026-03-02T09:02:00Z, so" in result.stderr
+    )
 
 
 def test_a_forged_commit_is_refused_in_a_clone_that_has_main_only_as_origin_main(
@@ -168,3 +176,125 @@ def test_the_plan_workflow_fetches_every_branch_so_the_reconcilers_commits_are_k
     assert checkout["with"]["fetch-depth"] == 0
     plan_step = next(s for s in doc.data["jobs"]["plan"]["steps"] if "jobtree plan" in str(s.get("run", "")))
     assert '--base "origin/$BASE_REF"' in plan_step["run"]
+
+
+# ------------------------------------------------------- reconciler commits made off main, proven by content
+
+
+def reconcile_pr(repo: pygit2.Repository, tmp_path: Path, at: int = T0 + 60) -> str:
+    """`jobtree reconcile --branch pr` at `at`: a genuine state commit on the pull request branch."""
+    made = reconcile_once(tmp_path / "fleet", now=at, branch="pr").commit
+    assert made is not None and made == tip(repo, "pr")
+    return made
+
+
+def amend(repo: pygit2.Repository, sha: str, files: dict[str, bytes], author_time: int | None = None) -> str:
+    """`git commit --amend` on `pr`: same parent, message, author and committer, with `files` changed."""
+    old = repo[sha].peel(pygit2.Commit)
+    who = old.author
+    if author_time is not None:
+        who = pygit2.Signature(who.name, who.email, author_time, 0)
+    tree = write_tree(repo, gitstore.read_files(repo, sha) | files)
+    new = repo.create_commit(None, who, who, old.message, tree, [old.parents[0].id])
+    repo.references["refs/heads/pr"].set_target(new)
+    return str(new)
+
+
+def test_a_pull_request_reconciled_twice_on_its_own_branch_is_accepted_here_and_in_a_ci_checkout(
+    fleet: pygit2.Repository, tmp_path: Path
+) -> None:
+    commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
+    reconcile_pr(fleet, tmp_path)
+    commit(fleet, {"runs/t/r4.yaml": run("r4", 8)}, "r4\n", "pr")
+    reconcile_pr(fleet, tmp_path, T0 + 120)  # computed from the state the first pass wrote
+    result = plan(fleet, "--format", "json")
+    assert result.exit_code == 0, result.output
+    clone = ci_checkout(fleet, tmp_path)
+    result = plan(clone, "--format", "json", base="origin/main", head="origin/pr")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("where", ["state/leases/", "rendered/"])
+def test_a_reconciler_commit_amended_by_hand_is_refused_naming_the_file(
+    fleet: pygit2.Repository, tmp_path: Path, where: str
+) -> None:
+    spec = commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
+    made = reconcile_pr(fleet, tmp_path)
+    (path, data) = next(
+        (p, b) for p, b in gitstore.read_files(fleet, made, [where]).items() if b"r1" in p.encode()
+    )
+    edited = amend(fleet, made, {path: data + b"# tweaked\n"})  # author, time and trailer kept
+    result = plan(fleet)
+    assert result.exit_code == 3 and result.stdout == ""
+    want_line = (
+        f"  {path} (changed by hand in {edited[:12]}: authored as jobtree <jobtree@fleet.example> but is "
+        f"not on main, and {path} differs from what jobtree computes for Spec-Commit {spec[:12]} at "
+        "2026-03-02T09:01:00Z, so its state/ and rendered/ edits are refused)"
+    )
+    assert want_line in result.stderr.splitlines()
+
+
+def test_a_reconciler_commit_redated_is_refused(fleet: pygit2.Repository, tmp_path: Path) -> None:
+    # the same files claimed for another instant: a pass then would have written another asOf
+    commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
+    made = reconcile_pr(fleet, tmp_path)
+    redated = amend(fleet, made, {}, author_time=T0 + 90)
+    result = plan(fleet)
+    assert result.exit_code == 3
+    assert f"(changed by hand in {redated[:12]}:" in result.stderr
+    assert "differs from what jobtree computes for Spec-Commit" in result.stderr
+    assert "at 2026-03-02T09:01:30Z, so" in result.stderr
+
+
+def test_a_genuine_pass_for_an_older_spec_laid_on_a_newer_one_is_refused(
+    fleet: pygit2.Repository, tmp_path: Path
+) -> None:
+    # jobtree really computed "r1 deleted: close its leases" for the spec without r1; the branch puts r1
+    # back and then lays that pass on top, naming the older spec (its ancestor) as its Spec-Commit
+    without_r1 = commit(fleet, {}, "drop r1\n", "pr", delete=("runs/t/r1.yaml",))
+    fleet.references.create("refs/heads/scratch", pygit2.Oid(hex=without_r1))
+    closing = reconcile_once(tmp_path / "fleet", now=T0 + 60, branch="scratch").commit
+    assert closing is not None
+    back = commit(fleet, {"runs/t/r1.yaml": run("r1")}, "r1 back\n", "pr")
+    genuine = fleet[closing].peel(pygit2.Commit)
+    files = gitstore.read_files(fleet, back, ["jobtree.yaml", "budgets/", "runs/", "inventory/"])
+    tree = write_tree(fleet, files | gitstore.read_files(fleet, closing, ["state/", "rendered/"]))
+    laid = fleet.create_commit(
+        "refs/heads/pr", genuine.author, genuine.committer, genuine.message, tree, [pygit2.Oid(hex=back)]
+    )
+    result = plan(fleet)
+    assert result.exit_code == 3
+    assert f"{LEASE} (changed by hand in {str(laid)[:12]}" in result.stderr
+    assert f"its parent's runs/ differs from Spec-Commit {without_r1[:12]}'s" in result.stderr
+
+
+def test_a_reconciler_commit_against_a_configured_cluster_is_not_proven(
+    fleet: pygit2.Repository, tmp_path: Path
+) -> None:
+    # what a real cluster observed is not in Git: such a commit cannot be recomputed, so it is refused
+    clusters = FLEET + b"  clusters:\n    - {name: c1, context: prod}\n"
+    spec = commit(fleet, {"jobtree.yaml": clusters, "runs/t/r3.yaml": run("r3", 8)}, "r3 and c1\n", "pr")
+    made = reconcile_pr(fleet, tmp_path)
+    result = plan(fleet)
+    assert result.exit_code == 3
+    assert f"(changed by hand in {made[:12]}:" in result.stderr
+    assert f"jobtree.yaml at Spec-Commit {spec[:12]} configures clusters" in result.stderr
+
+
+def test_beyond_the_bound_reconciler_commits_off_main_are_refused_without_recomputing(
+    fleet: pygit2.Repository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plan_module, "MAX_RECOMPUTED", 2)
+
+    def never(*_: object) -> provenance.Verdict:
+        raise AssertionError("recomputed a pass beyond the bound")
+
+    monkeypatch.setattr(provenance, "verify", never)
+    for i, name in enumerate(["r3", "r4", "r5"]):
+        commit(fleet, {f"runs/t/{name}.yaml": run(name, 8)}, f"{name}\n", "pr")
+        reconcile_pr(fleet, tmp_path, T0 + 60 * (i + 1))
+    result = plan(fleet)
+    assert result.exit_code == 3 and result.stdout == ""
+    assert "jobtree proves at most 2 such commits per plan by recomputing them (this branch has 3)" in (
+        result.stderr
+    )

@@ -171,21 +171,28 @@ def test_hand_edited_state_is_refused_naming_the_file(fleet: pygit2.Repository) 
     assert "state/leases/t/r1.yaml" in out and "written only by jobtree" in out
 
 
-def test_state_commits_made_by_reconciling_the_pull_request_branch_itself_are_refused(
+def test_state_commits_made_by_reconciling_the_pull_request_branch_itself_are_accepted(
     fleet: pygit2.Repository, tmp_path: Path
 ) -> None:
-    # the reconciler commits only to git.branch (main); `jobtree reconcile --branch pr` makes commits
-    # Git cannot tell from ones typed with its author and trailer, so they count as hand edits
-    # (its commits that reached the branch through main are accepted: test_plan_provenance)
-    commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
+    # `jobtree reconcile --branch pr` commits off main: plan recomputes the pass each one claims to be
+    # and, as its files are exactly jobtree's, takes it as the reconciler's own
+    spec_only = commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
     made = reconcile_once(tmp_path / "fleet", now=T0 + 60, branch="pr").commit
-    assert made is not None
+    assert made is not None and made == str(fleet.references["refs/heads/pr"].target)
     code, out = plan(fleet, "--format", "json")
-    assert code == 3
-    assert (
-        f"(changed by hand in {made[:12]}: authored as jobtree <jobtree@fleet.example> but is not on main"
-        in out
+    assert code == 0, out
+    # the report is about the spec change only, the same as for the branch before it was reconciled
+    want = json.loads(
+        CliRunner()
+        .invoke(
+            command, [fleet.path, "--base", "main", "--head", spec_only, "--now", NOW, "--format", "json"]
+        )
+        .output
     )
+    report = json.loads(out)
+    assert report["head"] == made
+    assert {**report, "head": spec_only} == want
+    assert [r["run"] for r in report["reserved"]] == ["t/r3"]
 
 
 def test_an_unknown_base_revision_is_a_usage_error_naming_it(fleet: pygit2.Repository) -> None:

@@ -1,0 +1,128 @@
+"""Proof by recomputation (for `jobtree plan`): is this state commit exactly what one pass writes?
+
+A commit authored as the fleet's git author with a `Spec-Commit: S` trailer claims to be the
+reconciler's. Author and trailer are typed text; the content is not: a pass is deterministic, so
+the state commit C on parent P at instant t (C's author time) holds exactly the `state/` (ledger
+included) and `rendered/` that one pass writes from the spec at S, the state at P and the
+embedded cluster of S's inventory, at t, and nothing else differs from P. `verify` runs that pass
+the way `reconcile.plan_once` does and compares blob ids. Reads Git, writes nothing; decides
+nothing about what to refuse (`plan` does), and does not prove commits for a configured cluster,
+whose observations Git does not hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pygit2
+from pygit2.enums import FileMode, ObjectType
+
+from reconciler import gitsink, gitstore, passmemo, pipeline
+from reconciler.embedded import EmbeddedCluster
+from reconciler.reconcile import SPEC_PREFIXES
+from schemas.common import format_time
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether the commit is the reconciler's own; `why` says, for people, what disproves it."""
+
+    proven: bool
+    why: str = ""
+
+
+def _owned_files(repo: pygit2.Repository, tree: pygit2.Tree) -> dict[str, tuple[str, int]]:
+    """`{path: (object id, mode)}` of every non-directory entry under the owned prefixes."""
+    out: dict[str, tuple[str, int]] = {}
+    for prefix in gitstore.OWNED_PREFIXES:
+        parts = [p for p in prefix.split("/") if p]
+        sub = gitstore.subtree(repo, tree, parts)
+        if sub is not None:
+            out.update(_entries(repo, sub, "/".join(parts) + "/"))
+        elif len(parts) == 1 and parts[0] in tree:  # a file where jobtree keeps a directory
+            out[parts[0]] = (str(tree[parts[0]].id), int(tree[parts[0]].filemode))
+    return out
+
+
+def _entries(repo: pygit2.Repository, tree: pygit2.Tree, base: str) -> Iterator[tuple[str, tuple[str, int]]]:
+    for entry in tree:
+        if entry.type == ObjectType.TREE:
+            yield from _entries(repo, repo[entry.id].peel(pygit2.Tree), f"{base}{entry.name}/")
+        else:
+            yield f"{base}{entry.name}", (str(entry.id), int(entry.filemode))
+
+
+def _entry(tree: pygit2.Tree, name: str) -> tuple[str, int] | None:
+    return (str(tree[name].id), int(tree[name].filemode)) if name in tree else None
+
+
+def _other_change(parent: pygit2.Tree, commit: pygit2.Tree) -> str | None:
+    """A top-level name outside the owned prefixes that differs between the two trees, if any."""
+    owned = {p.split("/")[0] for p in gitstore.OWNED_PREFIXES}
+    names = {str(e.name) for e in parent} | {str(e.name) for e in commit}
+    for name in sorted(names - owned):
+        if _entry(parent, name) != _entry(commit, name):
+            kinds = {t[name].type for t in (parent, commit) if name in t}
+            return f"{name}/" if ObjectType.TREE in kinds else name
+    return None
+
+
+def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
+    """Recompute the pass `commit` claims to be (parent's state, its `Spec-Commit`'s spec, its author
+    time) and compare every owned file: proven only when all equal and nothing else changed."""
+    spec_sha = gitstore.spec_commit_of(commit.message)
+    if spec_sha is None:
+        return Verdict(False, "it names no Spec-Commit")
+    if len(commit.parents) != 1:
+        return Verdict(False, "jobtree writes one-parent commits")
+    parent = commit.parents[0]
+    other = _other_change(parent.tree, commit.tree)
+    if other is not None:
+        return Verdict(False, f"it changes {other}, but jobtree changes only state/ and rendered/")
+    try:
+        spec_commit = gitstore.resolve(repo, spec_sha)
+    except gitstore.RevisionNotFound:
+        return Verdict(False, f"its Spec-Commit {spec_sha[:12]} is not in this repository")
+    short = spec_sha[:12]
+    # a pass reads the spec at its parent and names that spec's commit: the two must hold the same spec
+    differs = [
+        p
+        for p in SPEC_PREFIXES
+        if _entry(parent.tree, p.rstrip("/")) != _entry(spec_commit.tree, p.rstrip("/"))
+    ]
+    if differs:
+        return Verdict(False, f"its parent's {differs[0]} differs from Spec-Commit {short}'s")
+    spec = pipeline.read_spec(gitstore.read_files(repo, spec_sha, SPEC_PREFIXES))
+    author = spec.fleet.git.author
+    if (commit.author.name, commit.author.email) != (author.name, author.email):
+        return Verdict(False, f"jobtree.yaml at Spec-Commit {short} names {author.name} <{author.email}>")
+    if spec.fleet.clusters:
+        return Verdict(
+            False,
+            f"jobtree.yaml at Spec-Commit {short} configures clusters, and jobtree can recompute only "
+            "commits made against the embedded cluster",
+        )
+    now = int(commit.author.time)
+    at = f"for Spec-Commit {short} at {format_time(now)}"
+    try:
+        memo = passmemo.read(repo, parent)
+        state = memo.state()
+    except Exception as err:  # noqa: BLE001 - damaged state/ at the parent: not proven, and say why
+        return Verdict(False, f"jobtree cannot read the state/ of its parent ({type(err).__name__})")
+    try:
+        result = pipeline.run_pass(spec, EmbeddedCluster(spec.inventory), state, now)
+    except pipeline.InvariantViolation:
+        return Verdict(False, f"jobtree's pass {at} breaks invariants, so it commits nothing")
+    tree = gitsink.next_tree(result, memo, lambda oid: gitstore.read_blob(repo, oid))
+    want = {path: (blob, int(FileMode.BLOB)) for path, blob in tree.blobs.items()}
+    have = _owned_files(repo, commit.tree)
+    was = _owned_files(repo, parent.tree)
+    # name a file the commit changed itself first: that is where a hand edit is
+    wrong = sorted(
+        (p for p in want.keys() | have.keys() if want.get(p) != have.get(p)),
+        key=lambda p: (have.get(p) == was.get(p), p),
+    )
+    if wrong:
+        return Verdict(False, f"{wrong[0]} differs from what jobtree computes {at}")
+    return Verdict(True)
