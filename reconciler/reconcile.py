@@ -23,6 +23,7 @@ from planner.plan import Plan
 from planner.world import FleetState
 from reconciler import (
     batchgc,
+    checkoutjournal,
     gitremote,
     gitsink,
     gitstore,
@@ -168,6 +169,17 @@ def reconcile_once(
             outcome.commit, outcome.changed, outcome.summary = None, [], []
             moment = now if now is not None else int(time.time())
             expected = None
+            # Before anything moves the branch: files a killed pass left half written are put back
+            # (those its checkout journal names, then owned ones), so they never read as local edits.
+            checking = time.monotonic()
+            rewound = checkoutjournal.recover(repo)
+            repaired = sorted(set(rewound) | set(gitstore.restore_owned(repo, want_branch)))
+            if repaired:
+                say(f"restored {len(repaired)} files a killed pass left half written")
+            elif worktree.checked_out(repo, want_branch):
+                say(
+                    f"checked out files of {want_branch} are as committed ({time.monotonic() - checking:.2f} s)"
+                )
             if push:
                 synced = gitremote.sync_with_remote(
                     repo, remote, want_branch, discard_unpushed=True, token=token
@@ -175,14 +187,6 @@ def reconcile_once(
                 tracking = repo.references.get(f"refs/remotes/{remote}/{want_branch}")
                 expected = str(tracking.target) if tracking is not None else None
                 say(f"fetched {remote}/{want_branch}: {synced.value}")
-            checking = time.monotonic()
-            repaired = gitstore.restore_owned(repo, want_branch)
-            if repaired:
-                say(f"restored {len(repaired)} state files a killed pass left half checked out")
-            elif worktree.checked_out(repo, want_branch):
-                say(
-                    f"checked out files of {want_branch} are as committed ({time.monotonic() - checking:.2f} s)"
-                )
             planned = plan_once(repo, want_branch, moment, say, memos)
             head, spec, tree, result = planned.head, planned.spec, planned.tree, planned.plan
             outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed

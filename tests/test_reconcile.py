@@ -23,7 +23,7 @@ import pygit2
 import pytest
 from click.testing import CliRunner
 
-from reconciler import gitstore, statefiles
+from reconciler import gitstore, statefiles, workfiles
 from reconciler.reconcile import command, reconcile_once
 from schemas.common import parse_time
 from tests.git_support import daemon, free_port, write_tree
@@ -300,3 +300,43 @@ def test_state_files_left_half_written_in_the_checkout_are_restored_and_other_ed
     repo = pygit2.Repository(str(path))
     assert {p for p in repo.status() if p.startswith("state/")} == set()
     assert (path / "runs" / "rai-llm" / "notes.txt").exists()
+
+
+def test_a_spec_file_a_killed_pass_left_empty_while_fast_forwarding_is_put_back_by_the_next_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path, steady_files())
+    clone(remote, tmp_path / "other")
+    victim = tmp_path / "victim"
+    clone(remote, victim)
+    # a person adds a run upstream, and another clone reconciles it and pushes the state
+    served = pygit2.Repository(str(remote))
+    files = gitstore.read_files(served, "main")
+    added = "runs/media-audio/whisper-more.yaml"
+    files[added] = files["runs/media-audio/whisper-finetune.yaml"].replace(
+        b"whisper-finetune", b"whisper-more"
+    )
+    parent = served.references["refs/heads/main"].target
+    served.create_commit(
+        "refs/heads/main", HUMAN, HUMAN, "another run\n", write_tree(served, files), [parent]
+    )
+    assert reconcile_once(tmp_path / "other", now=T0, push=True).pushed
+    # this clone's pass dies writing the new spec file while fast-forwarding to the remote head
+    real = workfiles.write
+
+    def killed(workdir: str, path: str, data: bytes, mode: int, made: set[str]) -> os.stat_result:
+        if path == added:
+            real(workdir, path, b"", mode, made)
+            raise KeyboardInterrupt  # stands in for kill -9: the write never finishes
+        return real(workdir, path, data, mode, made)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(workfiles, "write", killed)
+        with pytest.raises(KeyboardInterrupt):
+            reconcile_once(victim, now=T0, push=True)
+    assert (victim / added).read_bytes() == b""
+    outcome = reconcile_once(victim, now=T0, push=True)  # no "local edits would be overwritten"
+    assert outcome.head == str(served.references["refs/heads/main"].target)
+    assert (victim / added).read_bytes() == files[added]
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=victim, capture_output=True, text=True)
+    assert status.stdout == ""
