@@ -147,7 +147,7 @@ def remove(workdir: str, path: str) -> None:
     full = os.path.join(workdir, path)
     try:
         os.unlink(full)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # gone already, or a parent is a file now
         pass
     parent = os.path.dirname(path)
     while parent:
