@@ -51,9 +51,13 @@ def write(
     """Store `(raw id, kind, data)` objects (new ones: trees and blobs of a commit being written).
 
     A batch of `PACK_FROM` or more becomes one pack (its path without extension is appended to
-    `packs`); a smaller one is written loose, skipping objects the repository has. Ids are the
-    caller's `object_id`; a mismatching id is a bug and raises ValueError before anything is stored
-    in a pack. Returns how many objects were written.
+    `packs`); a smaller one is written loose, skipping objects the repository has, its commits last
+    (in the order given: parents first). A writer killed part way thus never leaves a commit whose
+    tree is missing: libgit2's fetch from a local path hides every commit of the fetching clone
+    that the remote holds and walks its tree there, so one such commit in a remote failed every
+    fetch of the clone that made it with "object not found". Ids are the caller's `object_id`; a
+    mismatching id is a bug and raises ValueError before anything is stored in a pack. Returns how
+    many objects were written.
     """
     todo: dict[bytes, tuple[str, bytes]] = {}
     for oid, kind, data in objects:
@@ -68,7 +72,7 @@ def write(
     odb = repo.odb
     types = {"commit": ObjectType.COMMIT, "tree": ObjectType.TREE, "blob": ObjectType.BLOB}
     written = 0
-    for oid, (kind, data) in todo.items():
+    for oid, (kind, data) in sorted(todo.items(), key=lambda item: item[1][0] == "commit"):
         if odb.exists(pygit2.Oid(raw=oid)):
             continue
         stored = odb.write(types[kind], data)

@@ -23,6 +23,7 @@ from planner.plan import Plan
 from planner.world import FleetState
 from reconciler import (
     batchgc,
+    checkoutjournal,
     gitremote,
     gitsink,
     gitstore,
@@ -37,8 +38,10 @@ from reconciler.gitremote import PushStatus
 from reconciler.gitstore import GitStoreError, PermanentGitError, TemporaryGitError
 from reconciler.writerlock import writer_lock
 from schemas.common import format_time, parse_duration, parse_time
+from schemas.diagnostics import Diagnostic
 
 SPEC_PREFIXES = ("jobtree.yaml", "budgets/", "runs/", "inventory/")
+DIAGNOSTICS_SHOWN = 50  # problem lines printed per pass; `jobtree validate` lists them all
 EXIT_OTHER = 4
 TOKEN_ENV = "JOBTREE_GIT_TOKEN"
 
@@ -54,6 +57,7 @@ class Outcome:
     changed: list[str] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
     problems: int = 0  # spec diagnostics (invalid objects were left out of planning)
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # those diagnostics, sorted
     next_due: int | None = None  # the next instant something is due without a push
     state_from: str = ""  # where the state came from: "decoded" (Git), "cached" (disk) or "in memory"
     spec_parsed: int = 0  # spec files parsed this pass (the others came from the parse cache)
@@ -168,6 +172,17 @@ def reconcile_once(
             outcome.commit, outcome.changed, outcome.summary = None, [], []
             moment = now if now is not None else int(time.time())
             expected = None
+            # Before anything moves the branch: files a killed pass left half written are put back
+            # (those its checkout journal names, then owned ones), so they never read as local edits.
+            checking = time.monotonic()
+            rewound = checkoutjournal.recover(repo)
+            repaired = sorted(set(rewound) | set(gitstore.restore_owned(repo, want_branch)))
+            if repaired:
+                say(f"restored {len(repaired)} files a killed pass left half written")
+            elif worktree.checked_out(repo, want_branch):
+                say(
+                    f"checked out files of {want_branch} are as committed ({time.monotonic() - checking:.2f} s)"
+                )
             if push:
                 synced = gitremote.sync_with_remote(
                     repo, remote, want_branch, discard_unpushed=True, token=token,
@@ -176,18 +191,10 @@ def reconcile_once(
                 tracking = repo.references.get(f"refs/remotes/{remote}/{want_branch}")
                 expected = str(tracking.target) if tracking is not None else None
                 say(f"fetched {remote}/{want_branch}: {synced.value}")
-            checking = time.monotonic()
-            repaired = gitstore.restore_owned(repo, want_branch)
-            if repaired:
-                say(f"restored {len(repaired)} state files a killed pass left half checked out")
-            elif worktree.checked_out(repo, want_branch):
-                say(
-                    f"checked out files of {want_branch} are as committed ({time.monotonic() - checking:.2f} s)"
-                )
             planned = plan_once(repo, want_branch, moment, say, memos)
             head, spec, tree, result = planned.head, planned.spec, planned.tree, planned.plan
             outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed
-            outcome.problems = len(spec.diagnostics)
+            outcome.problems, outcome.diagnostics = len(spec.diagnostics), list(spec.diagnostics)
             outcome.next_due = _due(result.state, spec, moment)
             outcome.head = str(head.id)
             memo = tree.kept
@@ -254,6 +261,21 @@ def reconcile_once(
     return outcome
 
 
+def problem_lines(diagnostics: list[Diagnostic], limit: int = DIAGNOSTICS_SHOWN) -> list[str]:
+    """The spec problems of a pass as `jobtree validate` prints them (`path:line:col: CODE message`),
+    at most `limit` of them, then how many more there are and a summary."""
+    lines = [str(d) for d in diagnostics[:limit]]
+    if len(diagnostics) > limit:
+        lines.append(f"... and {len(diagnostics) - limit} more (run `jobtree validate`)")
+    if diagnostics:
+        n = len(diagnostics)
+        lines.append(
+            f"jobtree: {n} problem{'s' * (n != 1)} in the fleet files; the objects concerned were "
+            "left out of this pass, the valid ones were reconciled"
+        )
+    return lines
+
+
 def _configured_branch(repo: pygit2.Repository) -> str:
     """The `git.branch` of jobtree.yaml at the current HEAD, else `main`."""
     try:
@@ -289,17 +311,19 @@ def _clusters_configured(repo_path: str) -> bool:
 
 @click.command("reconcile")
 @click.argument("repo", default=".", type=click.Path(file_okay=False))
-@click.option("--once", "mode", flag_value="once", default=True, help="One pass, then exit (default).")
+@click.option("--once", is_flag=True, help="One pass, then exit (the default without --interval).")
 @click.option("--interval", default=None, help="Keep reconciling every DURATION (e.g. 60s), and when due.")
 @click.option("--now", "now_text", default=None, help="Plan as of this RFC 3339 time instead of the clock.")
 @click.option("--push", is_flag=True, help="Push the state commit to the remote (compare-and-swap).")
 @click.option("--apply", is_flag=True, help="Hand the pushed commit to the cluster stage.")
 @click.option("--remote", default="origin", show_default=True)
 @click.option("--branch", default=None, help="Branch to reconcile (default: git.branch of jobtree.yaml).")
-@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option(
+    "--quiet", is_flag=True, help="No progress lines on stderr (problems in the fleet files still are)."
+)
 def command(
     repo: str,
-    mode: str,
+    once: bool,
     interval: str | None,
     now_text: str | None,
     push: bool,
@@ -308,11 +332,22 @@ def command(
     branch: str | None,
     quiet: bool,
 ) -> None:
-    """Reconcile the fleet repository REPO: plan, commit state/ and rendered/, optionally push."""
+    """Reconcile the fleet repository REPO: plan, commit state/ and rendered/, optionally push.
+
+    Problems in the fleet files are printed to stderr as `jobtree validate` prints them (even with
+    --quiet: they are problems, not progress); the objects concerned are left out and the valid
+    ones reconciled, so the exit code stays 0 (DESIGN §1 step 2). With --interval a pass prints
+    them when they differ from the last pass's, not every time.
+    """
     try:
         now = parse_time(now_text) if now_text else None
     except ValueError as err:
         raise click.UsageError(f"--now {now_text!r}: {err}") from err
+    if once and interval is not None:
+        raise click.UsageError(
+            f"--once and --interval {interval} exclude each other: --once runs one pass and exits, "
+            "--interval keeps reconciling; give one of them"
+        )
     try:
         every = parse_duration(interval) if interval else None
     except ValueError as err:
@@ -326,11 +361,16 @@ def command(
             err=True,
         )
         sys.exit(EXIT_OTHER)
+    shown: list[Diagnostic] | None = None
     while True:
         try:
             outcome = reconcile_once(
                 repo, now=now, push=push, apply=apply, remote=remote, branch=branch, progress=not quiet
             )
+            if outcome.diagnostics != shown:
+                for line in problem_lines(outcome.diagnostics):
+                    click.echo(line, err=True)
+                shown = outcome.diagnostics
             click.echo(str(outcome))
         except GitStoreError as err:
             click.echo(f"jobtree: {err}", err=True)

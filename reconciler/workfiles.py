@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pygit2
@@ -23,6 +23,7 @@ class Writer:
     """The rewrite of the changed paths: the files (`files`), then the index entries (`stage`).
 
     Calling it does both. It opens its own handle on the repository, so it may run in another thread.
+    `journal` runs before the first file is touched (`worktree` records there what is being written).
     """
 
     def __init__(
@@ -32,6 +33,7 @@ class Writer:
         todo: Mapping[str, tuple[Entry | None, Entry | None]],
         removed: set[str],
         contents: Mapping[str, bytes],
+        journal: Callable[[], None] | None = None,
     ) -> None:
         self.gitdir, self.workdir, self.todo, self.removed, self.contents = (
             gitdir,
@@ -40,6 +42,7 @@ class Writer:
             removed,
             contents,
         )
+        self.journal = journal
         self.written: list[tuple[str, pygit2.Oid, int, os.stat_result]] = []
 
     def __call__(self) -> None:
@@ -47,6 +50,8 @@ class Writer:
         self.stage()
 
     def files(self) -> None:
+        if self.journal is not None:
+            self.journal()
         own = pygit2.Repository(self.gitdir)
         for path in sorted(self.removed, reverse=True):
             remove(self.workdir, path)
@@ -142,7 +147,7 @@ def remove(workdir: str, path: str) -> None:
     full = os.path.join(workdir, path)
     try:
         os.unlink(full)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # gone already, or a parent is a file now
         pass
     parent = os.path.dirname(path)
     while parent:

@@ -5,8 +5,12 @@ differ between the old and the new commit are rewritten and restaged: a first 25
 commit writes its files once, a one-run change touches a few hundred, and nothing else in the work
 tree is even looked at. Like `git merge --ff-only`, local edits are never overwritten: a changed
 path whose file or index entry matches neither the old nor the new commit refuses the whole move
-with `DirtyCheckout` before anything is written. `restore_owned` repairs owned paths a killed
-writer left half written. Never decides what to commit (`gitstore`) and never talks to a remote.
+with `DirtyCheckout` before anything is written. Every rewrite is recorded first in a checkout
+journal (`checkoutjournal`) and the journal is removed once files, index and branch agree: a writer
+killed in between leaves it, and the next pass (or the next move) puts the listed paths back to the
+branch head before anything is checked, so jobtree's own half-written files are never taken for a
+person's edits. `restore_owned` repairs owned paths a writer left half written without a journal.
+Never decides what to commit (`gitstore`) and never talks to a remote.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Callable, Mapping
 import pygit2
 from pygit2.enums import CheckoutNotify, CheckoutStrategy, FileMode, FileStatus, ReferenceType
 
-from reconciler import gitstore, workfiles
+from reconciler import checkoutjournal, gitstore, workfiles
 
 _FILES = (FileMode.BLOB, FileMode.BLOB_EXECUTABLE)
 Entry = workfiles.Entry
@@ -49,7 +53,7 @@ class Pending:
     """Work still running in a background thread (work-tree writes of a ref move); `wait` joins it.
 
     For a ref move the branch has moved already; until `wait` returns, the changed paths are being
-    rewritten (a kill in between leaves owned files for `restore_owned`, as a kill mid-checkout did).
+    rewritten (a kill in between leaves the checkout journal, which the next pass settles).
     """
 
     def __init__(self, work: Callable[[], None], what: str = "updating the checked-out work tree") -> None:
@@ -94,11 +98,24 @@ def move_branch(
         writer = _checked(repo, branch, lambda: follow(repo, old, new, contents or {}))
         if background and writer is not None:
             repo.references.create(f"refs/heads/{branch}", oid, force=True)
-            return Pending(writer)
+            return Pending(_settling(writer))
         if writer is not None:
             writer()
+        repo.references.create(f"refs/heads/{branch}", oid, force=True)
+        checkoutjournal.end(repo.path)  # only now do files, index and branch agree
+        return None
     repo.references.create(f"refs/heads/{branch}", oid, force=True)
     return None
+
+
+def _settling(writer: workfiles.Writer) -> Callable[[], None]:
+    """The writer's files and index, then the journal removed (the branch has moved already)."""
+
+    def work() -> None:
+        writer()
+        checkoutjournal.end(writer.gitdir)
+
+    return work
 
 
 def _checked(
@@ -117,7 +134,8 @@ class Early(Pending):
     """The work tree of a commit not written yet: files are written now, the index once the branch moved.
 
     From `start`. The caller writes the objects and moves the branch, then calls `moved`; if that
-    fails, `abandon`: the files written so far are left for `restore_owned`, the index untouched.
+    fails, `abandon`: the files written so far and the journal naming them are left for the next
+    pass to put back (`checkoutjournal.recover`), the index untouched.
     """
 
     def __init__(self, writer: workfiles.Writer) -> None:
@@ -129,6 +147,7 @@ class Early(Pending):
             self._gate.wait()
             if self._moved:
                 writer.stage()
+                checkoutjournal.end(writer.gitdir)
 
         super().__init__(work)
 
@@ -236,15 +255,31 @@ def _plan(
     contents: Mapping[str, bytes],
     early: bool = False,
 ) -> workfiles.Writer | None:
-    """`follow` on raw tree ids; `early`: the commit is not written yet, so what needs libgit2 waits."""
+    """`follow` on raw tree ids; `early`: the commit is not written yet, so what needs libgit2 waits.
+
+    A journal a killed writer left is settled first, so its half-written files are no conflict.
+    """
+    checkoutjournal.recover(repo)
     todo = _changes(entries, old, new, "")
     if not todo:
         return None
+    head = repo.references.get("HEAD")
+    branch = str(head.target) if head is not None and head.type == ReferenceType.SYMBOLIC else "HEAD"
+    gitdir = repo.path
+
+    def journal() -> None:
+        checkoutjournal.begin(gitdir, branch, old, new, todo)
+
     if any(e is not None and e[1] not in _FILES for pair in todo.values() for e in pair) or _filtered(
         repo, entries, new
     ):
-        if not early:
-            _libgit2_checkout(repo, repo[pygit2.Oid(raw=new)].peel(pygit2.Tree))
+        if not early:  # the journal stays until `move_branch` has moved the branch
+            journal()
+            try:
+                _libgit2_checkout(repo, repo[pygit2.Oid(raw=new)].peel(pygit2.Tree))
+            except BaseException:  # refused before writing, or failed: a person's files stay theirs
+                checkoutjournal.end(gitdir)
+                raise
         return None
     workdir = os.path.join(repo.workdir, "")
     index = repo.index
@@ -260,7 +295,7 @@ def _plan(
     ]
     if conflicts:
         raise gitstore.DirtyCheckout(", ".join(sorted(conflicts)))
-    return workfiles.Writer(repo.path, workdir, todo, removed, contents)
+    return workfiles.Writer(repo.path, workdir, todo, removed, contents, journal)
 
 
 def _filtered(repo: pygit2.Repository, entries: _Trees, new: bytes) -> bool:

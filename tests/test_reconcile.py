@@ -23,7 +23,7 @@ import pygit2
 import pytest
 from click.testing import CliRunner
 
-from reconciler import gitstore, statefiles
+from reconciler import gitstore, statefiles, workfiles
 from reconciler.reconcile import command, reconcile_once
 from schemas.common import parse_time
 from tests.git_support import daemon, free_port, write_tree
@@ -369,3 +369,101 @@ def test_state_files_left_half_written_in_the_checkout_are_restored_and_other_ed
     repo = pygit2.Repository(str(path))
     assert {p for p in repo.status() if p.startswith("state/")} == set()
     assert (path / "runs" / "rai-llm" / "notes.txt").exists()
+
+
+def test_a_spec_file_a_killed_pass_left_empty_while_fast_forwarding_is_put_back_by_the_next_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path, steady_files())
+    clone(remote, tmp_path / "other")
+    victim = tmp_path / "victim"
+    clone(remote, victim)
+    # a person adds a run upstream, and another clone reconciles it and pushes the state
+    served = pygit2.Repository(str(remote))
+    files = gitstore.read_files(served, "main")
+    added = "runs/media-audio/whisper-more.yaml"
+    files[added] = files["runs/media-audio/whisper-finetune.yaml"].replace(
+        b"whisper-finetune", b"whisper-more"
+    )
+    parent = served.references["refs/heads/main"].target
+    served.create_commit(
+        "refs/heads/main", HUMAN, HUMAN, "another run\n", write_tree(served, files), [parent]
+    )
+    assert reconcile_once(tmp_path / "other", now=T0, push=True).pushed
+    # this clone's pass dies writing the new spec file while fast-forwarding to the remote head
+    real = workfiles.write
+
+    def killed(workdir: str, path: str, data: bytes, mode: int, made: set[str]) -> os.stat_result:
+        if path == added:
+            real(workdir, path, b"", mode, made)
+            raise KeyboardInterrupt  # stands in for kill -9: the write never finishes
+        return real(workdir, path, data, mode, made)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(workfiles, "write", killed)
+        with pytest.raises(KeyboardInterrupt):
+            reconcile_once(victim, now=T0, push=True)
+    assert (victim / added).read_bytes() == b""
+    outcome = reconcile_once(victim, now=T0, push=True)  # no "local edits would be overwritten"
+    assert outcome.head == str(served.references["refs/heads/main"].target)
+    assert (victim / added).read_bytes() == files[added]
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=victim, capture_output=True, text=True)
+    assert status.stdout == ""
+
+
+# ---------------------------------------------------------------------------------- command line
+
+
+def bad_run(name: str) -> bytes:
+    return (
+        b"apiVersion: rq.davidlangworthy.io/v1\nkind: Run\nmetadata:\n  name: %s\n"
+        b"  namespace: media-audio\nspec:\n  owner: org:acme:media:audio\n  resourcez: 1\n" % name.encode()
+    )
+
+
+@pytest.mark.parametrize("quiet", [True, False], ids=["quiet", "with progress"])
+def test_reconcile_prints_every_spec_problem_as_validate_does_and_still_plans_the_valid_runs(
+    tmp_path: Path, quiet: bool
+) -> None:
+    files = steady_files() | {f"runs/media-audio/bad{i}.yaml": bad_run(f"bad{i}") for i in range(2)}
+    bare_remote(tmp_path, files)
+    clone(tmp_path / "fleet.git", tmp_path / "work")
+    args = [str(tmp_path / "work"), "--now", "2026-03-02T09:00:00Z"] + ["--quiet"] * quiet
+    result = CliRunner().invoke(command, args)
+    assert result.exit_code == 0  # the valid neighbours were planned and committed
+    assert "committed" in result.stdout
+    want_lines = [
+        "runs/media-audio/bad0.yaml:6:1: JT010 spec.resources is required; add it",
+        "runs/media-audio/bad0.yaml:8:3: JT010 unknown field spec.resourcez; did you mean resources? "
+        "rename it (or remove it)",
+    ]
+    problems = [line for line in result.stderr.splitlines() if line.startswith("runs/")]
+    assert problems[:2] == want_lines and len(problems) == 4
+    assert "4 problems in the fleet files" in result.stderr
+
+
+def test_reconcile_caps_the_problems_it_prints_and_points_to_validate(tmp_path: Path) -> None:
+    files = steady_files() | {f"runs/media-audio/bad{i:02d}.yaml": bad_run(f"bad{i:02d}") for i in range(30)}
+    bare_remote(tmp_path, files)
+    clone(tmp_path / "fleet.git", tmp_path / "work")
+    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--quiet", "--now", "2026-03-02T09:00:00Z"])
+    assert result.exit_code == 0
+    problems = [line for line in result.stderr.splitlines() if line.startswith("runs/")]
+    assert len(problems) == 50
+    assert "... and 10 more (run `jobtree validate`)" in result.stderr.splitlines()
+
+
+def test_a_valid_fleet_prints_no_problem_lines(tmp_path: Path) -> None:
+    bare_remote(tmp_path, steady_files())
+    clone(tmp_path / "fleet.git", tmp_path / "work")
+    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--quiet", "--now", "2026-03-02T09:00:00Z"])
+    assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_once_with_an_interval_is_a_usage_error_not_an_endless_loop(tmp_path: Path) -> None:
+    bare_remote(tmp_path, steady_files())
+    clone(tmp_path / "fleet.git", tmp_path / "work")
+    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--once", "--interval", "60s"])
+    assert result.exit_code == 2
+    assert "--once and --interval 60s exclude each other" in result.stderr
+    assert not (tmp_path / "work" / "state").exists()  # refused before any pass

@@ -9,8 +9,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import gitpack, gitremote, gitstore, worktree
-from tests.test_gitstore import NEW_STATE, NOW, bot_commit, clone, make_remote
+from reconciler import checkoutjournal, gitpack, gitremote, gitstore, workfiles, worktree
+from tests.test_gitstore import NEW_STATE, NOW, bot_commit, clone, human_commit, make_remote
 
 
 @pytest.fixture
@@ -50,6 +50,7 @@ def test_only_the_paths_a_commit_changes_are_rewritten(work: pygit2.Repository) 
     assert touched == {"rendered/gpu-a/team-a/pod-7.yaml", gone}
     assert (root / "rendered/gpu-a/team-a/pod-7.yaml").read_bytes() == b"kind: Pod # changed\n"
     assert work.status() == {} and git_status(root) == []
+    assert not os.path.exists(checkoutjournal.path_of(work.path))  # settled once the move was whole
 
 
 def test_edits_outside_owned_paths_are_left_exactly_as_they_are(work: pygit2.Repository) -> None:
@@ -216,6 +217,8 @@ def test_a_commit_that_fails_after_its_files_were_written_leaves_the_index_and_r
     assert worktree.restore_owned(work, "main") == ["state/leases/team-a/r1.yaml"]
     assert (root / "state/leases/team-a/r1.yaml").read_bytes() == b"new lease\n"
     assert git_status(root) == []
+    assert checkoutjournal.recover(work) == []  # the journal it left names nothing still astray
+    assert not os.path.exists(checkoutjournal.path_of(work.path))
 
 
 def test_in_a_pass_a_conflicting_edit_refuses_before_any_object_or_file_is_written(
@@ -230,3 +233,115 @@ def test_in_a_pass_a_conflicting_edit_refuses_before_any_object_or_file_is_writt
         commit_during_the_pass(work, NEW_STATE | many | {"state/leases/team-a/r1.yaml": b"x\n"}, NOW + 60)
     assert stamps(root) == before
     assert sorted(p.name for p in Path(work.path, "objects").rglob("*")) == objects
+
+
+# ------------------------------------------------------------------------- a writer killed mid-move
+
+
+class Killed(BaseException):
+    """kill -9 in the middle of writing a file: nothing after it runs (no except, no cleanup)."""
+
+
+def dies_writing(monkeypatch: pytest.MonkeyPatch, victim: str) -> None:
+    """The writer dies having opened `victim` (truncated) and written none of it."""
+    real = workfiles.write
+
+    def write(workdir: str, path: str, data: bytes, mode: int, made: set[str]) -> os.stat_result:
+        if path == victim:
+            real(workdir, path, b"", mode, made)
+            raise Killed
+        return real(workdir, path, data, mode, made)
+
+    monkeypatch.setattr(workfiles, "write", write)
+
+
+def upstream_spec_change(tmp_path: Path) -> tuple[pygit2.Repository, pygit2.Repository, pygit2.Oid]:
+    """A person's commit on the remote adding r2 and editing r1; (work, other, the seed commit)."""
+    url = str(make_remote(tmp_path))
+    other, work = clone(url, tmp_path / "other.git"), clone(url, tmp_path / "work", bare=False)
+    seed = work.references["refs/heads/main"].target
+    human_commit(
+        other, {"runs/team-a/r1.yaml": b"kind: Run # r1 v2\n", "runs/team-a/r2.yaml": b"kind: Run # r2\n"}
+    )
+    assert gitremote.push(other, "origin", "main", str(seed)).ok
+    return work, other, seed
+
+
+def test_a_spec_file_a_killed_fast_forward_left_empty_is_put_back_and_the_next_move_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work, _, seed = upstream_spec_change(tmp_path)
+    root = Path(work.workdir)
+    (root / "runs/team-a2/r9.yaml").write_bytes(b"kind: Run # a person's edit\n")
+    (root / "notes.txt").write_text("scratch\n")
+    with monkeypatch.context() as patched:
+        dies_writing(patched, "runs/team-a/r2.yaml")
+        with pytest.raises(Killed):
+            gitremote.sync_with_remote(work)
+    assert work.references["refs/heads/main"].target == seed  # files first: the branch never moved
+    assert (root / "runs/team-a/r1.yaml").read_bytes() == b"kind: Run # r1 v2\n"  # written before
+    assert (root / "runs/team-a/r2.yaml").read_bytes() == b""  # cut short: neither old nor new
+    # the pass after: the journal puts both back to the branch head, then the fast-forward goes through
+    assert checkoutjournal.recover(work) == ["runs/team-a/r1.yaml", "runs/team-a/r2.yaml"]
+    assert not (root / "runs/team-a/r2.yaml").exists()
+    assert git_status(root) == [" M runs/team-a2/r9.yaml", "?? notes.txt"]
+    assert gitremote.sync_with_remote(work) is gitremote.SyncOutcome.FAST_FORWARDED
+    assert (root / "runs/team-a/r2.yaml").read_bytes() == b"kind: Run # r2\n"
+    assert (root / "runs/team-a2/r9.yaml").read_bytes() == b"kind: Run # a person's edit\n"
+    assert git_status(root) == [" M runs/team-a2/r9.yaml", "?? notes.txt"]
+    assert not os.path.exists(checkoutjournal.path_of(work.path))
+
+
+def test_a_journal_left_behind_is_settled_by_the_next_move_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work, _, _ = upstream_spec_change(tmp_path)
+    with monkeypatch.context() as patched:
+        dies_writing(patched, "runs/team-a/r2.yaml")
+        with pytest.raises(Killed):
+            gitremote.sync_with_remote(work)
+    assert gitremote.sync_with_remote(work) is gitremote.SyncOutcome.FAST_FORWARDED  # no DirtyCheckout
+    assert git_status(Path(work.workdir)) == []
+
+
+def test_a_writer_killed_after_the_branch_moved_is_finished_by_the_next_pass(
+    work: pygit2.Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Path(work.workdir)
+    assert bot_commit(work, NEW_STATE) is not None
+    parent = work.references["refs/heads/main"].peel(pygit2.Commit)
+    files = NEW_STATE | {"state/leases/team-a/r1.yaml": b"newer lease\n", "state/new.yaml": b"n\n"}
+    tree = pygit2.Index()
+    tree.read_tree(parent.tree)
+    for path, data in files.items():
+        tree.add(pygit2.IndexEntry(path, work.create_blob(data), pygit2.GIT_FILEMODE_BLOB))
+    sig = pygit2.Signature("jobtree", "jobtree@fleet.example", NOW, 0)
+    oid = work.create_commit(None, sig, sig, "state\n", tree.write_tree(work), [parent.id])
+    with monkeypatch.context() as patched:
+        dies_writing(patched, "state/new.yaml")
+        pending = worktree.move_branch(work, "main", oid, background=True)
+        assert pending is not None
+        with pytest.raises(gitstore.TemporaryGitError):
+            pending.wait()
+    assert work.references["refs/heads/main"].target == oid
+    assert (root / "state/new.yaml").read_bytes() == b""
+    assert checkoutjournal.recover(work) == ["state/leases/team-a/r1.yaml", "state/new.yaml"]
+    assert (root / "state/new.yaml").read_bytes() == b"n\n"
+    assert (root / "state/leases/team-a/r1.yaml").read_bytes() == b"newer lease\n"
+    assert git_status(root) == []
+
+
+def test_a_journal_is_dropped_untouched_once_a_person_checked_out_another_branch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work, _, _ = upstream_spec_change(tmp_path)
+    root = Path(work.workdir)
+    with monkeypatch.context() as patched:
+        dies_writing(patched, "runs/team-a/r2.yaml")
+        with pytest.raises(Killed):
+            gitremote.sync_with_remote(work)
+    work.references.create("refs/heads/mine", work.references["refs/heads/main"].target)
+    work.set_head("refs/heads/mine")
+    assert checkoutjournal.recover(work) == []
+    assert (root / "runs/team-a/r2.yaml").read_bytes() == b""  # the person's checkout now: theirs
+    assert not os.path.exists(checkoutjournal.path_of(work.path))
