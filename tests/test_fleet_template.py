@@ -57,15 +57,16 @@ def test_all_five_example_runs_start_and_leave_free_capacity(played: dict) -> No
     assert {k: v["phase"] for k, v in runs.items()} == dict.fromkeys(want_runs, "Running")
     assert played["checkpoints"]["admitted"]["reservations"] == {}
     slots = [slot for lease in played["final"]["leases"] for slot in lease["spec"]["slice"]["nodes"]]
-    want_held_gb200, want_held_h100 = 64 + 40 + 32, 8 + 32  # of 144 and 64: room for new work
+    want_held_gb200, want_held_h100 = 64 + 40 + 32, 8 + 16  # of 144 and 64: room for new work
     assert sum(not s.startswith("h100") for s in slots) == want_held_gb200
     assert sum(s.startswith("h100") for s in slots) == want_held_h100
 
 
-def test_malleable_run_grows_to_its_desired_width(played: dict) -> None:
+def test_malleable_run_stays_at_its_desired_width(played: dict) -> None:
+    # admitted at totalGPUs 16, which is also desiredTotalGPUs: nothing to grow on later passes
     status = played["final"]["runs"]["media-vision/vit-elastic"]
-    assert status["width"]["allocated"] == 32
-    assert status["message"] == "grew to 32 GPUs"
+    assert status["width"]["allocated"] == status["width"]["desired"] == 16
+    assert status["message"] == "bound 16 GPUs"
 
 
 def test_cofunded_run_borrows_from_family_and_its_sponsor(played: dict) -> None:

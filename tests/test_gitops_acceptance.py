@@ -7,8 +7,9 @@ CLI, with a bare `origin`. Expected values come from the documents, not from cap
 - the template (fleet-repo-template/README.md): two GB200 NVL72 domains (18 × 4 GPUs) and one H100
   domain (8 × 8); "once they all run, 8 GB200 and 24 H100 GPUs remain free". The five runs start
   at once: 64 + 32 + 32 GB200 active plus 2 × 4 spares, 8 + 16 H100 active = 152 active GPUs.
-- vit-elastic is "grown one step per reconcile toward desiredTotalGPUs (defaults to
-  maxTotalGPUs, 32)": 16 → 24 → 32, then nothing is due.
+- vit-elastic is "kept at desiredTotalGPUs, 16", so the template is steady after one pass; without
+  desiredTotalGPUs it "aims for the maximum" and "grows one step per reconcile": 16 → 24 → 32,
+  then nothing is due.
 - §5 exit codes: 0 success / no change, 1 changes (with --exit-code), 2 usage, 3 invalid fleet
   files (and, for plan, hand-edited state/ or rendered/), 4 other failure.
 """
@@ -88,22 +89,22 @@ spec:
 """
 
 
-def steady(work: Path) -> None:
-    """vit-elastic with desiredTotalGPUs at its admitted width: nothing to grow after one pass."""
+def growing(work: Path) -> None:
+    """vit-elastic without its desiredTotalGPUs: it aims for maxTotalGPUs and grows pass by pass."""
     path = work / "runs/media-vision/vit-elastic.yaml"
     text = path.read_text()
-    assert "    stepGPUs: 8\n" in text
-    path.write_text(text.replace("    stepGPUs: 8\n", "    stepGPUs: 8\n    desiredTotalGPUs: 16\n"))
+    assert "    desiredTotalGPUs: 16\n" in text
+    path.write_text(text.replace("    desiredTotalGPUs: 16\n", ""))
 
 
-def fleet(tmp_path: Path, *, steady_vit: bool = False) -> tuple[Path, Path]:
+def fleet(tmp_path: Path, *, growing_vit: bool = False) -> tuple[Path, Path]:
     """A copy of the template committed by a person and pushed to a bare origin: (work, origin)."""
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
     work = tmp_path / "work"
     shutil.copytree(TEMPLATE, work)
-    if steady_vit:
-        steady(work)
+    if growing_vit:
+        growing(work)
     git(work, "init", "-q", "-b", "main")
     git(work, "add", "-A")
     git(work, "commit", "-q", "-m", "fleet from the template")
@@ -258,7 +259,7 @@ def test_template_fleet_reconciled_and_pushed_to_a_bare_remote(tmp_path: Path) -
 def test_reconciling_a_steady_fleet_again_makes_no_commit_and_the_remote_does_not_move(
     tmp_path: Path,
 ) -> None:
-    work, origin = fleet(tmp_path, steady_vit=True)
+    work, origin = fleet(tmp_path)
     assert jobtree("reconcile", str(work), "--once", "--now", T0, "--push").exit_code == 0
     after_first = head(origin)
     for now in (T0, "2026-03-02T09:05:00Z", "2026-03-02T09:20:00Z"):
@@ -269,8 +270,8 @@ def test_reconciling_a_steady_fleet_again_makes_no_commit_and_the_remote_does_no
     assert git(work, "status", "--porcelain") == ""  # the checkout is left clean
 
 
-def test_the_template_grows_vit_elastic_one_step_per_pass_then_stays_put(tmp_path: Path) -> None:
-    work, origin = fleet(tmp_path)
+def test_vit_elastic_without_a_desired_width_grows_one_step_per_pass_then_stays_put(tmp_path: Path) -> None:
+    work, origin = fleet(tmp_path, growing_vit=True)
     commits = []
     for _ in range(5):
         assert jobtree("reconcile", str(work), "--once", "--now", T0, "--push").exit_code == 0
@@ -290,7 +291,7 @@ def test_the_template_grows_vit_elastic_one_step_per_pass_then_stays_put(tmp_pat
 @pytest.fixture
 def pr_fleet(tmp_path: Path) -> Path:
     """The steady template reconciled on main (pushed), and a branch `pr` checked out at main."""
-    work, _ = fleet(tmp_path, steady_vit=True)
+    work, _ = fleet(tmp_path)
     assert jobtree("reconcile", str(work), "--once", "--now", T0, "--push").exit_code == 0
     git(work, "pull", "-q", "--ff-only")
     git(work, "checkout", "-q", "-b", "pr")
@@ -416,7 +417,7 @@ def test_a_person_deleting_a_lease_file_on_a_branch_is_refused(pr_fleet: Path) -
 
 
 def test_racing_reconcilers_keep_history_linear_and_never_double_book(tmp_path: Path) -> None:
-    work, origin = fleet(tmp_path, steady_vit=True)
+    work, origin = fleet(tmp_path)
     assert jobtree("reconcile", str(work), "--once", "--now", T0, "--push").exit_code == 0
     one, two = tmp_path / "one", tmp_path / "two"
     person = tmp_path / "person"
@@ -496,13 +497,13 @@ def kill_nine_mid_pass(cmd: list[str], delay: float) -> None:
 
 def test_kill_nine_during_reconcile_then_one_more_pass_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     (tmp_path / "ref").mkdir()
-    ref_work, ref_origin = fleet(tmp_path / "ref", steady_vit=True)
+    ref_work, ref_origin = fleet(tmp_path / "ref")
     assert jobtree("reconcile", str(ref_work), "--once", "--now", T0, "--push").exit_code == 0
     want = owned(ref_origin)
     rng = random.Random(5)
     for attempt in range(4):
         (tmp_path / f"victim{attempt}").mkdir()
-        work, origin = fleet(tmp_path / f"victim{attempt}", steady_vit=True)
+        work, origin = fleet(tmp_path / f"victim{attempt}")
         cmd = [str(JOBTREE), "reconcile", str(work), "--once", "--now", T0, "--push"]
         for _ in range(
             2

@@ -3,8 +3,9 @@
 Expected numbers come from the template (fleet-repo-template/): two NVL72 GB200 domains of
 18×4 = 72 GPUs and one 8×8 H100 domain. Every run fits at once: GB200 asks 64 (pretrain-64) +
 32 + 2 groups × 4 spares (moe-spares) + 32 (train-cofunded) = 136 ≤ 144; H100 asks 8
-(whisper-finetune) + 16 (vit-elastic at totalGPUs) = 24 ≤ 64. Active GPUs: 64+32+32+8+16 = 152.
-vit-elastic (step 8, max 32, no desired width) then grows one step per pass: 24, then 32.
+(whisper-finetune) + 16 (vit-elastic at totalGPUs, also its desired width) = 24 ≤ 64. Active GPUs:
+64+32+32+8+16 = 152. Without its desired width (`growing_files`), vit-elastic (step 8, max 32)
+grows one step per pass: 24, then 32.
 """
 
 from __future__ import annotations
@@ -46,12 +47,19 @@ def template_files() -> dict[str, bytes]:
 
 
 def steady_files() -> dict[str, bytes]:
-    """The template with vit-elastic's desired width at its admitted 16: no growth, so a fleet that
-    has been reconciled once has nothing left to do at the same instant."""
+    """The template as it is: vit-elastic's desired width is its admitted 16, so a fleet that has
+    been reconciled once has nothing left to do at the same instant."""
+    files = template_files()
+    assert b"    desiredTotalGPUs: 16\n" in files["runs/media-vision/vit-elastic.yaml"]
+    return files
+
+
+def growing_files() -> dict[str, bytes]:
+    """The template with vit-elastic's desired width removed: it aims for its maximum, 32."""
     files = template_files()
     path = "runs/media-vision/vit-elastic.yaml"
-    files[path] = files[path].replace(b"    stepGPUs: 8\n", b"    stepGPUs: 8\n    desiredTotalGPUs: 16\n")
-    assert b"desiredTotalGPUs: 16" in files[path]
+    files[path] = files[path].replace(b"    desiredTotalGPUs: 16\n", b"")
+    assert b"    desiredTotalGPUs:" not in files[path]
     return files
 
 
@@ -117,7 +125,7 @@ def test_the_template_fleet_is_reconciled_and_pushed_to_a_bare_remote(tmp_path: 
 
 
 def test_reconciling_again_with_nothing_due_makes_no_commit(tmp_path: Path) -> None:
-    bare_remote(tmp_path)
+    bare_remote(tmp_path, growing_files())
     path = tmp_path / "work"
     repo = clone(tmp_path / "fleet.git", path)
     first = reconcile_once(path, now=T0)
@@ -132,7 +140,7 @@ def test_reconciling_again_with_nothing_due_makes_no_commit(tmp_path: Path) -> N
 
 
 def test_the_ledger_appends_each_passes_events_to_its_day(tmp_path: Path) -> None:
-    bare_remote(tmp_path)
+    bare_remote(tmp_path, growing_files())
     path = tmp_path / "work"
     repo = clone(tmp_path / "fleet.git", path)
     reconcile_once(path, now=T0)
@@ -168,7 +176,7 @@ def test_metered_gpu_hours_land_with_the_next_meaningful_commit(tmp_path: Path) 
 
 
 def test_two_reconcilers_racing_on_one_remote_never_double_book_a_slot(tmp_path: Path) -> None:
-    remote = bare_remote(tmp_path)
+    remote = bare_remote(tmp_path, growing_files())
     paths = [tmp_path / "one", tmp_path / "two"]
     for p in paths:
         clone(remote, p)
@@ -345,7 +353,7 @@ def test_a_lock_left_by_a_killed_writer_is_taken_over(tmp_path: Path) -> None:
 
 
 def test_remote_history_after_pushes_is_the_spec_commit_then_state_commits(tmp_path: Path) -> None:
-    remote = bare_remote(tmp_path)
+    remote = bare_remote(tmp_path, growing_files())
     clone(remote, tmp_path / "work")
     reconcile_once(tmp_path / "work", now=T0, push=True)
     reconcile_once(tmp_path / "work", now=T0 + 300, push=True)
