@@ -15,7 +15,7 @@ import pytest
 
 from reconciler import gitstore, passcache, passmemo, speccache
 from reconciler.reconcile import Outcome, reconcile_once
-from tests.test_reconcile import HUMAN, T0, bare_remote, state_at, template_files
+from tests.test_reconcile import HUMAN, T0, bare_remote, growing_files, state_at, template_files
 
 WHISPER = "runs/media-audio/whisper-finetune.yaml"
 PRETRAIN = "runs/rai-llm/pretrain-64.yaml"
@@ -45,7 +45,7 @@ def forget_caches(repo: pygit2.Repository) -> None:
 @pytest.fixture
 def twins(tmp_path: Path) -> tuple[Path, Path]:
     """Two checked-out clones of one template fleet: `cached` keeps its caches, `fresh` never has any."""
-    remote = bare_remote(tmp_path)
+    remote = bare_remote(tmp_path, growing_files())  # vit-elastic grows: passes that commit
     paths = (tmp_path / "cached", tmp_path / "fresh")
     for path in paths:
         pygit2.clone_repository(str(remote), str(path), checkout_branch="main")
