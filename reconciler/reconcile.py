@@ -354,6 +354,10 @@ def command(
         raise click.UsageError(f"--interval {interval!r}: {err}") from err
     if every is not None and every <= 0:
         raise click.UsageError("--interval must be positive, e.g. 60s")
+    try:
+        gitstore.open_repo(repo)
+    except gitstore.NotARepository as err:  # a wrong argument, as `jobtree plan` reports it
+        raise click.UsageError(str(err)) from err
     if apply and _clusters_configured(repo):
         click.echo(
             "jobtree: applying to a configured cluster is not built yet (the cluster stage comes next); "

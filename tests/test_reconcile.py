@@ -475,3 +475,11 @@ def test_once_with_an_interval_is_a_usage_error_not_an_endless_loop(tmp_path: Pa
     assert result.exit_code == 2
     assert "--once and --interval 60s exclude each other" in result.stderr
     assert not (tmp_path / "work" / "state").exists()  # refused before any pass
+
+
+def test_a_path_that_is_not_a_repository_is_a_usage_error_as_for_plan(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    for path in (tmp_path / "empty", tmp_path / "missing"):
+        result = CliRunner().invoke(command, [str(path), "--once"])
+        assert result.exit_code == 2, result.output
+        assert f"{path} is not a Git repository" in result.stderr
