@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Any
 
 from planner import elastic
-from planner.accounting import FAMILY, LOAN, OWN
+from planner.accounting import FAMILY, LOAN
 from planner.context import Pass
 from planner.world import EnvelopeMeter, Reservation
 from schemas.common import format_time
@@ -138,7 +138,6 @@ def budget_status(ctx: Pass, meters: dict[tuple[str, str], EnvelopeMeter]) -> di
     for env in sorted(ctx.book.envs.values(), key=lambda e: e.key):
         u = usage[env.key]
         m = meters.get((env.budget, env.name), EnvelopeMeter())
-        funded = ctx.book.funded[env.key]
         entry = {
             "name": env.name,
             "usage": {
@@ -148,7 +147,9 @@ def budget_status(ctx: Pass, meters: dict[tuple[str, str], EnvelopeMeter]) -> di
                 "unfundedGPUs": u["unfunded"],
             },
             "lentGPUs": u["lent"],
-            "headroom": max(0, ctx.book.capacity(env) - funded[OWN] - funded[FAMILY] - funded[LOAN]),
+            "headroom": max(
+                0, ctx.book.capacity(env) - ctx.book.used(env.key)
+            ),  # every open claim, as admission counts
             "consumedGPUHours": round(m.consumed, 3),
             "spareGPUHours": round(m.spare, 3),
         }

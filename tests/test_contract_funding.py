@@ -276,3 +276,25 @@ def test_a_loan_is_charged_to_the_lender_and_reported_as_borrowed_hours() -> Non
     assert envelope(st, "t", "h")["consumedGPUHours"] == pytest.approx(4.0)
     funding = st["runs"]["t/r"]["funding"]
     assert (funding["ownedGPUHours"], funding["borrowedGPUHours"]) == (pytest.approx(4.0), pytest.approx(4.0))
+
+
+def test_headroom_an_unfunded_claim_ranked_ahead_still_holds_is_no_room_for_a_new_run() -> None:
+    # p (16) funds c2/r (8, first) and c1/r (8). At +5m p is cut to 12: c2/r stays funded, c1/r's
+    # 8 no longer fit the 4 left and turn unfunded. At +7m c3/r asks 4 from p's family headroom.
+    # Those 4 are the unfunded c1/r's, ranked ahead of c3/r: a new claim would be settled after it
+    # and left unfunded too, so c3/r waits for headroom instead of starting unfunded.
+    doc = _two_children(12)
+    doc["spec"]["fleet"]["tenants"].append({"namespace": "c3", "owner": "org:p:c3"})
+    doc["spec"]["steps"] += [
+        at(7, apply=[a_budget("c3", "org:p:c3", "org:p").envelope("h", 0).build(),
+                     a_run("c3/r", "org:p:c3").gpus(4).build()]),
+        at(8, checkpoint="asked"),
+    ]  # fmt: skip
+    doc["spec"]["until"] = "+9m"
+    out = play(doc)
+    cut = out["checkpoints"]["cut"]
+    assert cut["runs"]["c1/r"]["funding"]["unfundedGPUs"] == 8
+    assert envelope(cut, "p", "h")["headroom"] == 0  # 12 - (8 funded + 8 unfunded), not 12 - 8
+    asked = out["checkpoints"]["asked"]["runs"]["c3/r"]
+    assert asked["phase"] == "Pending" and asked["message"] == "reserved: budget headroom short by 4 GPUs"
+    assert ends(out) == []
