@@ -81,12 +81,28 @@ def end(gitdir: str) -> None:
         pass
 
 
+def _drop_partial(where: str) -> None:
+    """Remove journals a killed writer had not renamed into place yet (`<journal>.<pid>.tmp`): it
+    wrote no work-tree file before the rename, and under the writer lock no one else is writing."""
+    directory, name = os.path.split(where)
+    try:
+        leftovers = [f for f in os.listdir(directory) if f.startswith(f"{name}.") and f.endswith(".tmp")]
+    except FileNotFoundError:
+        return
+    for leftover in leftovers:
+        try:
+            os.unlink(os.path.join(directory, leftover))
+        except FileNotFoundError:
+            pass
+
+
 def recover(repo: pygit2.Repository) -> list[str]:
     """Settle a journal a killed writer left (see the module docstring); the paths put back, sorted.
 
     Call with the writer lock held and no move of this process under way.
     """
     where = path_of(repo.path)
+    _drop_partial(where)
     try:
         with open(where, "rb") as fh:
             data = fh.read()

@@ -345,3 +345,14 @@ def test_a_journal_is_dropped_untouched_once_a_person_checked_out_another_branch
     assert checkoutjournal.recover(work) == []
     assert (root / "runs/team-a/r2.yaml").read_bytes() == b""  # the person's checkout now: theirs
     assert not os.path.exists(checkoutjournal.path_of(work.path))
+
+
+def test_a_journal_a_killed_writer_never_renamed_into_place_is_removed(tmp_path: Path) -> None:
+    work, _, _ = upstream_spec_change(tmp_path)
+    where = checkoutjournal.path_of(work.path)
+    os.makedirs(os.path.dirname(where), exist_ok=True)
+    partial = f"{where}.4242.tmp"  # killed while writing its journal: no work-tree file written yet
+    with open(partial, "wb") as fh:
+        fh.write(b'{"branch": "ma')
+    assert checkoutjournal.recover(work) == []
+    assert not os.path.exists(partial)
