@@ -154,4 +154,7 @@ def budget_status(ctx: Pass, meters: dict[tuple[str, str], EnvelopeMeter]) -> di
             "spareGPUHours": round(m.spare, 3),
         }
         out.setdefault(env.budget, {"envelopes": []})["envelopes"].append(entry)
+    for name, path in ctx.world.frozen_budgets.items():
+        if name in out:  # planned from its last valid version
+            out[name]["message"] = f"spec invalid: fix {path}; funding kept as last valid"
     return out

@@ -198,7 +198,9 @@ class World:
     workload: tuple[WorkloadEvent, ...] = ()
     # runs whose spec is invalid now -> the file to fix: keep, decide nothing, never start a lease
     frozen_runs: Mapping[str, str] = field(default_factory=dict)
-    frozen_budgets: frozenset[str] = frozenset()  # budgets invalid now: their claims stay funded
+    # budgets whose file is invalid now -> the file to fix: the last valid version (among `budgets`,
+    # when the caller found one) keeps its claims funded
+    frozen_budgets: Mapping[str, str] = field(default_factory=dict)
 
 
 def run_key(run: Run) -> str:

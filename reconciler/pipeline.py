@@ -31,6 +31,7 @@ class Spec:
     inventory: Inventory | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)  # "Kind ns/name" left out -> its file
+    kept: list[Budget] = field(default_factory=list)  # last valid versions of rejected Budgets (`lastvalid`)
 
 
 def read_spec(
@@ -70,20 +71,20 @@ class Cluster(Protocol):
     def apply_cordons(self, names: list[str]) -> None: ...
 
 
-def frozen(spec: Spec, state: FleetState) -> tuple[dict[str, str], frozenset[str]]:
+def frozen(spec: Spec, state: FleetState) -> tuple[dict[str, str], dict[str, str]]:
     """Objects whose file is present but invalid now: their running work is left exactly as it is.
 
-    Runs come with the file to fix (their status names it); budgets by name.
+    Runs and budgets, each with the file to fix (their status names it).
     """
     runs: dict[str, str] = {}
-    budgets: set[str] = set()
+    budgets: dict[str, str] = {}
     for key, path in sorted(spec.rejected.items()):
         kind, _, name = key.partition(" ")
         if kind == "Run" and name in state.runs:
             runs[name] = path
         elif kind == "Budget":
-            budgets.add(name)
-    return runs, frozenset(budgets)
+            budgets[name] = path
+    return runs, budgets
 
 
 def run_pass(
@@ -99,7 +100,7 @@ def run_pass(
     world = World(
         now,
         settings(spec.fleet),
-        tuple(spec.budgets),
+        (*spec.budgets, *spec.kept),
         tuple(spec.runs),
         nodes,
         state,

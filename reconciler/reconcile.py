@@ -27,6 +27,7 @@ from reconciler import (
     gitremote,
     gitsink,
     gitstore,
+    lastvalid,
     passcache,
     passmemo,
     pipeline,
@@ -120,6 +121,7 @@ def plan_once(
     """
     head = gitstore.resolve(repo, branch)
     spec, count, parsed = speccache.read_spec(repo, head)
+    spec = lastvalid.keep_budgets(repo, head, spec)
     say(
         f"read {count} spec files at {str(head.id)[:12]} ({parsed} parsed, {count - parsed} cached): "
         f"{len(spec.budgets)} budgets, {len(spec.runs)} runs valid, {len(spec.diagnostics)} problems"

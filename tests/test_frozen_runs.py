@@ -177,3 +177,46 @@ def test_a_frozen_run_is_never_swapped_onto_its_spare() -> None:
     failed = out["checkpoints"]["failed"]
     assert open_leases(failed, "t/r") == [] and failed["runs"]["t/r"]["phase"] == "Pending"
     assert out["final"]["runs"]["t/r"]["phase"] == "Running"
+
+
+RAI_LLM_FILE = "budgets/rai-llm.yaml"
+PRETRAIN = "rai-llm/pretrain-64"
+
+
+def status_of(repo: pygit2.Repository, kind: str, path: str) -> dict[str, Any]:
+    data = gitstore.read_files(repo, "main", [path])[path]
+    return dict(statefiles.load(kind, data))
+
+
+def gpus_of(funding: dict[str, Any]) -> dict[str, Any]:
+    """A run's funding without its GPU-hours (those move with the clock)."""
+    return {k: v for k, v in funding.items() if not k.endswith("GPUHours")}
+
+
+def test_a_typo_in_a_budget_file_keeps_the_funding_of_what_it_pays_for(tmp_path: Path) -> None:
+    # rai-llm's only envelope pays pretrain-64's 64 GB200 GPUs. With `concurency` misspelt, the
+    # budget is left out of planning; its last valid version keeps funding them, so the run stays
+    # funded (nothing for the resolver to reclaim), and the budget's status names the file to fix.
+    bare_remote(tmp_path, steady_files())
+    path = tmp_path / "work"
+    repo = clone(tmp_path / "fleet.git", path)
+    assert reconcile_once(path, now=T0).commit is not None
+    run_path, budget_path = f"state/status/runs/{PRETRAIN}.yaml", "state/status/budgets/rai-llm.yaml"
+    want_funding = gpus_of(status_of(repo, statefiles.RUN, run_path)["status"]["funding"])
+    want_envelopes = status_of(repo, statefiles.BUDGET, budget_path)["status"]["envelopes"]
+    assert (want_funding["ownedGPUs"], want_funding["unfundedGPUs"]) == (64, 0)
+    good = gitstore.read_files(repo, "main", [RAI_LLM_FILE])[RAI_LLM_FILE]
+    assert b"concurrency: 64" in good
+    commit_spec(repo, RAI_LLM_FILE, good.replace(b"concurrency: 64", b"concurency: 64"), "rai-llm: a typo\n")
+
+    reconcile_once(path, now=T0 + 1200)
+    assert gpus_of(status_of(repo, statefiles.RUN, run_path)["status"]["funding"]) == want_funding
+    budget = status_of(repo, statefiles.BUDGET, budget_path)["status"]
+    assert budget["message"] == "spec invalid: fix budgets/rai-llm.yaml; funding kept as last valid"
+    assert [e["usage"] for e in budget["envelopes"]] == [e["usage"] for e in want_envelopes]
+    assert all(x.open for x in state_at(repo).leases if x.run == PRETRAIN)
+
+    commit_spec(repo, RAI_LLM_FILE, good, "rai-llm: fixed\n")
+    reconcile_once(path, now=T0 + 2400)
+    assert "message" not in status_of(repo, statefiles.BUDGET, budget_path)["status"]
+    assert gpus_of(status_of(repo, statefiles.RUN, run_path)["status"]["funding"]) == want_funding

@@ -1,0 +1,65 @@
+"""Last valid Budgets (step 2 of a pass): a Budget whose file is invalid now keeps funding as it was.
+
+A typo in a budget file must not touch what runs: left out of planning, its envelopes would vanish
+and every lease they pay for would turn unfunded (the first capacity the resolver reclaims). So for
+each Budget rejected at the head, the most recent version of its file on the branch's first-parent
+history that validates (with every other spec file as at the head) is planned in its place, frozen
+(`World.frozen_budgets`): its claims stay funded, and its status names the file to fix. A budget
+with no valid version within `MAX_BACK` commits stays out. Reads Git; never writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pygit2
+from pygit2.enums import ObjectType
+
+from reconciler import gitstore, pipeline
+from schemas.budget import Budget
+
+MAX_BACK = 50  # commits looked back for a valid version of a broken budget file
+SPEC_PREFIXES = ("jobtree.yaml", "budgets/", "runs/", "inventory/")
+
+
+def keep_budgets(repo: pygit2.Repository, head: pygit2.Commit, spec: pipeline.Spec) -> pipeline.Spec:
+    """`spec` with the last valid version of every Budget rejected at `head` in `spec.kept`."""
+    broken = {key.split(" ", 1)[1]: path for key, path in spec.rejected.items() if key.startswith("Budget ")}
+    if not broken:
+        return spec
+    files = gitstore.read_files(repo, str(head.id), SPEC_PREFIXES)
+    kept = []
+    for name, path in sorted(broken.items()):
+        found = _last_valid(repo, head, files, name, path)
+        if found is not None:
+            kept.append(found)
+    return dataclasses.replace(spec, kept=kept)
+
+
+def _last_valid(
+    repo: pygit2.Repository, head: pygit2.Commit, files: dict[str, bytes], name: str, path: str
+) -> Budget | None:
+    tried = {files.get(path)}
+    commit = head
+    for _ in range(MAX_BACK):
+        if not commit.parents:
+            return None
+        commit = commit.parents[0]
+        data = _blob_at(repo, commit, path)
+        if data is None or data in tried:
+            continue
+        tried.add(data)
+        spec = pipeline.read_spec({**files, path: data})
+        found = [b for b in spec.budgets if b.metadata.name == name]
+        if found:
+            return found[0]
+    return None
+
+
+def _blob_at(repo: pygit2.Repository, commit: pygit2.Commit, path: str) -> bytes | None:
+    try:
+        entry = commit.tree[path]
+    except KeyError:
+        return None
+    obj = repo[entry.id]
+    return obj.peel(pygit2.Blob).data if obj.type == ObjectType.BLOB else None
