@@ -81,6 +81,14 @@ def _fit(lines: list[str], room: int) -> tuple[list[str], int]:
     return kept, 0
 
 
+OPENING_ROWS = 10  # rows every section keeps room for, whatever the sections before it hold
+
+
+def _opening(title: str, header: list[str], rows: list[str]) -> int:
+    """Characters a section's title, header and first `OPENING_ROWS` rows take."""
+    return len(title) + 8 + sum(len(h) + 1 for h in header) + sum(len(r) + 1 for r in rows[:OPENING_ROWS])
+
+
 def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int | None = COMMENT_LIMIT) -> str:
     """One PR comment of at most `limit` characters (None: everything, for the job summary)."""
     room = limit if limit is not None else 10**12
@@ -108,13 +116,17 @@ def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int | Non
         return text + _overflow(left_out)
     body: list[str] = []
     rows_left = 0
-    for title, header, rows in sections(report):
+    parts = sections(report)
+    for i, (title, header, rows) in enumerate(parts):
         block = [*([""] if body else []), f"#### {title}", "", *header]
         size = len("\n".join(block)) + 1
-        if size > room:
+        # every later section keeps room for its title and first rows: a long table never crowds
+        # out the rest (budget usage comes last)
+        avail = room - sum(_opening(*part) for part in parts[i + 1 :])
+        kept, more = _fit(rows, avail - size) if size < avail else ([], len(rows))
+        if not kept:  # no room for even one row: leave the section out rather than an empty table
             rows_left += len(rows)
             continue
-        kept, more = _fit(rows, room - size)
         body += block + kept
         room -= size + sum(len(r) + 1 for r in kept)
         rows_left += more

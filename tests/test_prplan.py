@@ -16,7 +16,7 @@ import pygit2
 import pytest
 from click.testing import CliRunner
 
-from reconciler import gitstore
+from reconciler import gitstore, planreport
 from reconciler.plan import command
 from reconciler.reconcile import reconcile_once
 from schemas.common import parse_time
@@ -220,6 +220,27 @@ def test_markdown_for_a_huge_change_fits_one_comment_with_a_note(fleet: pygit2.R
     assert len(out) <= 65_535
     assert "more rows did not fit in one comment" in out
     assert out.count("| `t/run-") > 100  # as much as fits is shown
+
+
+def test_a_long_table_never_crowds_out_the_budget_usage_or_leaves_an_empty_table() -> None:
+    usage = {"active": 8, "spare": 0, "lentOrShared": 0, "unfunded": 0, "headroom": 0}
+    report = {
+        "base": "a" * 40, "head": "b" * 40, "now": "2026-03-02T09:05:00Z", "changes": True,
+        "starts": [
+            {"run": f"t/run-{i:04d}", "gpus": 8, "domains": ["west/c1/A"], "payers": [{"payer": "org:t", "gpus": 8}]}
+            for i in range(2000)
+        ],
+        "reserved": [], "cuts": [], "eta": [],
+        "conflicts": [{"run": f"u/r{i}", "reservations": ["t/x (0.5)"]} for i in range(3000)],
+        "budgets": [{"envelope": f"t/e{i}", "before": None, "after": usage} for i in range(3)],
+    }  # fmt: skip
+    out = planreport.as_markdown(report, [])
+    assert len(out) <= planreport.COMMENT_LIMIT
+    assert out.count("| `t/run-") > 100 and "more rows did not fit in one comment" in out
+    budgets = out.split("#### Budget usage")[1]
+    assert all(f"| `t/e{i}` |" in budgets for i in range(3))
+    for section in out.split("#### ")[1:]:  # every table shown has rows
+        assert any(line.startswith("| `") for line in section.splitlines()), section[:80]
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "json"])
