@@ -69,6 +69,9 @@ def run_status(ctx: Pass, key: str, conflicts: list[dict[str, Any]]) -> dict[str
         malleable = spec.spec.malleable if spec is not None else None
         if malleable is not None and rec.phase == "Running" and allocated < want:
             width["pending"] = f"Grow to {want}"
+        elif malleable is None and spec is not None and rec.phase == "Running" and allocated != want:
+            # a fixed-width run keeps the width it started with; say so rather than ignore the edit
+            width["pending"] = f"{want} GPUs once the run is re-created (a running run keeps its width)"
     out: dict[str, Any] = {
         "phase": rec.phase,
         "message": ctx.messages.get(key, rec.message),

@@ -142,3 +142,22 @@ def test_admissions_come_before_growth_in_a_pass() -> None:
     out = play(doc)
     assert {e["at"] for e in starts(out, "t/n")} == {stamp(5)}
     assert out["final"]["runs"]["t/m"]["width"]["allocated"] == 8
+
+
+def test_a_width_edit_to_a_running_fixed_width_run_is_reported_not_silently_ignored() -> None:
+    # t/r runs 8 GPUs. At +2m its file asks for 16: a fixed-width run keeps the width it started
+    # with (nothing is cut or restarted), and its status says when the new width applies.
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(), a_run("t/r", "org:t").gpus(8).build()]),
+         at(2, patch={"kind": "Run", "namespace": "t", "name": "r",
+                      "merge": {"spec": {"resources": {"totalGPUs": 16}}}}),
+         at(3, checkpoint="edited")],
+        until="+4m",
+    )  # fmt: skip
+    out = play(doc)
+    status = out["checkpoints"]["edited"]["runs"]["t/r"]
+    assert status["phase"] == "Running" and status["width"]["allocated"] == 8
+    assert status["width"]["desired"] == 16
+    assert status["width"]["pending"] == "16 GPUs once the run is re-created (a running run keeps its width)"
+    assert ends(out) == []
