@@ -13,13 +13,11 @@ from __future__ import annotations
 import dataclasses
 
 import pygit2
-from pygit2.enums import ObjectType
 
 from reconciler import gitstore, pipeline
 from schemas.budget import Budget
 
 MAX_BACK = 50  # commits looked back for a valid version of a broken budget file
-SPEC_PREFIXES = ("jobtree.yaml", "budgets/", "runs/", "inventory/")
 
 
 def keep_budgets(repo: pygit2.Repository, head: pygit2.Commit, spec: pipeline.Spec) -> pipeline.Spec:
@@ -27,7 +25,7 @@ def keep_budgets(repo: pygit2.Repository, head: pygit2.Commit, spec: pipeline.Sp
     broken = {key.split(" ", 1)[1]: path for key, path in spec.rejected.items() if key.startswith("Budget ")}
     if not broken:
         return spec
-    files = gitstore.read_files(repo, str(head.id), SPEC_PREFIXES)
+    files = gitstore.read_files(repo, str(head.id), gitstore.SPEC_PREFIXES)
     kept = []
     for name, path in sorted(broken.items()):
         found = _last_valid(repo, head, files, name, path)
@@ -45,7 +43,7 @@ def _last_valid(
         if not commit.parents:
             return None
         commit = commit.parents[0]
-        data = _blob_at(repo, commit, path)
+        data = gitstore.read_file(repo, str(commit.id), path)
         if data is None or data in tried:
             continue
         tried.add(data)
@@ -54,12 +52,3 @@ def _last_valid(
         if found:
             return found[0]
     return None
-
-
-def _blob_at(repo: pygit2.Repository, commit: pygit2.Commit, path: str) -> bytes | None:
-    try:
-        entry = commit.tree[path]
-    except KeyError:
-        return None
-    obj = repo[entry.id]
-    return obj.peel(pygit2.Blob).data if obj.type == ObjectType.BLOB else None

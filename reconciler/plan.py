@@ -22,7 +22,6 @@ from pygit2.enums import SortMode
 from planner.world import FleetState
 from reconciler import batchgc, gitstore, pipeline, planreport, prdiff, provenance, statefiles
 from reconciler.embedded import EmbeddedCluster, nodes_from_inventory
-from reconciler.reconcile import SPEC_PREFIXES
 from schemas.common import parse_time
 from schemas.fleet import GitAuthor
 
@@ -228,11 +227,11 @@ def command(
 def _plan(
     git: pygit2.Repository, base_commit: pygit2.Commit, head_commit: pygit2.Commit, now: int
 ) -> tuple[dict[str, object], list[str]]:
-    base_spec = pipeline.read_spec(gitstore.read_files(git, str(base_commit.id), SPEC_PREFIXES))
+    base_spec = pipeline.read_spec(gitstore.read_files(git, str(base_commit.id), gitstore.SPEC_PREFIXES))
     # who the reconciler is comes from the base branch: a pull request cannot name itself the reconciler
     # and so is the branch it commits to: a reconciler commit in head must have been on that branch
     _refuse_hand_edits(git, base_commit, head_commit, base_spec.fleet.git.author, base_spec.fleet.git.branch)
-    head_spec = pipeline.read_spec(gitstore.read_files(git, str(head_commit.id), SPEC_PREFIXES))
+    head_spec = pipeline.read_spec(gitstore.read_files(git, str(head_commit.id), gitstore.SPEC_PREFIXES))
     state = _state_at(git, base_commit)
     before = pipeline.run_pass(base_spec, EmbeddedCluster(base_spec.inventory), state, now, render=False)
     after = pipeline.run_pass(

@@ -20,7 +20,6 @@ from pygit2.enums import FileMode, ObjectType
 
 from reconciler import gitsink, gitstore, passmemo, pipeline
 from reconciler.embedded import EmbeddedCluster
-from reconciler.reconcile import SPEC_PREFIXES
 from schemas.common import format_time
 
 
@@ -88,12 +87,12 @@ def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
     # a pass reads the spec at its parent and names that spec's commit: the two must hold the same spec
     differs = [
         p
-        for p in SPEC_PREFIXES
+        for p in gitstore.SPEC_PREFIXES
         if _entry(parent.tree, p.rstrip("/")) != _entry(spec_commit.tree, p.rstrip("/"))
     ]
     if differs:
         return Verdict(False, f"its parent's {differs[0]} differs from Spec-Commit {short}'s")
-    spec = pipeline.read_spec(gitstore.read_files(repo, spec_sha, SPEC_PREFIXES))
+    spec = pipeline.read_spec(gitstore.read_files(repo, spec_sha, gitstore.SPEC_PREFIXES))
     author = spec.fleet.git.author
     if (commit.author.name, commit.author.email) != (author.name, author.email):
         return Verdict(False, f"jobtree.yaml at Spec-Commit {short} names {author.name} <{author.email}>")

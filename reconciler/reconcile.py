@@ -41,7 +41,6 @@ from reconciler.writerlock import writer_lock
 from schemas.common import format_time, parse_duration, parse_time
 from schemas.diagnostics import Diagnostic
 
-SPEC_PREFIXES = ("jobtree.yaml", "budgets/", "runs/", "inventory/")
 DIAGNOSTICS_SHOWN = 50  # problem lines printed per pass; `jobtree validate` lists them all
 EXIT_OTHER = 4
 TOKEN_ENV = "JOBTREE_GIT_TOKEN"

@@ -257,7 +257,7 @@ def test_a_genuine_pass_for_an_older_spec_laid_on_a_newer_one_is_refused(
     assert closing is not None
     back = commit(fleet, {"runs/t/r1.yaml": run("r1")}, "r1 back\n", "pr")
     genuine = fleet[closing].peel(pygit2.Commit)
-    files = gitstore.read_files(fleet, back, ["jobtree.yaml", "budgets/", "runs/", "inventory/"])
+    files = gitstore.read_files(fleet, back, gitstore.SPEC_PREFIXES)
     tree = write_tree(fleet, files | gitstore.read_files(fleet, closing, ["state/", "rendered/"]))
     laid = fleet.create_commit(
         "refs/heads/pr", genuine.author, genuine.committer, genuine.message, tree, [pygit2.Oid(hex=back)]
