@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from planner import odds
 from planner.context import Pass
-from planner.pack import Source, funded_nodes
+from planner.pack import Source, domain_sources, funded_nodes
 from planner.topology import Members, Topology
 from planner.world import ConflictEntry
 
@@ -127,10 +127,7 @@ class _Purse:
     def reach(self, domain: str) -> list[int]:
         hit = self._reach.get(domain)
         if hit is None:
-            topo = self.topo
-            hit = self._reach[domain] = [
-                i for i, src in enumerate(self.sources) if domain in (src.reach or topo.coverage(src.nodes))
-            ]
+            hit = self._reach[domain] = [i for i, _ in domain_sources(self.topo, self.sources, domain)]
         return hit
 
     def pays(self, domain: str, gpus: int) -> bool:

@@ -272,15 +272,14 @@ def _choose(
     need = (1 if chunked else want) + spares
 
     def size_in(d: str) -> int:
-        extra = spares
         free = cur.domain_free(d)
         if free < need:
             return 0
-        size = min(want, free - extra) if chunked else want
-        pieces = cur.take(d, size + extra, commit=False, partial=chunked)
+        size = min(want, free - spares) if chunked else want
+        pieces = cur.take(d, size + spares, commit=False, partial=chunked)
         if pieces is None:
             return 0
-        return min(size, sum(p.gpus for p in pieces) - extra) if chunked else size
+        return min(size, sum(p.gpus for p in pieces) - spares) if chunked else size
 
     for d in used:
         if (size := size_in(d)) > 0:
@@ -291,7 +290,7 @@ def _choose(
     best = min(d for d, free in cur.free.items() if free == top)  # most free, ties by domain key
     if (size := size_in(best)) > 0:
         return best, size
-    for _, d in sorted((-free, d) for d, free in cur.free.items() if free >= need):
+    for _, d in sorted((-free, d) for d, free in cur.free.items() if free >= need and d != best):
         if (size := size_in(d)) > 0:
             return d, size
     return None

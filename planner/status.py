@@ -150,14 +150,12 @@ def budget_status(ctx: Pass, meters: dict[tuple[str, str], EnvelopeMeter]) -> di
                 "unfundedGPUs": u["unfunded"],
             },
             "lentGPUs": u["lent"],
-            "headroom": max(
-                0, ctx.book.capacity(env) - ctx.book.used(env.key)
-            ),  # every open claim, as admission counts
+            "headroom": max(0, ctx.book.capacity(env) - ctx.book.used(env.key)),  # as admission counts
             "consumedGPUHours": round(m.consumed, 3),
             "spareGPUHours": round(m.spare, 3),
         }
         out.setdefault(env.budget, {"envelopes": []})["envelopes"].append(entry)
     for name, path in ctx.world.frozen_budgets.items():
         if name in out:  # planned from its last valid version
-            out[name]["message"] = f"spec invalid: fix {path}; funding kept as last valid"
+            out[name]["message"] = f"{INVALID_SPEC}{path}; funding kept as last valid"
     return out
