@@ -20,10 +20,16 @@ from dataclasses import dataclass
 
 import pygit2
 from pygit2 import C
-from pygit2.enums import ConfigLevel, ObjectType, SortMode
+from pygit2.enums import ConfigLevel, SortMode
 
 from reconciler import gitlocal
-from reconciler.gitstore import OWNED_PREFIXES, GitUnavailable, PermanentGitError, spec_commit_of
+from reconciler.gitstore import (
+    OWNED_PREFIXES,
+    GitUnavailable,
+    PermanentGitError,
+    outside_owned,
+    spec_commit_of,
+)
 from reconciler.worktree import move_branch
 
 # Threads libgit2's pack builder may use for a push (0: one per CPU; it only helps delta search).
@@ -295,43 +301,7 @@ def reconciler_commit(
         return False
     if spec_commit_of(commit.message) is None or len(commit.parents) != 1:
         return False
-    return _same_outside(repo, commit.parents[0].tree, commit.tree, owned, "")
-
-
-def _same_outside(
-    repo: pygit2.Repository,
-    old: pygit2.Tree | None,
-    new: pygit2.Tree | None,
-    owned: tuple[str, ...],
-    base: str,
-) -> bool:
-    """Whether trees `old` and `new` (at directory `base`; None: absent) differ only below `owned`."""
-    if old is not None and new is not None and old.id == new.id:
-        return True
-    before, after = {e.name: e for e in old or ()}, {e.name: e for e in new or ()}
-    for name in before.keys() | after.keys():
-        a, b = before.get(name), after.get(name)
-        if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
-            continue
-        path = f"{base}{name}"
-        if any(e is not None and e.type != ObjectType.TREE for e in (a, b)) and not path.startswith(owned):
-            return False  # a file outside the owned directories
-        if (path + "/").startswith(owned):
-            continue  # an owned directory: anything below it may change
-        if not any(prefix.startswith(path + "/") for prefix in owned):
-            return False  # a directory with nothing owned below it
-        sub_a, sub_b = (_subtree(repo, e) for e in (a, b))
-        if not _same_outside(repo, sub_a, sub_b, owned, path + "/"):
-            return False
-    return True
-
-
-def _subtree(repo: pygit2.Repository, entry: pygit2.Object | None) -> pygit2.Tree | None:
-    if entry is None or entry.type != ObjectType.TREE:
-        return None
-    tree = repo[entry.id]
-    assert isinstance(tree, pygit2.Tree)
-    return tree
+    return outside_owned(repo, commit.parents[0].tree, commit.tree, owned) is None
 
 
 def _subject(commit: pygit2.Commit) -> str:

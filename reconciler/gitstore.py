@@ -417,6 +417,41 @@ def _changed(
     return out
 
 
+def outside_owned(
+    repo: pygit2.Repository,
+    old: pygit2.Tree | None,
+    new: pygit2.Tree | None,
+    owned: tuple[str, ...] = OWNED_PREFIXES,
+    base: str = "",
+) -> str | None:
+    """The first path outside the `owned` prefixes that differs between two trees (at directory
+    `base`; None: absent), or None when only owned paths differ: what a commit of jobtree's may change.
+    A directory with nothing owned below it is named as `dir/` without descending into it."""
+    if old is not None and new is not None and old.id == new.id:
+        return None
+    before = {str(e.name): e for e in old or ()}
+    after = {str(e.name): e for e in new or ()}
+    for name in sorted(before.keys() | after.keys()):
+        a, b = before.get(name), after.get(name)
+        if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
+            continue
+        path = f"{base}{name}"
+        if any(e is not None and e.type != ObjectType.TREE for e in (a, b)) and not path.startswith(owned):
+            return path  # a file outside the owned directories
+        if (path + "/").startswith(owned):
+            continue  # an owned directory: anything below it may change
+        if not any(prefix.startswith(path + "/") for prefix in owned):
+            return path + "/"  # a directory with nothing owned below it
+        found = outside_owned(repo, _tree_of(repo, a), _tree_of(repo, b), owned, path + "/")
+        if found is not None:
+            return found
+    return None
+
+
+def _tree_of(repo: pygit2.Repository, entry: pygit2.Object | None) -> pygit2.Tree | None:
+    return repo[entry.id].peel(pygit2.Tree) if entry is not None and entry.type == ObjectType.TREE else None
+
+
 def _version(tree: pygit2.Tree | None, path: str) -> tuple[pygit2.Oid, int] | None:
     if tree is None:
         return None

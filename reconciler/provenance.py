@@ -56,17 +56,6 @@ def _entry(tree: pygit2.Tree, name: str) -> tuple[str, int] | None:
     return (str(tree[name].id), int(tree[name].filemode)) if name in tree else None
 
 
-def _other_change(parent: pygit2.Tree, commit: pygit2.Tree) -> str | None:
-    """A top-level name outside the owned prefixes that differs between the two trees, if any."""
-    owned = {p.split("/")[0] for p in gitstore.OWNED_PREFIXES}
-    names = {str(e.name) for e in parent} | {str(e.name) for e in commit}
-    for name in sorted(names - owned):
-        if _entry(parent, name) != _entry(commit, name):
-            kinds = {t[name].type for t in (parent, commit) if name in t}
-            return f"{name}/" if ObjectType.TREE in kinds else name
-    return None
-
-
 def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
     """Recompute the pass `commit` claims to be (parent's state, its `Spec-Commit`'s spec, its author
     time) and compare every owned file: proven only when all equal and nothing else changed."""
@@ -76,7 +65,7 @@ def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
     if len(commit.parents) != 1:
         return Verdict(False, "jobtree writes one-parent commits")
     parent = commit.parents[0]
-    other = _other_change(parent.tree, commit.tree)
+    other = gitstore.outside_owned(repo, parent.tree, commit.tree)
     if other is not None:
         return Verdict(False, f"it changes {other}, but jobtree changes only state/ and rendered/")
     try:
