@@ -56,11 +56,14 @@ class Outcome:
     attempts: int = 1
     changed: list[str] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
-    problems: int = 0  # spec diagnostics (invalid objects were left out of planning)
-    diagnostics: list[Diagnostic] = field(default_factory=list)  # those diagnostics, sorted
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # invalid objects were left out of planning
     next_due: int | None = None  # the next instant something is due without a push
     state_from: str = ""  # where the state came from: "decoded" (Git), "cached" (disk) or "in memory"
     spec_parsed: int = 0  # spec files parsed this pass (the others came from the parse cache)
+
+    @property
+    def problems(self) -> int:
+        return len(self.diagnostics)
 
     def __str__(self) -> str:
         if self.commit is None:
@@ -195,7 +198,7 @@ def reconcile_once(
             planned = plan_once(repo, want_branch, moment, say, memos)
             head, spec, tree, result = planned.head, planned.spec, planned.tree, planned.plan
             outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed
-            outcome.problems, outcome.diagnostics = len(spec.diagnostics), list(spec.diagnostics)
+            outcome.diagnostics = list(spec.diagnostics)
             outcome.next_due = _due(result.state, spec, moment)
             outcome.head = str(head.id)
             memo = tree.kept
@@ -286,9 +289,9 @@ def _configured_branch(repo: pygit2.Repository) -> str:
         return "main"
 
 
-def _fleet_file(repo: pygit2.Repository) -> dict[str, bytes]:
-    """`{"jobtree.yaml": bytes}` at HEAD (empty when absent): all `read_spec` needs for the settings."""
-    data = gitstore.read_file(repo, "HEAD", "jobtree.yaml")
+def _fleet_file(repo: pygit2.Repository, rev: str = "HEAD") -> dict[str, bytes]:
+    """`{"jobtree.yaml": bytes}` at `rev` (empty when absent): all `read_spec` needs for the settings."""
+    data = gitstore.read_file(repo, rev, "jobtree.yaml")
     return {"jobtree.yaml": data} if data is not None else {}
 
 
@@ -297,9 +300,7 @@ def _fleet_author(repo: pygit2.Repository, branch: str) -> str | None:
     this clone may hold unpushed (they change only state/ and rendered/, so not jobtree.yaml itself)."""
     if repo.references.get(f"refs/heads/{branch}") is None:
         return None
-    data = gitstore.read_file(repo, f"refs/heads/{branch}", "jobtree.yaml")
-    files = {"jobtree.yaml": data} if data is not None else {}
-    return pipeline.read_spec(files).fleet.git.author.email
+    return pipeline.read_spec(_fleet_file(repo, f"refs/heads/{branch}")).fleet.git.author.email
 
 
 def _clusters_configured(repo_path: str) -> bool:
