@@ -4,10 +4,10 @@ A commit authored as the fleet's git author with a `Spec-Commit: S` trailer clai
 reconciler's. Author and trailer are typed text; the content is not: a pass is deterministic, so
 the state commit C on parent P at instant t (C's author time) holds exactly the `state/` (ledger
 included) and `rendered/` that one pass writes from the spec at S, the state at P and the
-embedded cluster of S's inventory, at t, and nothing else differs from P. `verify` runs that pass
-the way `reconcile.plan_once` does and compares blob ids. Reads Git, writes nothing; decides
-nothing about what to refuse (`plan` does), and does not prove commits for a configured cluster,
-whose observations Git does not hold.
+embedded cluster of S's inventory, at t, and nothing else differs from P. `verify` runs that very
+pass (`reconcile.plan_once` on P) and compares blob ids. Reads Git and writes only the pass
+caches under the Git dir; decides nothing about what to refuse (`plan` does), and does not prove
+commits for a configured cluster, whose observations Git does not hold.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import FileMode, ObjectType
 
-from reconciler import gitsink, gitstore, passmemo, pipeline
-from reconciler.embedded import EmbeddedCluster
+from reconciler import gitstore, pipeline, reconcile
 from schemas.common import format_time
 
 
@@ -93,16 +92,12 @@ def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
         )
     now = int(commit.author.time)
     at = f"for Spec-Commit {short} at {format_time(now)}"
-    try:
-        memo = passmemo.read(repo, parent)
-        state = memo.state()
-    except Exception as err:  # noqa: BLE001 - damaged state/ at the parent: not proven, and say why
-        return Verdict(False, f"jobtree cannot read the state/ of its parent ({type(err).__name__})")
-    try:
-        result = pipeline.run_pass(spec, EmbeddedCluster(spec.inventory), state, now)
+    try:  # the pass itself, exactly as `reconcile` runs it on the parent (whose spec is S's)
+        tree = reconcile.plan_once(repo, str(parent.id), now, lambda _: None).tree
     except pipeline.InvariantViolation:
         return Verdict(False, f"jobtree's pass {at} breaks invariants, so it commits nothing")
-    tree = gitsink.next_tree(result, memo, lambda oid: gitstore.read_blob(repo, oid))
+    except Exception as err:  # noqa: BLE001 - damaged state/ at the parent: not proven, and say why
+        return Verdict(False, f"jobtree cannot plan from its parent ({type(err).__name__})")
     want = {path: (blob, int(FileMode.BLOB)) for path, blob in tree.blobs.items()}
     have = _owned_files(repo, commit.tree)
     was = _owned_files(repo, parent.tree)
