@@ -59,3 +59,22 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str
                 proc.wait(timeout=5)
         return
     pytest.fail("git daemon did not start on 127.0.0.1")
+
+
+def lose_the_race_after_the_fetch(
+    monkeypatch: pytest.MonkeyPatch, winner: pygit2.Repository, base: str
+) -> None:
+    """The next `gitremote.fetch` answers, then `winner` pushes its branch past `base` before the
+    caller's push goes out: the remote moved between the fetch and the compare-and-swap."""
+    from reconciler import gitremote  # imported here: the other helpers need no reconciler module
+    from reconciler.gitremote import PushStatus
+
+    real_fetch = gitremote.fetch
+
+    def fetch_then_lose_the_race(*args, **kwargs):  # type: ignore[no-untyped-def]
+        head = real_fetch(*args, **kwargs)
+        monkeypatch.setattr(gitremote, "fetch", real_fetch)
+        assert gitremote.push(winner, "origin", "main", base).status is PushStatus.PUSHED
+        return head
+
+    monkeypatch.setattr(gitremote, "fetch", fetch_then_lose_the_race)

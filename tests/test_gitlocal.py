@@ -11,6 +11,7 @@ import pytest
 
 from reconciler import gitlocal, gitpack, gitremote, gitstore
 from reconciler.gitremote import PushStatus
+from tests.git_support import lose_the_race_after_the_fetch
 from tests.test_gitstore import BOT, NEW_STATE, NOW, SPEC_SHA, clone, human_commit, make_remote, remote_head
 
 MANY = {
@@ -93,15 +94,7 @@ def test_a_remote_that_moved_after_the_fetch_keeps_its_head_and_the_push_is_stal
     base = remote_head(one)
     state_commit(one, NEW_STATE, [])
     theirs = state_commit(two, {"state/two.yaml": b"2\n"}, [])
-    real_fetch = gitremote.fetch
-
-    def fetch_then_lose_the_race(*args, **kwargs):  # type: ignore[no-untyped-def]
-        head = real_fetch(*args, **kwargs)
-        monkeypatch.setattr(gitremote, "fetch", real_fetch)
-        assert gitremote.push(two, "origin", "main", base).status is PushStatus.PUSHED
-        return head
-
-    monkeypatch.setattr(gitremote, "fetch", fetch_then_lose_the_race)
+    lose_the_race_after_the_fetch(monkeypatch, two, base)
     lost = gitremote.push(one, "origin", "main", base)
     assert lost.status is PushStatus.STALE and lost.remote_oid == theirs
     assert str(pygit2.Repository(str(origin)).references["refs/heads/main"].target) == theirs

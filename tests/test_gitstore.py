@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from reconciler import gitpack, gitremote, gitstore, writerlock
 from reconciler.gitremote import PushStatus, SyncOutcome
-from tests.git_support import daemon, free_port, write_tree
+from tests.git_support import daemon, free_port, lose_the_race_after_the_fetch, write_tree
 
 __all__ = ["daemon"]  # a fixture: imported for pytest, used by name
 
@@ -412,15 +412,7 @@ def test_a_remote_that_moves_between_fetch_and_push_gives_stale(
     base = remote_head(one)
     bot_commit(one, NEW_STATE)
     bot_commit(two, {"state/two.yaml": b"2\n"})
-    real_fetch = gitremote.fetch
-
-    def fetch_then_lose_the_race(*args, **kwargs):  # type: ignore[no-untyped-def]
-        head = real_fetch(*args, **kwargs)
-        monkeypatch.setattr(gitremote, "fetch", real_fetch)
-        assert gitremote.push(one, "origin", "main", base).status is PushStatus.PUSHED
-        return head
-
-    monkeypatch.setattr(gitremote, "fetch", fetch_then_lose_the_race)
+    lose_the_race_after_the_fetch(monkeypatch, one, base)
     lost = gitremote.push(two, "origin", "main", base)
     assert lost.status is PushStatus.STALE and lost.remote_oid == str(
         one.references["refs/heads/main"].target
