@@ -4,17 +4,21 @@ A first pass at 100k GPUs parses 5,000 spec files and writes 25,000 state files 
 one core busy and the other idle. On Linux with more than one CPU, big batches are split into
 striped chunks (item i goes to chunk i mod n, since neighbours tend to cost alike): forked children
 compute theirs (they share the parent's memory copy-on-write)
-and send marshal data back through a pipe while the parent computes the first chunk. A child that
-fails for any reason only costs its chunk being computed again in the parent, and every chunk is
-computed by the same function, so results never depend on whether a child ran. Knows nothing of
-what it computes; never forks while other threads run (their locks would be copied mid-use).
+and send marshal data back through a pipe while the parent computes the first chunk; or, with
+`start`, one child works while the parent goes on (the work tree is written while a commit is
+made). A child never outlives the parent. A child that fails for any reason only costs its chunk
+being computed again in the parent, and every chunk is computed by the same function, so results
+never depend on whether a child ran. Knows nothing of what it computes; never forks while other
+threads run (their locks would be copied mid-use).
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import marshal
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -23,6 +27,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 MIN_ITEMS = 2_000  # below this a fork costs more than it saves
 _OK, _FAILED = b"+", b"-"
+_PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def workers() -> int:
@@ -52,12 +57,47 @@ def map_chunks(work: Callable[[Sequence[T]], list[Any]], items: Sequence[T]) -> 
     return out
 
 
+class Running:
+    """`work(items)` under way in forked children (`start`); `wait` gives the results, in order."""
+
+    def __init__(self, work: Callable[[Sequence[T]], list[Any]], items: Sequence[T], n: int) -> None:
+        self._work, self._items, self._n = work, items, n
+        self._chunks = [items[i::n] for i in range(n)] if n > 0 else [items]
+        self._children = [_fork(work, chunk) for chunk in self._chunks] if n > 0 else []
+
+    def wait(self) -> list[Any]:
+        """The results; a chunk whose child failed (or that no child took) is computed here, now.
+        Call once; it may be called from another thread than the one that started the work."""
+        if not self._children:
+            return list(self._work(self._items))
+        results = []
+        for (pid, fd), chunk in zip(self._children, self._chunks, strict=True):
+            got = _collect(pid, fd)
+            results.append(got if got is not None and len(got) == len(chunk) else self._work(chunk))
+        n = len(self._chunks)
+        out: list[Any] = [None] * len(self._items)
+        for i, result in enumerate(results):
+            out[i::n] = result
+        return out
+
+
+def start(work: Callable[[Sequence[T]], list[Any]], items: Sequence[T], least: int = MIN_ITEMS) -> Running:
+    """`work(items)` started in one forked child while the caller goes on: for work that waits on the
+    kernel (creating files), where a second process would only contend for the same locks. A batch
+    of fewer than `least` items, or one while other threads run, forks nothing: then `wait`
+    computes it all."""
+    forks = len(items) >= max(least, 1) and workers() > 1 and threading.active_count() == 1
+    return Running(work, items, 1 if forks else 0)
+
+
 def _fork(work: Callable[[Sequence[T]], list[Any]], chunk: Sequence[T]) -> tuple[int, int]:
     read, write = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: compute, send, and leave without running any of the parent's cleanup
         code = 1
         try:
+            _die_with(parent)
             os.close(read)
             gc.disable()  # a collection would touch (and so copy) every page of the shared heap
             payload = _OK + marshal.dumps(work(chunk))
@@ -72,6 +112,17 @@ def _fork(work: Callable[[Sequence[T]], list[Any]], chunk: Sequence[T]) -> tuple
             os._exit(code)
     os.close(write)
     return pid, read
+
+
+def _die_with(parent: int) -> None:
+    """A child never outlives its parent (killed with it): its work may write files, and whoever
+    repairs what a killed parent left must not race with a child still writing."""
+    try:
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # pragma: no cover - not glibc: the pipe still ends it soon
+        pass
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
 
 
 def _collect(pid: int, fd: int) -> list[Any] | None:

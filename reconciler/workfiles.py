@@ -9,14 +9,27 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pygit2
 from pygit2 import C, ffi
 from pygit2.enums import FileMode
 
+from reconciler import forkmap
+
 Entry = tuple[pygit2.Oid, int]  # (blob id, file mode) of a path in a tree
+# Files from which `Writer.launch` forks a writer: below, a fork (and the copy-on-write faults it
+# costs this process while the commit is made) is not repaid; a first 100k pass writes 25,000.
+FORK_FROM = 10_000
+Stat = tuple[int, int, int, int, int, int, int]  # what an index entry records of a file (`stat_of`)
+
+
+def stat_of(info: os.stat_result) -> Stat:
+    """ctime and mtime (ns), device, inode, uid, gid, size: plain ints, so a forked writer can send them."""
+    return (
+        info.st_ctime_ns, info.st_mtime_ns, info.st_dev, info.st_ino, info.st_uid, info.st_gid, info.st_size
+    )  # fmt: skip
 
 
 class Writer:
@@ -24,6 +37,7 @@ class Writer:
 
     Calling it does both. It opens its own handle on the repository, so it may run in another thread.
     `journal` runs before the first file is touched (`worktree` records there what is being written).
+    `launch` (optional, from the thread that forks) starts the files in a forked process instead.
     """
 
     def __init__(
@@ -43,27 +57,50 @@ class Writer:
             contents,
         )
         self.journal = journal
-        self.written: list[tuple[str, pygit2.Oid, int, os.stat_result]] = []
+        self.written: list[tuple[str, pygit2.Oid, int, Stat]] = []
+        self._running: forkmap.Running | None = None
 
     def __call__(self) -> None:
         self.files()
         self.stage()
 
+    def launch(self) -> None:
+        """Journal and remove now, then start writing the files in a forked process (`forkmap.start`:
+        a big batch only), so the caller's thread goes on and `files` collects their stat data. Call it from the
+        thread that made the writer, while no other thread runs; it may raise, having written nothing."""
+        self._removals()
+        self._running = forkmap.start(self._write, self._files(), FORK_FROM)
+
     def files(self) -> None:
+        running = self._running
+        if running is None:
+            self._removals()
+            running = forkmap.Running(self._write, self._files(), 0)
+        for (path, oid, mode), info in zip(self._files(), running.wait(), strict=True):
+            self.written.append((path, oid, mode, info))
+
+    def _removals(self) -> None:
         if self.journal is not None:
             self.journal()
-        own = pygit2.Repository(self.gitdir)
+            self.journal = None
         for path in sorted(self.removed, reverse=True):
             remove(self.workdir, path)
+
+    def _files(self) -> list[tuple[str, pygit2.Oid, int]]:
+        return [(path, b[0], b[1]) for path, (_, b) in sorted(self.todo.items()) if b is not None]
+
+    def _write(self, items: Sequence[tuple[str, pygit2.Oid, int]]) -> list[Stat]:
+        """Write `(path, blob id, mode)` files (in whichever process runs it); their stat data."""
+        own: pygit2.Repository | None = None
         made: set[str] = set()
-        for path, (_, b) in sorted(self.todo.items()):
-            if b is None:
-                continue
-            oid, mode = b
+        out = []
+        for path, oid, mode in items:
             data = self.contents.get(str(oid))
             if data is None:
+                own = own or pygit2.Repository(self.gitdir)
                 data = own[oid].peel(pygit2.Blob).data
-            self.written.append((path, oid, mode, write(self.workdir, path, data, mode, made)))
+            out.append(stat_of(write(self.workdir, path, data, mode, made)))
+        return out
 
     def stage(self) -> None:
         index = pygit2.Repository(self.gitdir).index
@@ -186,17 +223,18 @@ def _umask() -> int:
     return mask
 
 
-def stage(index: pygit2.Index, path: str, oid: pygit2.Oid, mode: int, info: os.stat_result) -> None:
+def stage(index: pygit2.Index, path: str, oid: pygit2.Oid, mode: int, info: Stat) -> None:
     """Add an index entry with the file's stat data, as `git add` would (so status stays fast)."""
+    ctime, mtime, dev, ino, uid, gid, size = info
     entry: Any = ffi.new("git_index_entry *")
-    entry.ctime.seconds, entry.ctime.nanoseconds = divmod(info.st_ctime_ns, 1_000_000_000)
-    entry.mtime.seconds, entry.mtime.nanoseconds = divmod(info.st_mtime_ns, 1_000_000_000)
-    entry.dev = info.st_dev & 0xFFFFFFFF
-    entry.ino = info.st_ino & 0xFFFFFFFF
+    entry.ctime.seconds, entry.ctime.nanoseconds = divmod(ctime, 1_000_000_000)
+    entry.mtime.seconds, entry.mtime.nanoseconds = divmod(mtime, 1_000_000_000)
+    entry.dev = dev & 0xFFFFFFFF
+    entry.ino = ino & 0xFFFFFFFF
     entry.mode = int(mode)
-    entry.uid = info.st_uid & 0xFFFFFFFF
-    entry.gid = info.st_gid & 0xFFFFFFFF
-    entry.file_size = info.st_size & 0xFFFFFFFF
+    entry.uid = uid & 0xFFFFFFFF
+    entry.gid = gid & 0xFFFFFFFF
+    entry.file_size = size & 0xFFFFFFFF
     ffi.buffer(ffi.addressof(entry, "id"))[:] = oid.raw
     name = ffi.new("char[]", path.encode())
     entry.path = name

@@ -167,8 +167,10 @@ def start(
     contents: Mapping[str, bytes],
 ) -> Early | None:
     """Check the work tree for the tree `new` (raw id; `trees`: raw id -> data of trees not in the
-    repository yet) and start writing its files. None: nothing to write now (not checked out, no
-    change, or a change libgit2 must write: `move_branch` does it once the commit exists).
+    repository yet) and start writing its files (`workfiles.Writer.launch`: by one forked process when
+    they are many, so the commit and the push are made meanwhile without competing with it for
+    this process's interpreter). None: nothing to write now (not checked out, no change, or a change
+    libgit2 must write: `move_branch` does it once the commit exists).
     Raises `DirtyCheckout` before anything is written.
     """
     if not checked_out(repo, branch):
@@ -176,7 +178,10 @@ def start(
     current = repo.references.get(f"refs/heads/{branch}")
     old = repo[current.target].peel(pygit2.Tree).id.raw if current is not None else None
     writer = _checked(repo, branch, lambda: _plan(repo, _Trees(repo, trees), old, new, contents, early=True))
-    return Early(writer) if writer is not None else None
+    if writer is None:
+        return None
+    writer.launch()  # a big batch is written by a forked process: no thread of this one waits on the kernel
+    return Early(writer)
 
 
 class _Trees:

@@ -61,3 +61,64 @@ def test_no_fork_while_another_thread_runs() -> None:
         stop.set()
         other.join()
     assert {pid for _, pid in got} == {PARENT}
+
+
+@parallel
+def test_a_started_batch_runs_in_one_child_while_this_process_goes_on() -> None:
+    running = forkmap.start(squares_and_pids, ITEMS)
+    got = running.wait()
+    assert [v for v, _ in got] == [i * i for i in ITEMS]
+    assert len({pid for _, pid in got}) == 1 and got[0][1] != PARENT
+
+
+def test_a_started_small_batch_is_computed_here_when_waited_for() -> None:
+    running = forkmap.start(squares_and_pids, ITEMS[:10])
+    assert running.wait() == [(i * i, PARENT) for i in range(10)]
+
+
+@parallel
+def test_a_started_child_that_fails_costs_its_work_done_here() -> None:
+    def fails_in_children(items: Sequence[int]) -> list[int]:
+        if os.getpid() != PARENT:
+            raise RuntimeError("a child broke")
+        return [i + 1 for i in items]
+
+    assert forkmap.start(fails_in_children, ITEMS).wait() == [i + 1 for i in ITEMS]
+
+
+@parallel
+def test_a_started_child_is_killed_with_its_parent(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The child may be writing files: it must not outlive a parent killed with kill -9."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / "child"
+    code = (
+        "import os, time\n"
+        "from reconciler import forkmap\n"
+        "def slow(items):\n"
+        f"    open({str(marker)!r}, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(60)\n"
+        "    return list(items)\n"
+        f"forkmap.start(slow, list(range({forkmap.MIN_ITEMS})))\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 20
+    while not marker.exists() or not marker.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    child = int(marker.read_text())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
+    os.kill(child, signal.SIGKILL)
+    raise AssertionError("the child outlived its parent")

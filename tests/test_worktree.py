@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
 
-from reconciler import checkoutjournal, gitpack, gitremote, gitstore, workfiles, worktree
+from reconciler import checkoutjournal, forkmap, gitpack, gitremote, gitstore, workfiles, worktree
 from tests.test_gitstore import NEW_STATE, NOW, bot_commit, clone, human_commit, make_remote
 
 
@@ -197,6 +198,29 @@ def test_in_a_pass_the_files_are_written_alongside_the_objects_and_git_agrees_wi
     touched = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
     assert touched == {"rendered/gpu-a/team-a/pod-8.yaml", "state/new.yaml"}
     assert git_status(root) == []
+
+
+def test_in_a_pass_a_big_batch_of_files_is_written_by_a_forked_writer_and_git_agrees_with_the_index(
+    work: pygit2.Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Path(work.workdir)
+    started: list[int] = []
+    real = forkmap.start
+
+    def counted(work: Any, items: Any, least: int) -> forkmap.Running:
+        started.append(len(items))
+        return real(work, items, least)
+
+    monkeypatch.setattr(forkmap, "start", counted)
+    monkeypatch.setattr(workfiles, "FORK_FROM", forkmap.MIN_ITEMS)
+    many = {
+        f"rendered/gpu-{i % 7}/team-a/pod-{i}.yaml": b"kind: Pod # %d\n" % i for i in range(forkmap.MIN_ITEMS)
+    }
+    assert commit_during_the_pass(work, NEW_STATE | many, NOW) is not None
+    assert started[-1] >= forkmap.MIN_ITEMS
+    assert (root / "rendered/gpu-3/team-a/pod-1998.yaml").read_bytes() == b"kind: Pod # 1998\n"
+    assert git_status(root) == [] and work.status() == {}
+    assert not os.path.exists(checkoutjournal.path_of(work.path))
 
 
 def test_a_commit_that_fails_after_its_files_were_written_leaves_the_index_and_restore_repairs(
