@@ -142,16 +142,26 @@ def stat_matches(entry: Any, info: os.stat_result) -> bool:
 
 
 def safe(
-    workdir: str, index: pygit2.Index, path: str, pair: tuple[Entry | None, Entry | None], racy_from: int
+    workdir: str,
+    index: pygit2.Index,
+    path: str,
+    pair: tuple[Entry | None, Entry | None],
+    racy_from: int,
+    absent: bool = False,
 ) -> bool:
-    """Whether the file and the index entry at `path` each hold the old or the new content."""
+    """Whether the file and the index entry at `path` each hold the old or the new content.
+
+    `absent`: the file's directory is known to be missing (`blocked` notes it), so it is not looked up.
+    """
     allowed = {e[0] if e is not None else None for e in pair}
     entry = C.git_index_get_bypath(index._index, path.encode(), 0)
     if entry == ffi.NULL:
         entry, staged = None, None
     else:
         staged = pygit2.Oid(raw=bytes(ffi.buffer(entry.id.id, 20)))
-    return staged in allowed and content_id(workdir + path, entry, racy_from) in allowed
+    if staged not in allowed:
+        return False
+    return None in allowed if absent else content_id(workdir + path, entry, racy_from) in allowed
 
 
 def index_time(repo: pygit2.Repository) -> int:
@@ -162,17 +172,24 @@ def index_time(repo: pygit2.Repository) -> int:
         return 0
 
 
-def blocked(workdir: str, path: str, removed: set[str], clear: set[str]) -> bool:
-    """Whether a parent of `path` is a file (or link) in the work tree that is not being removed."""
+def blocked(
+    workdir: str, path: str, removed: set[str], clear: set[str], missing: set[str] | None = None
+) -> bool:
+    """Whether a parent of `path` is a file (or link) in the work tree that is not being removed.
+
+    `clear` gathers the directories known not to block; `missing` (optional) those known absent.
+    """
     parent = path.rpartition("/")[0]
     unknown: list[str] = []
     while parent and parent not in clear:
         unknown.append(parent)
         parent = parent.rpartition("/")[0]
-    for parent in reversed(unknown):  # outermost first: below a missing directory nothing can block
+    for at, parent in enumerate(reversed(unknown)):  # outermost first: below a missing one nothing blocks
         try:
             info = os.lstat(workdir + parent)
         except FileNotFoundError:
+            if missing is not None:
+                missing.update(unknown[: len(unknown) - at])  # it and every directory below it
             break
         if not stat.S_ISDIR(info.st_mode):
             return parent not in removed

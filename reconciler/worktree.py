@@ -291,12 +291,13 @@ def _plan(
     index.read(False)
     removed = {path for path, (_, b) in todo.items() if b is None}
     clear: set[str] = set()  # parent directories known not to be blocked
+    missing: set[str] = set()  # and those known absent: no file below them to look at
     racy_from = workfiles.index_time(repo)
     conflicts = [
         path
         for path, pair in todo.items()
-        if not workfiles.safe(workdir, index, path, pair, racy_from)
-        or (pair[1] is not None and workfiles.blocked(workdir, path, removed, clear))
+        if (pair[1] is not None and workfiles.blocked(workdir, path, removed, clear, missing))
+        or not workfiles.safe(workdir, index, path, pair, racy_from, path.rpartition("/")[0] in missing)
     ]
     if conflicts:
         raise gitstore.DirtyCheckout(", ".join(sorted(conflicts)))

@@ -380,3 +380,22 @@ def test_a_journal_a_killed_writer_never_renamed_into_place_is_removed(tmp_path:
         fh.write(b'{"branch": "ma')
     assert checkoutjournal.recover(work) == []
     assert not os.path.exists(partial)
+
+
+def test_a_new_file_whose_directory_is_missing_still_conflicts_with_a_staged_entry(
+    work: pygit2.Repository,
+) -> None:
+    """The work tree is not looked at below a missing directory; the index still is."""
+    root = Path(work.workdir)
+    assert bot_commit(work, NEW_STATE) is not None
+    (root / "rendered/gpu-z/team-q").mkdir(parents=True)
+    (root / "rendered/gpu-z/team-q/pod-1.yaml").write_bytes(b"staged by hand\n")
+    work.index.read()
+    work.index.add("rendered/gpu-z/team-q/pod-1.yaml")
+    work.index.write()
+    (root / "rendered/gpu-z/team-q/pod-1.yaml").unlink()
+    (root / "rendered/gpu-z/team-q").rmdir()
+    (root / "rendered/gpu-z").rmdir()
+    with pytest.raises(gitstore.DirtyCheckout, match="rendered/gpu-z/team-q/pod-1.yaml"):
+        commit_during_the_pass(work, NEW_STATE | {"rendered/gpu-z/team-q/pod-1.yaml": b"x\n"}, NOW + 60)
+    assert not (root / "rendered/gpu-z").exists()
