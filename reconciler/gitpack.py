@@ -19,7 +19,7 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pygit2
@@ -45,16 +45,8 @@ def sha1_repository(repo: pygit2.Repository) -> bool:
     return str(found).lower() == "sha1"
 
 
-def deflate(data: bytes) -> bytes:
-    """The zlib stream a pack entry holds for `data` (what `write` makes of an object not given one)."""
-    return zlib.compress(data, _LEVEL)
-
-
 def write(
-    repo: pygit2.Repository,
-    objects: Iterable[tuple[bytes, str, bytes]],
-    packs: list[str] | None = None,
-    deflated: Mapping[bytes, bytes] | None = None,
+    repo: pygit2.Repository, objects: Iterable[tuple[bytes, str, bytes]], packs: list[str] | None = None
 ) -> int:
     """Store `(raw id, kind, data)` objects (new ones: trees and blobs of a commit being written).
 
@@ -65,8 +57,7 @@ def write(
     that the remote holds and walks its tree there, so one such commit in a remote failed every
     fetch of the clone that made it with "object not found". Ids are the caller's `object_id`; a
     mismatching id is a bug and raises ValueError before anything is stored in a pack. Returns how
-    many objects were written. `deflated` (raw id -> `deflate(data)`) holds streams the caller
-    compressed already (the workers that rendered the files); a pack uses them as they are.
+    many objects were written.
     """
     todo: dict[bytes, tuple[str, bytes]] = {}
     for oid, kind, data in objects:
@@ -74,7 +65,7 @@ def write(
     if len(todo) >= PACK_FROM and sha1_repository(repo):
         # No existence check: the caller passes new objects, and an object in two packs is harmless.
         directory = os.path.join(repo.path, "objects", "pack")
-        name = _write_pack(directory, todo, deflated or {})
+        name = _write_pack(directory, todo)
         if packs is not None:
             packs.append(os.path.join(directory, f"pack-{name}"))
         return len(todo)
@@ -120,7 +111,7 @@ def _entry_header(code: int, size: int) -> bytes:
 
 def _compress(items: Sequence[tuple[str, bytes]]) -> list[tuple[bytes, bytes]]:
     """Per object, its id and its zlib stream (the heavy part of a pack; `_compressed` splits it)."""
-    return [(object_id(kind, data), deflate(data)) for kind, data in items]
+    return [(object_id(kind, data), zlib.compress(data, _LEVEL)) for kind, data in items]
 
 
 def _compressed(items: list[tuple[str, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -138,20 +129,12 @@ def _compressed(items: list[tuple[str, bytes]]) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def _write_pack(
-    pack_dir: str, objects: dict[bytes, tuple[str, bytes]], deflated: Mapping[bytes, bytes]
-) -> str:
+def _write_pack(pack_dir: str, objects: dict[bytes, tuple[str, bytes]]) -> str:
     """Write `pack-<sha>.pack` then `pack-<sha>.idx` (the index makes the pack visible); returns the sha."""
     pack = bytearray(b"PACK" + struct.pack(">II", 2, len(objects)))
     rows: list[tuple[bytes, int, int]] = []  # (id, crc32, offset)
-    rest = [item for oid, item in objects.items() if oid not in deflated]
-    fresh = iter(_compressed(rest))
-    for oid, (kind, data) in objects.items():
-        body = deflated.get(oid)
-        if body is None:
-            check, body = next(fresh)
-        else:
-            check = object_id(kind, data)
+    packed = _compressed(list(objects.values()))
+    for (oid, (kind, data)), (check, body) in zip(objects.items(), packed, strict=True):
         if check != oid:
             raise ValueError(f"object id mismatch for a {kind}: {oid.hex()}")
         header = _entry_header(KIND_CODES[kind], len(data))

@@ -8,7 +8,6 @@ committed `asOf` is exact because no lease opened or closed in between (that wou
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -49,7 +48,6 @@ def _same_decisions(old: bytes, new: bytes) -> bool:
 class NextTree:
     blobs: dict[str, str]  # every file under state/ and rendered/ the next commit holds -> blob id
     contents: dict[str, bytes]  # blob id -> bytes, for the files this pass wrote anew
-    deflated: dict[str, bytes]  # blob id -> its pack stream (`gitpack.deflate`), for a big batch of them
     meaningful: list[str]  # paths whose decisions changed (empty: commit nothing)
     memo: passmemo.Memo  # the next tree: what to cache once it is committed
     kept: passmemo.Memo  # the current tree, plus what this pass checked: what to cache when not
@@ -65,8 +63,7 @@ def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) 
     invalid now) keep their blobs, as rendered from its last valid spec (`manifests.keep_frozen`);
     every other owned file is exactly `encode(plan)`. A file whose source the memo shows unchanged
     keeps its blob without being written again; the rest are written in parallel when there are
-    many (`forkmap`), and when they are many enough for a pack their zlib streams are made in the
-    same workers (`deflated`), so bytes cross between processes once.
+    many (`forkmap`).
     """
     old_blobs = current.blobs
     blobs: dict[str, str] = {}
@@ -92,13 +89,9 @@ def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) 
                 continue
         todo.append((path, kind, key))
     contents: dict[str, bytes] = {}
-    deflated: dict[str, bytes] = {}
     changed: list[str] = []
     kept_keys, kept_prints = dict(current.keys), dict(current.prints)
-    work = functools.partial(_write, old_blobs if len(todo) >= gitpack.PACK_FROM else None)
-    for (path, kind, key), (data, blob, rows, fp, body) in zip(
-        todo, forkmap.map_chunks(work, todo), strict=True
-    ):
+    for (path, kind, key), (data, blob, rows, fp) in zip(todo, forkmap.map_chunks(_write, todo), strict=True):
         old = old_blobs.get(path)
         blobs[path] = blob
         if kind == statefiles.RENDERED:
@@ -113,8 +106,6 @@ def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) 
                 kept_prints[path] = fp
             continue
         contents[blob] = data
-        if body is not None:
-            deflated[blob] = body
         if old is None or kind == statefiles.RENDERED or not _same(current, path, kind, key, data, read):
             changed.append(path)
     for path, blob in old_blobs.items():
@@ -130,24 +121,20 @@ def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) 
             changed.append(path)
     memo = passmemo.Memo((), blobs, pieces, keys, prints)
     kept = passmemo.Memo(current.trees, old_blobs, current.pieces, kept_keys, kept_prints)
-    return NextTree(blobs, contents, deflated, sorted(changed), memo, kept)
+    return NextTree(blobs, contents, sorted(changed), memo, kept)
 
 
-def _write(
-    old_blobs: dict[str, str] | None, items: Sequence[tuple[str, str, Any]]
-) -> list[tuple[bytes, str, Any, bytes | None, bytes | None]]:
-    """(bytes, blob id, decoded rows of a state file, fingerprint of a manifest, pack stream) per file
-    to write; the pack stream only with `old_blobs` (a batch big enough for a pack) and new bytes."""
+def _write(items: Sequence[tuple[str, str, Any]]) -> list[tuple[bytes, str, Any, bytes | None]]:
+    """(bytes, blob id, decoded rows of a state file, fingerprint of a manifest) per file to write."""
     out = []
-    for path, kind, key in items:
+    for _, kind, key in items:
         obj = statefiles.file_object(kind, key)
         data = statefiles.file_bytes(kind, obj)
         blob = gitpack.object_id("blob", data).hex()
-        body = gitpack.deflate(data) if old_blobs is not None and old_blobs.get(path) != blob else None
         if kind == statefiles.RENDERED:
-            out.append((data, blob, None, passmemo.fingerprint(key), body))
+            out.append((data, blob, None, passmemo.fingerprint(key)))
         else:
-            out.append((data, blob, statefiles.piece(kind, obj), None, body))
+            out.append((data, blob, statefiles.piece(kind, obj), None))
     return out
 
 

@@ -327,7 +327,6 @@ def commit_tree(
     owned_prefixes: tuple[str, ...] = OWNED_PREFIXES,
     pending: list[Any] | None = None,
     packs: list[str] | None = None,
-    deflated: Mapping[str, bytes] | None = None,
 ) -> pygit2.Oid | None:
     """`commit_files` given blob ids: `blobs` is every owned file's blob id (hex), `contents` the
     bytes of those the repository may not have yet (blob id -> bytes; the rest must exist).
@@ -337,7 +336,6 @@ def commit_tree(
     in a background thread, and the `worktree.Pending` to wait for is appended: the files are
     written while the objects are, the index once the branch has moved (`worktree.start`).
     A pack written is appended to `packs` (its path without extension), for a local push to reuse.
-    `deflated` (blob id -> `gitpack.deflate` of its bytes) spares compressing them again.
     """
     parent = resolve(repo, parent_rev) if parent_rev is not None else None
     base_tree = parent.tree if parent is not None else None
@@ -371,8 +369,7 @@ def commit_tree(
         trees = {oid: data for oid, kind, data in objects if kind == "tree"}
         early = worktree.start(repo, branch, tree_oid, trees, contents)
     try:
-        streams = {bytes.fromhex(blob): body for blob, body in (deflated or {}).items()}
-        gitpack.write(repo, objects, packs, streams)
+        gitpack.write(repo, objects, packs)
         sig = pygit2.Signature(author_name, author_email, int(now), 0)
         parents = [parent.id] if parent is not None else []
         oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(raw=tree_oid), parents)

@@ -215,7 +215,7 @@ def reconcile_once(
                     oid = gitstore.commit_tree(
                         repo, want_branch, str(head.id), tree.blobs, tree.contents, message=message,
                         author_name=author.name, author_email=author.email, now=moment, pending=later,
-                        packs=packs, deflated=tree.deflated,
+                        packs=packs,
                     )  # fmt: skip
                     outcome.commit = str(oid) if oid is not None else None
                     outcome.head = outcome.commit or outcome.head

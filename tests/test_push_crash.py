@@ -73,12 +73,10 @@ def test_a_push_killed_while_writing_objects_into_the_remote_does_not_wedge_the_
     clone(remote, victim)
     real = gitpack.write
 
-    def dying(
-        repo: pygit2.Repository, objects: object, packs: list[str] | None = None, deflated: object = None
-    ) -> int:
+    def dying(repo: pygit2.Repository, objects: object, packs: list[str] | None = None) -> int:
         if Path(repo.path).resolve() == remote.resolve():
-            return real(_Dying(repo, writes), objects, packs, deflated)  # type: ignore[arg-type]  # as above
-        return real(repo, objects, packs, deflated)  # type: ignore[arg-type]  # passed through
+            return real(_Dying(repo, writes), objects, packs)  # type: ignore[arg-type]  # as above
+        return real(repo, objects, packs)  # type: ignore[arg-type]  # passed through
 
     with monkeypatch.context() as patched:
         patched.setattr(gitpack, "write", dying)
