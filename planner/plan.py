@@ -43,6 +43,8 @@ class Plan:
     # runs whose spec is invalid now: their manifests here come from no spec, so whoever writes
     # or applies them keeps the ones last rendered instead (`manifests.keep_frozen`)
     frozen: frozenset[str] = frozenset()
+    # groups the last pass left charged to nobody: with `state.unfunded`, who lost or regained funding
+    unfunded_before: frozenset[tuple[str, int]] = frozenset()
 
     @property
     def manifests(self) -> dict[str, dict[str, Any]]:
@@ -150,7 +152,7 @@ def plan(world: World) -> Plan:
     violations = invariants.check(open_leases, book, set(ctx.records))
     return Plan(
         state, ctx.events, runs, budgets, sorted(ctx.cordon), list(topo.problems), violations,
-        open_leases, specs, clusters, frozen=frozenset(world.frozen_runs),
+        open_leases, specs, clusters, frozen=frozenset(world.frozen_runs), unfunded_before=prev.unfunded,
     )  # fmt: skip
 
 
