@@ -6,6 +6,7 @@ payer of every GPU. Binds nothing (slot numbers and names are `bind`) and cuts n
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -148,9 +149,7 @@ class _Cursor:
         if not fill and domain in self.full:
             nodes = self.topo.sorted_free(domain)
             if domain in self.taken_in:  # an earlier group of this attempt took GPUs here
-                nodes = [(a - taken.get(name, 0), name, n) for a, name, n in nodes]
-                nodes = [t for t in nodes if t[0] > 0]
-                nodes.sort(key=lambda t: (-t[0], t[1]))
+                nodes = _less_taken(nodes, taken)
         else:
             nodes = [
                 (a, n.name, n)
@@ -193,6 +192,20 @@ class _Cursor:
         if left > 0 and not (partial and pieces):
             return None
         return pieces, room, borrowed
+
+
+def _pack_order(t: tuple[int, str, Node]) -> tuple[int, str]:
+    return -t[0], t[1]
+
+
+def _less_taken(nodes: list[tuple[int, str, Node]], taken: dict[str, int]) -> list[tuple[int, str, Node]]:
+    """(free, name, node) by most free then name, less what the attempt took: the nodes it took
+    from (a few) drop out or move down, every other node keeps its place."""
+    out = [t for t in nodes if t[1] not in taken]
+    for a, name, node in nodes:
+        if name in taken and a > taken[name]:
+            insort(out, (a - taken[name], name, node), key=_pack_order)
+    return out
 
 
 def place(topo: Topology, req: Request, flavor: str) -> Packing:
