@@ -42,17 +42,20 @@ def candidates(book: Book, run: Run) -> list[tuple[Env, str]]:
 
 
 def _candidates(book: Book, run: Run) -> list[tuple[Env, str]]:
+    """The owner's own and family list itself when no sponsor adds a loan to it, so every funding
+    shape of the owner that borrows nothing shares one list (and `sources` one set of rooms)."""
     owner = run.spec.owner
     flavor = run.spec.resources.gpuType
-    out = list(_own_and_family(book, owner, flavor))
+    ours = _own_and_family(book, owner, flavor)
+    loans: list[tuple[Env, str]] = []
     if run.spec.funding.allowBorrow:
-        seen = {env.key for env, _ in out}
+        seen = {env.key for env, _ in ours}
         for sponsor in run.spec.funding.sponsors:
             for env in book.by_owner.get(sponsor, []):
                 if env.flavor == flavor and env.key not in seen and env.lends_to(owner):
                     seen.add(env.key)
-                    out.append((env, LOAN))
-    return out
+                    loans.append((env, LOAN))
+    return [*ours, *loans] if loans else ours
 
 
 def _own_and_family(book: Book, owner: str, flavor: str) -> list[tuple[Env, str]]:
@@ -76,14 +79,14 @@ def _own_and_family(book: Book, owner: str, flavor: str) -> list[tuple[Env, str]
 def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> list[Source]:
     """Funding sources in cover order with their room now (possibly none) and the nodes they admit.
 
-    Cached per funding shape; between passes of the line only envelopes whose claims changed since
-    (`book.changes`) are recomputed, so a long line costs O(changes), not O(runs × envelopes).
+    Cached per candidate list (funding shapes with the same candidates share it); between passes
+    of the line only envelopes whose claims changed since (`book.changes`) are recomputed, so a
+    long line costs O(changes), not O(runs × envelopes).
     """
-    f = run.spec.funding
-    key = (run.spec.owner, run.spec.resources.gpuType, f.allowBorrow, tuple(f.sponsors), lookahead_hours)
+    cands = candidates(book, run)
+    key = (id(cands), lookahead_hours)
     hit: _Cached | None = book.sources_cache.get(key)
-    if hit is None or hit.epoch != book.epoch:
-        cands = candidates(book, run)
+    if hit is None or hit.epoch != book.epoch or hit.cands is not cands:
         by_domain = book.domain_cache.setdefault(key, {})  # node sets never change within a pass
         out = SourceList(
             [_source(book, topo, env, cat, lookahead_hours) for env, cat in cands], None, by_domain
@@ -96,7 +99,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
                 index,
                 [i for i, (env, _) in enumerate(cands) if env.caps],
             )
-        book.sources_cache[key] = _Cached(book.epoch, len(book.changes), out, shape[1], shape[2])
+        book.sources_cache[key] = _Cached(book.epoch, len(book.changes), out, shape[1], shape[2], cands)
         return out
     if hit.seen == len(book.changes) and not hit.capped:
         return hit.out
@@ -195,6 +198,7 @@ class _Cached:
     out: SourceList
     index: dict[str, int]  # envelope key -> position in `out`
     capped: list[int]  # envelopes under aggregate caps: their room depends on siblings' claims
+    cands: list[tuple[Env, str]]  # the candidates these are the sources of (keeps their id unique)
 
 
 def fundable(srcs: list[Source], max_borrow: int | None) -> int:
