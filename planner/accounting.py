@@ -139,6 +139,7 @@ class Book:
         self.cover_cache: dict[object, list[tuple[Env, str]]] = {}
         self.shape_cache: dict[int, Any] = {}  # id(candidates) -> (candidates, key -> position, capped)
         self.family_cache: dict[tuple[str, str], list[tuple[Env, str]]] = {}  # (owner, flavor): own+family
+        self.shared_cache: dict[str, dict[str, list[tuple[Env, str]]]] = {}  # flavor -> owner -> shareable
         self.source_objs: dict[tuple[str, str, float], tuple[int, int, Any]] = {}  # cover's shared Sources
         self.window_cache: dict[int, tuple[Any, list[tuple[int, int]]]] = {}  # cover's future windows
         self.sources_cache: dict[object, Any] = {}  # cover.sources' rooms, refreshed from `changes`

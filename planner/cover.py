@@ -65,15 +65,24 @@ def _own_and_family(book: Book, owner: str, flavor: str) -> list[tuple[Env, str]
     if hit is not None:
         return hit
     out = [(env, OWN) for env in book.by_owner.get(owner, []) if env.flavor == flavor]
+    shared = _shared(book, flavor)
     for rel in book.relatives(owner):
-        if rel != owner:
-            out += [
-                (env, FAMILY)
-                for env in book.by_owner.get(rel, [])
-                if env.flavor == flavor and env.sharing != "none"
-            ]
+        if rel != owner and rel in shared:
+            out += shared[rel]
     book.family_cache[key] = out
     return out
+
+
+def _shared(book: Book, flavor: str) -> dict[str, list[tuple[Env, str]]]:
+    """Owner -> its envelopes of this flavor that family may share, as family candidates."""
+    hit = book.shared_cache.get(flavor)
+    if hit is None:
+        hit = book.shared_cache[flavor] = {}
+        for owner, envs in book.by_owner.items():
+            mine = [(env, FAMILY) for env in envs if env.flavor == flavor and env.sharing != "none"]
+            if mine:
+                hit[owner] = mine
+    return hit
 
 
 def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> list[Source]:
