@@ -143,7 +143,7 @@ class Book:
         self.source_objs: dict[tuple[str, str, float], tuple[int, int, Any]] = {}  # cover's shared Sources
         self.window_cache: dict[int, tuple[Any, list[tuple[int, int]]]] = {}  # cover's future windows
         self.sources_cache: dict[object, Any] = {}  # cover.sources' rooms, refreshed from `changes`
-        self.domain_cache: dict[object, dict[str, list[tuple[int, bool]]]] = {}  # pack's per-domain sources
+        self.domain_cache: dict[object, Any] = {}  # pack's per-domain sources (a DomainIndex per list)
         self.epoch = 0  # bumped when every claim is re-derived: all cached rooms are stale
         self.changes: list[str] = []  # envelopes whose claims changed within this epoch, in order
         self.touched: dict[str, int] = defaultdict(int)  # envelope -> changes to its claims so far

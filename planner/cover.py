@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from planner.accounting import FAMILY, LOAN, OWN, Book, Env
-from planner.pack import Source
+from planner.pack import DomainIndex, Source
 from planner.topology import Topology
 from schemas.common import format_time
 from schemas.run import Run
@@ -96,7 +96,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
     key = (id(cands), lookahead_hours)
     hit: _Cached | None = book.sources_cache.get(key)
     if hit is None or hit.epoch != book.epoch or hit.cands is not cands:
-        by_domain = book.domain_cache.setdefault(key, {})  # node sets never change within a pass
+        by_domain = book.domain_cache.setdefault(key, DomainIndex())  # node sets never change in a pass
         out = SourceList(
             [_source(book, topo, env, cat, lookahead_hours) for env, cat in cands], None, by_domain
         )
@@ -169,16 +169,16 @@ class SourceList(list[Source]):
     own: int
     loans: int
     nodesets: tuple[frozenset[str], ...]  # node sets of the sources with room
-    by_domain: dict[str, list[tuple[int, bool]]]  # pack's per-domain source positions (node sets only)
+    by_domain: DomainIndex  # pack's per-domain source positions (node sets only)
 
     def __init__(
         self,
         items: Iterable[Source],
         totals: tuple[int, int, tuple[frozenset[str], ...] | None] | None = None,
-        by_domain: dict[str, list[tuple[int, bool]]] | None = None,
+        by_domain: DomainIndex | None = None,
     ) -> None:
         super().__init__(items)
-        self.by_domain = by_domain if by_domain is not None else {}
+        self.by_domain = by_domain if by_domain is not None else DomainIndex()
         if totals is None:
             own = loans = 0
             with_room = []

@@ -312,19 +312,49 @@ def _choose(
 def domain_sources(topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:
     """Positions of the sources that reach nodes of `domain`, in cover order, each with whether it
     reaches every node there. Cached on a SourceList (its node sets never change within a pass)."""
-    cache: dict[str, list[tuple[int, bool]]] | None = getattr(sources, "by_domain", None)
-    if cache is not None:
-        hit = cache.get(domain)
-        if hit is not None:
-            return hit
-    out = []
-    for i, src in enumerate(sources):
-        whole = (src.reach or topo.coverage(src.nodes)).get(domain)
-        if whole is not None:
-            out.append((i, whole))
-    if cache is not None:
-        cache[domain] = out
-    return out
+    index: DomainIndex | None = getattr(sources, "by_domain", None)
+    if index is not None:
+        return index.positions(topo, sources, domain)
+    return [
+        (i, whole) for i, src in enumerate(sources) if (whole := _reach(topo, src).get(domain)) is not None
+    ]
+
+
+class DomainIndex:
+    """`domain_sources` of one candidate list, per domain, worked out over its distinct node sets
+    (a long list shares a few selectors) instead of over every source."""
+
+    def __init__(self) -> None:
+        self.hits: dict[str, list[tuple[int, bool]]] = {}
+        self._by_nodes: list[tuple[dict[str, bool], list[int]]] | None = None  # (reach, positions)
+
+    def positions(self, topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:
+        hit = self.hits.get(domain)
+        if hit is None:
+            hit = self.hits[domain] = sorted(
+                (i, whole)
+                for reach, at in self._node_sets(topo, sources)
+                if (whole := reach.get(domain)) is not None
+                for i in at
+            )
+        return hit
+
+    def _node_sets(
+        self, topo: Topology, sources: Sequence[Source]
+    ) -> list[tuple[dict[str, bool], list[int]]]:
+        if self._by_nodes is None:
+            groups: dict[frozenset[str], tuple[dict[str, bool], list[int]]] = {}
+            for i, src in enumerate(sources):
+                group = groups.get(src.nodes)
+                if group is None:
+                    group = groups[src.nodes] = (_reach(topo, src), [])
+                group[1].append(i)
+            self._by_nodes = list(groups.values())
+        return self._by_nodes
+
+
+def _reach(topo: Topology, src: Source) -> dict[str, bool]:
+    return src.reach or topo.coverage(src.nodes)
 
 
 def funded_nodes(sources: Sequence[Source]) -> tuple[frozenset[str], ...]:
