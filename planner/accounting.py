@@ -142,6 +142,7 @@ class Book:
         self.shared_cache: dict[str, dict[str, list[tuple[Env, str]]]] = {}  # flavor -> owner -> shareable
         self.source_objs: dict[tuple[str, str, float], tuple[int, int, Any]] = {}  # cover's shared Sources
         self.window_cache: dict[int, tuple[Any, list[tuple[int, int]]]] = {}  # cover's future windows
+        self.window_sources_cache: dict[tuple[int, int], tuple[Any, Any]] = {}  # cover.window_sources
         self.sources_cache: dict[object, Any] = {}  # cover.sources' rooms, refreshed from `changes`
         self.domain_cache: dict[object, Any] = {}  # pack's per-domain sources (a DomainIndex per list)
         self.epoch = 0  # bumped when every claim is re-derived: all cached rooms are stale
@@ -321,6 +322,7 @@ def claims_of(
     """Open claims per envelope (GPUs summed per group and class), and groups whose envelope is gone."""
     claims: dict[tuple[str, str, tuple[object, ...], GroupKey], int] = defaultdict(int)
     orphaned: set[GroupKey] = set()
+    runs: dict[str, tuple[str, tuple[object, ...]]] = {}  # run -> (owner, rank), asked once per run
     for lease in leases:
         env_key = lease.payer.env_key
         if not lease.open or lease.role == "Borrowed" or env_key is None:
@@ -330,8 +332,11 @@ def claims_of(
         if env is None:  # the envelope is gone: nobody funds this claim
             orphaned.add(group)
             continue
-        cat = book.category(owner_of(lease.run), env)
-        claims[(env_key, cat, rank_of(lease.run), group)] += lease.gpus
+        owner_rank = runs.get(lease.run)
+        if owner_rank is None:
+            owner_rank = runs[lease.run] = (owner_of(lease.run), rank_of(lease.run))
+        cat = book.category(owner_rank[0], env)
+        claims[(env_key, cat, owner_rank[1], group)] += lease.gpus
     per_env: dict[str, list[Claim]] = defaultdict(list)
     for (env_key, cat, rank, group), gpus in claims.items():
         per_env[env_key].append(Claim(env_key, cat, rank, group, gpus))

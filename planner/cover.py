@@ -272,9 +272,17 @@ def _future_windows(book: Book, run: Run) -> list[tuple[int, int]]:
 
 def window_sources(book: Book, topo: Topology, run: Run, until: int) -> list[Source]:
     """The run's own and family envelopes whose window opens after now and by `until`, as sources
-    with their whole concurrency: what will pay once the window it waits for is open."""
+    with their whole concurrency: what will pay once the window it waits for is open.
+
+    Remembered per candidate list and window for the pass (nothing here changes within it);
+    callers must not change the list."""
+    cands = candidates(book, run)
+    hit = book.window_sources_cache.get((id(cands), until))
+    if hit is not None and hit[0] is cands:
+        found: list[Source] = hit[1]
+        return found
     out: list[Source] = []
-    for env, cat in candidates(book, run):
+    for env, cat in cands:
         start = env.start
         if start is None or not book.now < start <= until or cat == LOAN:
             continue
@@ -283,4 +291,5 @@ def window_sources(book: Book, topo: Topology, run: Run, until: int) -> list[Sou
             nodes = topo.env_nodes[env.key] = topo.matching(env.flavor, env.selector)
         if nodes:
             out.append(Source(env, cat, env.concurrency, nodes, topo.coverage(nodes)))
+    book.window_sources_cache[(id(cands), until)] = (cands, out)
     return out
