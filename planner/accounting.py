@@ -7,7 +7,7 @@ charged to nobody. Decides no placement and ends nothing; it only classifies and
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,18 +96,13 @@ def family_order(budgets: Iterable[Budget]) -> Callable[[str], list[str]]:
         first = sorted(parents[owner])
         siblings = sorted({s for p in first for s in children[p]} - {owner} - set(first))
         seen = {owner, *first, *siblings}
-        rest: list[tuple[int, str]] = []
-        dist = {owner: 0}
-        queue = deque([owner])
-        while queue:
-            cur = queue.popleft()
-            for nxt in neighbours(cur):
-                if nxt not in dist:
-                    dist[nxt] = dist[cur] + 1
-                    queue.append(nxt)
-                    if nxt not in seen:
-                        rest.append((dist[nxt], nxt))
-        cache[owner] = first + siblings + [o for _, o in sorted(rest)]
+        rest: list[str] = []  # the rest by distance, then name: one breadth-first level at a time
+        reached, level = {owner}, {owner}
+        while level:
+            level = {nxt for cur in level for nxt in neighbours(cur)} - reached
+            reached |= level
+            rest += sorted(level - seen)
+        cache[owner] = first + siblings + rest
         return cache[owner]
 
     return order
