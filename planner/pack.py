@@ -90,15 +90,9 @@ class _Cursor:
             self.members = view.by_domain
             self.full = view.full
             base = topo.member_free(view)
+        # only domains with GPUs nobody ahead holds: one at 0 or below is never chosen (_choose, take)
         held = self.held
-        self.free = dict(base)  # a domain left at 0 or below is never chosen (see _choose, take)
-        if len(held) < len(base):
-            for d, h in held.items():
-                if d in self.free:
-                    self.free[d] -= h
-        else:
-            for d, v in base.items():
-                self.free[d] = v - held.get(d, 0)
+        self.free = {d: left for d, v in base.items() if (left := v - held.get(d, 0)) > 0}
         self._probe: tuple[tuple[str, int, bool], tuple[list[Piece], list[int], int]] | None = None
 
     def avail(self, node: Node) -> int:
