@@ -123,7 +123,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
     }
     if all(hit.out[i].room == room for i, room in rooms.items()):
         return hit.out
-    items = list(hit.out)
+    items, now = list(hit.out), list(hit.out.rooms)
     own, loans, crossed = hit.out.own, hit.out.loans, False
     for i, room in rooms.items():
         src = items[i]
@@ -135,7 +135,8 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
             own += room - src.room
         crossed = crossed or (room > 0) != (src.room > 0)
         items[i] = Source(src.env, src.category, room, src.nodes, src.reach)
-    hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets), hit.out.by_domain)
+        now[i] = room
+    hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets), hit.out.by_domain, now)
     return hit.out
 
 
@@ -170,15 +171,18 @@ class SourceList(list[Source]):
     loans: int
     nodesets: tuple[frozenset[str], ...]  # node sets of the sources with room
     by_domain: DomainIndex  # pack's per-domain source positions (node sets only)
+    rooms: list[int]  # each source's room, in order (pack copies it for every attempt)
 
     def __init__(
         self,
         items: Iterable[Source],
         totals: tuple[int, int, tuple[frozenset[str], ...] | None] | None = None,
         by_domain: DomainIndex | None = None,
+        rooms: list[int] | None = None,
     ) -> None:
         super().__init__(items)
         self.by_domain = by_domain if by_domain is not None else DomainIndex()
+        self.rooms = rooms if rooms is not None else [s.room for s in self]
         if totals is None:
             own = loans = 0
             with_room = []

@@ -76,7 +76,7 @@ class _Cursor:
 
     def __init__(self, topo: Topology, req: Request, flavor: str) -> None:
         self.topo, self.req, self.flavor = topo, req, flavor
-        self.room = [s.room for s in req.sources]
+        self.room = rooms(req.sources)
         self.borrowed = 0
         self.taken: dict[str, int] = {}  # node -> GPUs taken in this attempt
         self.taken_in: set[str] = set()  # domains this attempt has taken GPUs in
@@ -349,6 +349,13 @@ class DomainIndex:
 
 def _reach(topo: Topology, src: Source) -> dict[str, bool]:
     return src.reach or topo.coverage(src.nodes)
+
+
+def rooms(sources: Sequence[Source]) -> list[int]:
+    """What each source can still fund, in cover order: a copy the caller may change (a SourceList
+    keeps the list current as its rooms move, so this is one copy, not a pass over the sources)."""
+    kept: list[int] | None = getattr(sources, "rooms", None)
+    return list(kept) if kept is not None else [s.room for s in sources]
 
 
 def funded_nodes(sources: Sequence[Source]) -> tuple[frozenset[str], ...]:
