@@ -7,7 +7,7 @@ charged to nobody. Decides no placement and ends nothing; it only classifies and
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,18 +96,13 @@ def family_order(budgets: Iterable[Budget]) -> Callable[[str], list[str]]:
         first = sorted(parents[owner])
         siblings = sorted({s for p in first for s in children[p]} - {owner} - set(first))
         seen = {owner, *first, *siblings}
-        rest: list[tuple[int, str]] = []
-        dist = {owner: 0}
-        queue = deque([owner])
-        while queue:
-            cur = queue.popleft()
-            for nxt in neighbours(cur):
-                if nxt not in dist:
-                    dist[nxt] = dist[cur] + 1
-                    queue.append(nxt)
-                    if nxt not in seen:
-                        rest.append((dist[nxt], nxt))
-        cache[owner] = first + siblings + [o for _, o in sorted(rest)]
+        rest: list[str] = []  # the rest by distance, then name: one breadth-first level at a time
+        reached, level = {owner}, {owner}
+        while level:
+            level = {nxt for cur in level for nxt in neighbours(cur)} - reached
+            reached |= level
+            rest += sorted(level - seen)
+        cache[owner] = first + siblings + rest
         return cache[owner]
 
     return order
@@ -139,10 +134,12 @@ class Book:
         self.cover_cache: dict[object, list[tuple[Env, str]]] = {}
         self.shape_cache: dict[int, Any] = {}  # id(candidates) -> (candidates, key -> position, capped)
         self.family_cache: dict[tuple[str, str], list[tuple[Env, str]]] = {}  # (owner, flavor): own+family
+        self.shared_cache: dict[str, dict[str, list[tuple[Env, str]]]] = {}  # flavor -> owner -> shareable
         self.source_objs: dict[tuple[str, str, float], tuple[int, int, Any]] = {}  # cover's shared Sources
         self.window_cache: dict[int, tuple[Any, list[tuple[int, int]]]] = {}  # cover's future windows
+        self.window_sources_cache: dict[tuple[int, int], tuple[Any, Any]] = {}  # cover.window_sources
         self.sources_cache: dict[object, Any] = {}  # cover.sources' rooms, refreshed from `changes`
-        self.domain_cache: dict[object, dict[str, list[tuple[int, bool]]]] = {}  # pack's per-domain sources
+        self.domain_cache: dict[object, Any] = {}  # pack's per-domain sources (a DomainIndex per list)
         self.epoch = 0  # bumped when every claim is re-derived: all cached rooms are stale
         self.changes: list[str] = []  # envelopes whose claims changed within this epoch, in order
         self.touched: dict[str, int] = defaultdict(int)  # envelope -> changes to its claims so far
@@ -320,6 +317,7 @@ def claims_of(
     """Open claims per envelope (GPUs summed per group and class), and groups whose envelope is gone."""
     claims: dict[tuple[str, str, tuple[object, ...], GroupKey], int] = defaultdict(int)
     orphaned: set[GroupKey] = set()
+    runs: dict[str, tuple[str, tuple[object, ...]]] = {}  # run -> (owner, rank), asked once per run
     for lease in leases:
         env_key = lease.payer.env_key
         if not lease.open or lease.role == "Borrowed" or env_key is None:
@@ -329,8 +327,11 @@ def claims_of(
         if env is None:  # the envelope is gone: nobody funds this claim
             orphaned.add(group)
             continue
-        cat = book.category(owner_of(lease.run), env)
-        claims[(env_key, cat, rank_of(lease.run), group)] += lease.gpus
+        owner_rank = runs.get(lease.run)
+        if owner_rank is None:
+            owner_rank = runs[lease.run] = (owner_of(lease.run), rank_of(lease.run))
+        cat = book.category(owner_rank[0], env)
+        claims[(env_key, cat, owner_rank[1], group)] += lease.gpus
     per_env: dict[str, list[Claim]] = defaultdict(list)
     for (env_key, cat, rank, group), gpus in claims.items():
         per_env[env_key].append(Claim(env_key, cat, rank, group, gpus))

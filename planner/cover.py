@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from planner.accounting import FAMILY, LOAN, OWN, Book, Env
-from planner.pack import Source
+from planner.pack import DomainIndex, Source
 from planner.topology import Topology
 from schemas.common import format_time
 from schemas.run import Run
@@ -42,17 +42,20 @@ def candidates(book: Book, run: Run) -> list[tuple[Env, str]]:
 
 
 def _candidates(book: Book, run: Run) -> list[tuple[Env, str]]:
+    """The owner's own and family list itself when no sponsor adds a loan to it, so every funding
+    shape of the owner that borrows nothing shares one list (and `sources` one set of rooms)."""
     owner = run.spec.owner
     flavor = run.spec.resources.gpuType
-    out = list(_own_and_family(book, owner, flavor))
+    ours = _own_and_family(book, owner, flavor)
+    loans: list[tuple[Env, str]] = []
     if run.spec.funding.allowBorrow:
-        seen = {env.key for env, _ in out}
+        seen = {env.key for env, _ in ours}
         for sponsor in run.spec.funding.sponsors:
             for env in book.by_owner.get(sponsor, []):
                 if env.flavor == flavor and env.key not in seen and env.lends_to(owner):
                     seen.add(env.key)
-                    out.append((env, LOAN))
-    return out
+                    loans.append((env, LOAN))
+    return [*ours, *loans] if loans else ours
 
 
 def _own_and_family(book: Book, owner: str, flavor: str) -> list[tuple[Env, str]]:
@@ -62,29 +65,38 @@ def _own_and_family(book: Book, owner: str, flavor: str) -> list[tuple[Env, str]
     if hit is not None:
         return hit
     out = [(env, OWN) for env in book.by_owner.get(owner, []) if env.flavor == flavor]
+    shared = _shared(book, flavor)
     for rel in book.relatives(owner):
-        if rel != owner:
-            out += [
-                (env, FAMILY)
-                for env in book.by_owner.get(rel, [])
-                if env.flavor == flavor and env.sharing != "none"
-            ]
+        if rel != owner and rel in shared:
+            out += shared[rel]
     book.family_cache[key] = out
     return out
+
+
+def _shared(book: Book, flavor: str) -> dict[str, list[tuple[Env, str]]]:
+    """Owner -> its envelopes of this flavor that family may share, as family candidates."""
+    hit = book.shared_cache.get(flavor)
+    if hit is None:
+        hit = book.shared_cache[flavor] = {}
+        for owner, envs in book.by_owner.items():
+            mine = [(env, FAMILY) for env in envs if env.flavor == flavor and env.sharing != "none"]
+            if mine:
+                hit[owner] = mine
+    return hit
 
 
 def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> list[Source]:
     """Funding sources in cover order with their room now (possibly none) and the nodes they admit.
 
-    Cached per funding shape; between passes of the line only envelopes whose claims changed since
-    (`book.changes`) are recomputed, so a long line costs O(changes), not O(runs × envelopes).
+    Cached per candidate list (funding shapes with the same candidates share it); between passes
+    of the line only envelopes whose claims changed since (`book.changes`) are recomputed, so a
+    long line costs O(changes), not O(runs × envelopes).
     """
-    f = run.spec.funding
-    key = (run.spec.owner, run.spec.resources.gpuType, f.allowBorrow, tuple(f.sponsors), lookahead_hours)
+    cands = candidates(book, run)
+    key = (id(cands), lookahead_hours)
     hit: _Cached | None = book.sources_cache.get(key)
-    if hit is None or hit.epoch != book.epoch:
-        cands = candidates(book, run)
-        by_domain = book.domain_cache.setdefault(key, {})  # node sets never change within a pass
+    if hit is None or hit.epoch != book.epoch or hit.cands is not cands:
+        by_domain = book.domain_cache.setdefault(key, DomainIndex())  # node sets never change in a pass
         out = SourceList(
             [_source(book, topo, env, cat, lookahead_hours) for env, cat in cands], None, by_domain
         )
@@ -96,7 +108,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
                 index,
                 [i for i, (env, _) in enumerate(cands) if env.caps],
             )
-        book.sources_cache[key] = _Cached(book.epoch, len(book.changes), out, shape[1], shape[2])
+        book.sources_cache[key] = _Cached(book.epoch, len(book.changes), out, shape[1], shape[2], cands)
         return out
     if hit.seen == len(book.changes) and not hit.capped:
         return hit.out
@@ -111,7 +123,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
     }
     if all(hit.out[i].room == room for i, room in rooms.items()):
         return hit.out
-    items = list(hit.out)
+    items, now = list(hit.out), list(hit.out.rooms)
     own, loans, crossed = hit.out.own, hit.out.loans, False
     for i, room in rooms.items():
         src = items[i]
@@ -123,7 +135,8 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
             own += room - src.room
         crossed = crossed or (room > 0) != (src.room > 0)
         items[i] = Source(src.env, src.category, room, src.nodes, src.reach)
-    hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets), hit.out.by_domain)
+        now[i] = room
+    hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets), hit.out.by_domain, now)
     return hit.out
 
 
@@ -157,16 +170,19 @@ class SourceList(list[Source]):
     own: int
     loans: int
     nodesets: tuple[frozenset[str], ...]  # node sets of the sources with room
-    by_domain: dict[str, list[tuple[int, bool]]]  # pack's per-domain source positions (node sets only)
+    by_domain: DomainIndex  # pack's per-domain source positions (node sets only)
+    rooms: list[int]  # each source's room, in order (pack copies it for every attempt)
 
     def __init__(
         self,
         items: Iterable[Source],
         totals: tuple[int, int, tuple[frozenset[str], ...] | None] | None = None,
-        by_domain: dict[str, list[tuple[int, bool]]] | None = None,
+        by_domain: DomainIndex | None = None,
+        rooms: list[int] | None = None,
     ) -> None:
         super().__init__(items)
-        self.by_domain = by_domain if by_domain is not None else {}
+        self.by_domain = by_domain if by_domain is not None else DomainIndex()
+        self.rooms = rooms if rooms is not None else [s.room for s in self]
         if totals is None:
             own = loans = 0
             with_room = []
@@ -195,6 +211,7 @@ class _Cached:
     out: SourceList
     index: dict[str, int]  # envelope key -> position in `out`
     capped: list[int]  # envelopes under aggregate caps: their room depends on siblings' claims
+    cands: list[tuple[Env, str]]  # the candidates these are the sources of (keeps their id unique)
 
 
 def fundable(srcs: list[Source], max_borrow: int | None) -> int:
@@ -259,9 +276,17 @@ def _future_windows(book: Book, run: Run) -> list[tuple[int, int]]:
 
 def window_sources(book: Book, topo: Topology, run: Run, until: int) -> list[Source]:
     """The run's own and family envelopes whose window opens after now and by `until`, as sources
-    with their whole concurrency: what will pay once the window it waits for is open."""
+    with their whole concurrency: what will pay once the window it waits for is open.
+
+    Remembered per candidate list and window for the pass (nothing here changes within it);
+    callers must not change the list."""
+    cands = candidates(book, run)
+    hit = book.window_sources_cache.get((id(cands), until))
+    if hit is not None and hit[0] is cands:
+        found: list[Source] = hit[1]
+        return found
     out: list[Source] = []
-    for env, cat in candidates(book, run):
+    for env, cat in cands:
         start = env.start
         if start is None or not book.now < start <= until or cat == LOAN:
             continue
@@ -270,4 +295,5 @@ def window_sources(book: Book, topo: Topology, run: Run, until: int) -> list[Sou
             nodes = topo.env_nodes[env.key] = topo.matching(env.flavor, env.selector)
         if nodes:
             out.append(Source(env, cat, env.concurrency, nodes, topo.coverage(nodes)))
+    book.window_sources_cache[(id(cands), until)] = (cands, out)
     return out

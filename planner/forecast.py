@@ -215,14 +215,16 @@ def _shrinkable(ctx: Pass, run: str) -> bool:
     return m is not None and ctx.allocated(run) - m.stepGPUs >= m.minTotalGPUs
 
 
-def conflict_sets(ctx: Pass, order: list[tuple[str, dict[str, int], int]]) -> dict[str, dict[str, float]]:
+def conflict_sets(
+    ctx: Pass, order: list[tuple[str, dict[str, int], int]], risk: AtRisk | None = None
+) -> dict[str, dict[str, float]]:
     """Per reservation (in activation order): runs its activation could cut, with a probability.
 
     Structural cuts (unfunded, spares, shrink) are certain; the lottery's chance comes from `odds`
     (exact when the draws can be enumerated, sampled otherwise). Later reservations see the
-    earlier ones' cuts.
+    earlier ones' cuts. `risk`: the running groups as the pass left them, if the caller has them.
     """
-    risk = AtRisk(ctx)
+    risk = risk if risk is not None else AtRisk(ctx)
     gone: set[str] = set()
     gone_groups: set[tuple[str, int]] = set()
     taken: dict[str, int] = defaultdict(int)  # at-risk GPUs earlier reservations will take per domain

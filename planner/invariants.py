@@ -23,17 +23,18 @@ def check(leases: list[Lease], book: Book, runs: set[str]) -> list[str]:
     for lease in leases:
         if not lease.open:
             continue
-        for s in lease.slots:
-            slot = (lease.node, s)
-            if lease.role == "Borrowed":
+        slots = [(lease.node, s) for s in lease.slots]
+        if lease.role == "Borrowed":
+            for slot in slots:
                 fills[slot] += 1
-                continue
-            if slot in holder:
-                doubled.setdefault(slot, [holder[slot]]).append(lease.name)
-            else:
-                holder[slot] = lease.name
+        else:
+            for slot in slots:
+                if slot in holder:
+                    doubled.setdefault(slot, [holder[slot]]).append(lease.name)
+                else:
+                    holder[slot] = lease.name
             if lease.role == "Spare":
-                spare_slots.add(slot)
+                spare_slots.update(slots)
         if lease.run not in runs:
             problems.append(f"open lease {lease.name} has no run {lease.run}")
         if not lease.payer.owner:

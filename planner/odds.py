@@ -17,6 +17,9 @@ BUDGET = 300  # draws the enumeration may weigh before it falls back to sampling
 SAMPLES = 32
 
 
+_Ballot = tuple[list[str], dict[str, list[tuple[str, int]]]]  # owners sorted, each one's (run, group)s
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
     run: str
@@ -59,6 +62,9 @@ class _Game:
         self.work = 0
         self.domains = {d: j for j, d in enumerate(sorted(lottery.need))}  # position in `left`
         self.weights = [(self.domains.get(c.domain), c.gpus) for c in cands]  # (position or None, GPUs)
+        # the same pools as bit masks (bit i: candidate i), where no iteration order is involved
+        self.group_bits = {k: _mask(idx) for k, idx in self.of_group.items()}
+        self.run_bits = {run: _mask(idx) for run, idx in self.of_run.items()}
 
     def ends(self, pool: frozenset[int], run: str, group: int) -> list[int]:
         """Candidates a draw of (run, group) ends: the group, or the whole run below its floor."""
@@ -70,6 +76,20 @@ class _Game:
             if self.lottery.allocated[run] - gone - sum(cands[i].gpus for i in mine) >= floor:
                 return mine
         return [i for i in self.of_run[run] if i in pool]
+
+    def ends_mask(self, pool: int, run: str, group: int) -> int:
+        """`ends` over a pool held as a bit mask."""
+        mine = self.group_bits[(run, group)] & pool
+        floor = self.lottery.floor.get(run)
+        if floor is not None:
+            gone = self.run_bits[run] & ~pool
+            if self.lottery.allocated[run] - self.gpus(gone) - self.gpus(mine) >= floor:
+                return mine
+        return self.run_bits[run] & pool
+
+    def gpus(self, mask: int) -> int:
+        cands = self.lottery.candidates
+        return sum(cands[i].gpus for i in _members(mask))
 
     def choices(self, pool: frozenset[int]) -> list[tuple[float, str, int]]:
         """(probability, run, group) of the next draw: owner uniform, then that owner's group."""
@@ -92,7 +112,36 @@ class _Game:
                 out[j] -= gpus
         return tuple(out)
 
+    def draws_to_weigh(self, limit: int) -> int:
+        """How many draws `exact` weighs, counted until past `limit`: the choices of every pool it
+        reaches with a deficit left (each pool is solved once, so the order is immaterial).
+
+        Counted on bit masks without the arithmetic, so a lottery too large to enumerate is told
+        apart far more cheaply than by running into the budget."""
+        start = (1 << len(self.lottery.candidates)) - 1
+        seen = {start}
+        todo = [(start, tuple(self.lottery.need[d] for d in sorted(self.lottery.need)))]
+        work = 0
+        while todo:
+            pool, left = todo.pop()
+            if not pool or max(left, default=0) <= 0:
+                continue
+            for (run, group), bits in self.group_bits.items():
+                if not bits & pool:
+                    continue
+                work += 1
+                if work > limit:
+                    return work
+                ended = self.ends_mask(pool, run, group)
+                rest = pool & ~ended
+                if rest not in seen:
+                    seen.add(rest)
+                    todo.append((rest, self.left_after(left, _members(ended))))
+        return work
+
     def exact(self) -> dict[str, float] | None:
+        if self.draws_to_weigh(BUDGET) > BUDGET:
+            return None
         start = tuple(self.lottery.need[d] for d in sorted(self.lottery.need))
         memo: dict[frozenset[int], dict[str, float]] = {}
 
@@ -126,36 +175,33 @@ class _Game:
         """Replay the real draw with SAMPLES forecast seeds; the share of replays that cut each run.
 
         Each draw is `lottery.draw`'s arithmetic over the pool's owners and groups, which are
-        worked out once per pool (replays keep meeting the same pools)."""
+        worked out once per pool (replays keep meeting the same pools), and only when a replay
+        draws from it. A pick among one owner or one group needs no hash: anything modulo 1 is 0."""
         hits: dict[str, int] = defaultdict(int)
         start = tuple(self.lottery.need[d] for d in sorted(self.lottery.need))
-        ballots: dict[frozenset[int], tuple[list[str], dict[str, list[tuple[str, int]]]]] = {}
-        moves: dict[tuple[frozenset[int], str, int], tuple[frozenset[int], tuple[int, ...]]] = {}
-        everyone = frozenset(range(len(self.lottery.candidates)))
+        everyone = (1 << len(self.lottery.candidates)) - 1
+        ballots = {everyone: self._ballot(frozenset(range(len(self.lottery.candidates))))}
+        drawn_from: dict[int, tuple[_Ballot, str, int]] = {}  # pool -> the ballot and draw it came from
+        moves: dict[tuple[int, str, int], tuple[int, tuple[int, ...]]] = {}
         for s in range(SAMPLES):
             seed = f"forecast|{key}|{s}"
             pool, left = everyone, start
             cut: set[str] = set()
             k = 0
-            while pool and any(v > 0 for v in left):
+            while pool and max(left, default=0) > 0:
                 ballot = ballots.get(pool)
                 if ballot is None:
-                    ballot = ballots[pool] = self._ballot(pool)
+                    ballot = ballots[pool] = self._without(*drawn_from.pop(pool))
                 owners, groups_of = ballot
-                mine = groups_of[owners[H(f"{seed}|{k}|owner") % len(owners)]]
-                run, group = mine[H(f"{seed}|{k}|group") % len(mine)]
+                mine = groups_of[owners[H(f"{seed}|{k}|owner") % len(owners) if len(owners) > 1 else 0]]
+                run, group = mine[H(f"{seed}|{k}|group") % len(mine) if len(mine) > 1 else 0]
                 move = moves.get((pool, run, group))
                 if move is None:  # the pool decides what is left (everything else has ended)
-                    ended = self.ends(pool, run, group)
-                    after = pool.difference(ended)
-                    move = moves[(pool, run, group)] = (after, self.left_after(left, ended))
-                    if after not in ballots:  # the draw's view without the ended groups
-                        gone = {
-                            (self.lottery.candidates[i].run, self.lottery.candidates[i].group) for i in ended
-                        }
-                        kept = {o: [g for g in gs if g not in gone] for o, gs in groups_of.items()}
-                        kept = {o: gs for o, gs in kept.items() if gs}
-                        ballots[after] = ([o for o in owners if o in kept], kept)
+                    ended = self.ends_mask(pool, run, group)
+                    after = pool & ~ended
+                    move = moves[(pool, run, group)] = (after, self.left_after(left, _members(ended)))
+                    if after not in ballots and after not in drawn_from:
+                        drawn_from[after] = (ballot, run, ended)
                 pool, left = move
                 cut.add(run)
                 k += 1
@@ -163,10 +209,38 @@ class _Game:
                 hits[run] += 1
         return {run: n / SAMPLES for run, n in hits.items()}
 
-    def _ballot(self, pool: frozenset[int]) -> tuple[list[str], dict[str, list[tuple[str, int]]]]:
+    def _without(self, ballot: _Ballot, run: str, ended: int) -> _Ballot:
+        """The draw's view once `ended` (candidates of `run`) left the pool: one owner's list changes."""
+        owners, groups_of = ballot
+        cands = self.lottery.candidates
+        gone = {(cands[i].run, cands[i].group) for i in _members(ended)}
+        owner = self.lottery.owner[run]
+        kept = [g for g in groups_of[owner] if g not in gone]
+        groups = dict(groups_of)
+        if kept:
+            groups[owner] = kept
+            return owners, groups
+        del groups[owner]
+        return [o for o in owners if o != owner], groups
+
+    def _ballot(self, pool: frozenset[int]) -> _Ballot:
         """`lottery.draw`'s view of a pool: owners sorted, and each owner's (run, group)s sorted."""
         cands, owner = self.lottery.candidates, self.lottery.owner
         groups: dict[str, set[tuple[str, int]]] = defaultdict(set)
         for i in pool:
             groups[owner[cands[i].run]].add((cands[i].run, cands[i].group))
         return sorted(groups), {o: sorted(g) for o, g in groups.items()}
+
+
+def _mask(positions: list[int]) -> int:
+    return sum(1 << i for i in positions)
+
+
+def _members(mask: int) -> list[int]:
+    """Positions of the set bits of a mask."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out

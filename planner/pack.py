@@ -6,6 +6,7 @@ payer of every GPU. Binds nothing (slot numbers and names are `bind`) and cuts n
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -75,7 +76,7 @@ class _Cursor:
 
     def __init__(self, topo: Topology, req: Request, flavor: str) -> None:
         self.topo, self.req, self.flavor = topo, req, flavor
-        self.room = [s.room for s in req.sources]
+        self.room = rooms(req.sources)
         self.borrowed = 0
         self.taken: dict[str, int] = {}  # node -> GPUs taken in this attempt
         self.taken_in: set[str] = set()  # domains this attempt has taken GPUs in
@@ -89,15 +90,9 @@ class _Cursor:
             self.members = view.by_domain
             self.full = view.full
             base = topo.member_free(view)
+        # only domains with GPUs nobody ahead holds: one at 0 or below is never chosen (_choose, take)
         held = self.held
-        self.free = dict(base)  # a domain left at 0 or below is never chosen (see _choose, take)
-        if len(held) < len(base):
-            for d, h in held.items():
-                if d in self.free:
-                    self.free[d] -= h
-        else:
-            for d, v in base.items():
-                self.free[d] = v - held.get(d, 0)
+        self.free = {d: left for d, v in base.items() if (left := v - held.get(d, 0)) > 0}
         self._probe: tuple[tuple[str, int, bool], tuple[list[Piece], list[int], int]] | None = None
 
     def avail(self, node: Node) -> int:
@@ -148,9 +143,7 @@ class _Cursor:
         if not fill and domain in self.full:
             nodes = self.topo.sorted_free(domain)
             if domain in self.taken_in:  # an earlier group of this attempt took GPUs here
-                nodes = [(a - taken.get(name, 0), name, n) for a, name, n in nodes]
-                nodes = [t for t in nodes if t[0] > 0]
-                nodes.sort(key=lambda t: (-t[0], t[1]))
+                nodes = _less_taken(nodes, taken)
         else:
             nodes = [
                 (a, n.name, n)
@@ -193,6 +186,20 @@ class _Cursor:
         if left > 0 and not (partial and pieces):
             return None
         return pieces, room, borrowed
+
+
+def _pack_order(t: tuple[int, str, Node]) -> tuple[int, str]:
+    return -t[0], t[1]
+
+
+def _less_taken(nodes: list[tuple[int, str, Node]], taken: dict[str, int]) -> list[tuple[int, str, Node]]:
+    """(free, name, node) by most free then name, less what the attempt took: the nodes it took
+    from (a few) drop out or move down, every other node keeps its place."""
+    out = [t for t in nodes if t[1] not in taken]
+    for a, name, node in nodes:
+        if name in taken and a > taken[name]:
+            insort(out, (a - taken[name], name, node), key=_pack_order)
+    return out
 
 
 def place(topo: Topology, req: Request, flavor: str) -> Packing:
@@ -299,19 +306,56 @@ def _choose(
 def domain_sources(topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:
     """Positions of the sources that reach nodes of `domain`, in cover order, each with whether it
     reaches every node there. Cached on a SourceList (its node sets never change within a pass)."""
-    cache: dict[str, list[tuple[int, bool]]] | None = getattr(sources, "by_domain", None)
-    if cache is not None:
-        hit = cache.get(domain)
-        if hit is not None:
-            return hit
-    out = []
-    for i, src in enumerate(sources):
-        whole = (src.reach or topo.coverage(src.nodes)).get(domain)
-        if whole is not None:
-            out.append((i, whole))
-    if cache is not None:
-        cache[domain] = out
-    return out
+    index: DomainIndex | None = getattr(sources, "by_domain", None)
+    if index is not None:
+        return index.positions(topo, sources, domain)
+    return [
+        (i, whole) for i, src in enumerate(sources) if (whole := _reach(topo, src).get(domain)) is not None
+    ]
+
+
+class DomainIndex:
+    """`domain_sources` of one candidate list, per domain, worked out over its distinct node sets
+    (a long list shares a few selectors) instead of over every source."""
+
+    def __init__(self) -> None:
+        self.hits: dict[str, list[tuple[int, bool]]] = {}
+        self._by_nodes: list[tuple[dict[str, bool], list[int]]] | None = None  # (reach, positions)
+
+    def positions(self, topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:
+        hit = self.hits.get(domain)
+        if hit is None:
+            hit = self.hits[domain] = sorted(
+                (i, whole)
+                for reach, at in self._node_sets(topo, sources)
+                if (whole := reach.get(domain)) is not None
+                for i in at
+            )
+        return hit
+
+    def _node_sets(
+        self, topo: Topology, sources: Sequence[Source]
+    ) -> list[tuple[dict[str, bool], list[int]]]:
+        if self._by_nodes is None:
+            groups: dict[frozenset[str], tuple[dict[str, bool], list[int]]] = {}
+            for i, src in enumerate(sources):
+                group = groups.get(src.nodes)
+                if group is None:
+                    group = groups[src.nodes] = (_reach(topo, src), [])
+                group[1].append(i)
+            self._by_nodes = list(groups.values())
+        return self._by_nodes
+
+
+def _reach(topo: Topology, src: Source) -> dict[str, bool]:
+    return src.reach or topo.coverage(src.nodes)
+
+
+def rooms(sources: Sequence[Source]) -> list[int]:
+    """What each source can still fund, in cover order: a copy the caller may change (a SourceList
+    keeps the list current as its rooms move, so this is one copy, not a pass over the sources)."""
+    kept: list[int] | None = getattr(sources, "rooms", None)
+    return list(kept) if kept is not None else [s.room for s in sources]
 
 
 def funded_nodes(sources: Sequence[Source]) -> tuple[frozenset[str], ...]:

@@ -43,6 +43,8 @@ class Plan:
     # runs whose spec is invalid now: their manifests here come from no spec, so whoever writes
     # or applies them keeps the ones last rendered instead (`manifests.keep_frozen`)
     frozen: frozenset[str] = frozenset()
+    # groups the last pass left charged to nobody: with `state.unfunded`, who lost or regained funding
+    unfunded_before: frozenset[tuple[str, int]] = frozenset()
 
     @property
     def manifests(self) -> dict[str, dict[str, Any]]:
@@ -108,7 +110,9 @@ def plan(world: World) -> Plan:
         (o for o in line.order if ctx.reservations[o[0]].state == "Pending"),
         key=lambda o: (o[2], ctx.rank(o[0])),
     )
-    forecast.publish(ctx, forecast.conflict_sets(ctx, order))
+    risk = forecast.AtRisk(ctx)
+    leases_then = (len(ctx.leases), ctx.closures)
+    forecast.publish(ctx, forecast.conflict_sets(ctx, order, risk))
     ordered = {o[0] for o in order}
     for key, res in ctx.reservations.items():
         if res.state == "Pending" and key not in ordered:
@@ -118,7 +122,8 @@ def plan(world: World) -> Plan:
     # 6. report
     clusters = {n.name: n.labels.get("cluster", "default") for n in topo.nodes.values()}
     by_run = status.conflicts_by_run(ctx.reservations)
-    risk = forecast.AtRisk(ctx)
+    if (len(ctx.leases), ctx.closures) != leases_then:  # fills or phases moved leases since
+        risk = forecast.AtRisk(ctx)
     shorts = {k: short for k, short, _ in line.order}
     for key, res in ctx.reservations.items():
         if res.state == "Pending" and not res.reason.startswith(("budget", "borrow")):
@@ -150,7 +155,7 @@ def plan(world: World) -> Plan:
     violations = invariants.check(open_leases, book, set(ctx.records))
     return Plan(
         state, ctx.events, runs, budgets, sorted(ctx.cordon), list(topo.problems), violations,
-        open_leases, specs, clusters, frozen=frozenset(world.frozen_runs),
+        open_leases, specs, clusters, frozen=frozenset(world.frozen_runs), unfunded_before=prev.unfunded,
     )  # fmt: skip
 
 

@@ -6,9 +6,11 @@ A node missing a required label is reported and left out; it never blocks the re
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from planner.world import REQUIRED_LABELS, Lease, NodeObs
 
@@ -131,10 +133,12 @@ class Topology:
         self._views_by_tuple: dict[int, tuple[object, Members]] = {}
         self.version = 0  # bumped whenever free capacity changes
         self.changed: list[str] = []  # domains whose free capacity changed, in order (may repeat)
-        self._max_free: dict[str, tuple[int, str]] = {}
+        self._most_free: dict[str, list[tuple[int, str]]] = {}  # flavor -> heap of (-free, domain)
         self._flavor_domains: dict[str, set[str]] = defaultdict(set)
+        self._domain_flavors: dict[str, set[str]] = defaultdict(set)
         for node in self.nodes.values():
             self._flavor_domains[node.flavor].add(node.domain)
+            self._domain_flavors[node.domain].add(node.flavor)
 
     # -- occupancy -------------------------------------------------------------------------------
     def occupy(self, lease: Lease) -> None:
@@ -170,14 +174,18 @@ class Topology:
     def max_domain_free(self, flavor: str) -> int:
         """The most free GPUs any one domain with this flavor has (an upper bound for one group).
 
-        Kept as (free, domain) per flavor and dropped only when that domain loses GPUs."""
-        hit = self._max_free.get(flavor)
-        if hit is not None:
-            return hit[0]
-        doms = self._flavor_domains.get(flavor, set())
-        best = max(((self.domain_free.get(d, 0), d) for d in self.open_domains if d in doms), default=(0, ""))
-        self._max_free[flavor] = best
-        return best[0]
+        Kept as a heap of (-free, domain) per flavor: every change pushes the domain's new count,
+        and entries no longer current are dropped when they reach the top."""
+        heap = self._most_free.get(flavor)
+        free = self.domain_free
+        if heap is None:
+            doms = self._flavor_domains.get(flavor, set())
+            heap = [(-free[d], d) for d in self.open_domains if d in doms]
+            heapq.heapify(heap)
+            self._most_free[flavor] = heap
+        while heap and free.get(heap[0][1], 0) != -heap[0][0]:
+            heapq.heappop(heap)
+        return -heap[0][0] if heap else 0
 
     def _count(self, node: Node, delta: int) -> None:
         self.version += 1
@@ -185,11 +193,11 @@ class Topology:
         self._sorted_free.pop(node.domain, None)
         self._by_free.pop(node.domain, None)
         free = self.domain_free[node.domain] = self.domain_free.get(node.domain, 0) + delta
-        for flavor, best in list(self._max_free.items()):
-            if node.domain == best[1] and delta < 0:
-                del self._max_free[flavor]
-            elif delta > 0 and free > best[0] and node.domain in self._flavor_domains.get(flavor, ()):
-                self._max_free[flavor] = (free, node.domain)
+        if free > 0:
+            for flavor in self._domain_flavors[node.domain]:
+                heap = self._most_free.get(flavor)
+                if heap is not None:
+                    heapq.heappush(heap, (-free, node.domain))
         self.flavor_free[node.flavor] = self.flavor_free.get(node.flavor, 0) + delta
         if free > 0:
             self.open_domains.add(node.domain)
@@ -202,9 +210,9 @@ class Topology:
         Remembered until a lease opens or closes in the domain (pack asks for it many times).
         """
         hit = self._sorted_free.get(domain)
-        if hit is None:
-            hit = [(n.free, n.name, n) for n in self.domains.get(domain, ()) if n.free > 0]
-            hit.sort(key=lambda t: (-t[0], t[1]))
+        if hit is None:  # a domain's nodes are listed by name, and the sort keeps ties in that order
+            hit = [(free, n.name, n) for n in self.domains.get(domain, ()) if (free := n.free) > 0]
+            hit.sort(key=itemgetter(0), reverse=True)
             self._sorted_free[domain] = hit
         return hit
 
@@ -259,7 +267,7 @@ class Topology:
     def recount(self) -> None:
         self._sorted_free = {}
         self._by_free = {}
-        self._max_free = {}
+        self._most_free = {}
         self.domain_free = {d: sum(n.free for n in nodes) for d, nodes in self.domains.items()}
         self.open_domains = {d for d, free in self.domain_free.items() if free > 0}
         self.version += 1

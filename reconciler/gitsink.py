@@ -186,6 +186,7 @@ def summary(plan: Plan) -> list[str]:
         elif ev.event == "End":
             ended.setdefault(ev.reason.split("(")[0], set()).add(ev.lease.run)
     reserved = sorted(k for k, r in plan.state.reservations.items() if r.state == "Pending")
+    unfunded, refunded = _funding_changes(plan)
     lines: list[str] = []
     if started:
         lines.append(f"started or grew {_runs(len(started))} ({sum(started.values())} GPUs)")
@@ -193,12 +194,18 @@ def summary(plan: Plan) -> list[str]:
         lines.append(f"swapped {_runs(len(swapped))} onto hot spares")
     for reason, runs in sorted(ended.items()):
         lines.append(f"{reason}: {_runs(len(runs))}")
+    if unfunded:
+        lines.append(f"unfunded: {_runs(len(unfunded))} (still running, reclaimed first)")
+    if refunded:
+        lines.append(f"funded again: {_runs(len(refunded))}")
     if reserved:
         lines.append(f"{_runs(len(reserved))} reserved")
     details = [f"{run} +{gpus} GPUs" for run, gpus in sorted(started.items())]
     details += [f"{run} swapped to spare" for run in sorted(swapped)]
     for reason, runs in sorted(ended.items()):
         details += [f"{run} {reason}" for run in sorted(runs)]
+    details += [f"{run} unfunded ({_groups(n)})" for run, n in sorted(unfunded.items())]
+    details += [f"{run} funded again ({_groups(n)})" for run, n in sorted(refunded.items())]
     if len(details) > MAX_MESSAGE_LINES:
         details = details[:MAX_MESSAGE_LINES] + [f"... and {len(details) - MAX_MESSAGE_LINES} more"]
     return lines + details
@@ -206,3 +213,14 @@ def summary(plan: Plan) -> list[str]:
 
 def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def _groups(n: int) -> str:
+    return f"{n} group" if n == 1 else f"{n} groups"
+
+
+def _funding_changes(plan: Plan) -> tuple[Counter[str], Counter[str]]:
+    """Groups still running that this pass left charged to nobody, and those funded again, per run."""
+    running = {(x.run, x.group) for x in plan.open_leases}
+    now, before = plan.state.unfunded & running, plan.unfunded_before & running
+    return Counter(run for run, _ in now - before), Counter(run for run, _ in before - now)

@@ -173,15 +173,15 @@ def format_message(summary_lines: list[str], spec_commit: str) -> str:
     if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", spec_commit):
         raise ValueError(f"spec commit must be a full hex sha, got {spec_commit!r}")
     lines = [line.strip() for line in summary_lines if line.strip()]
-    if not lines:
-        subject = "jobtree: refresh state"
-    else:
-        subject = "jobtree: " + "; ".join(lines)
-        if len(subject) > _SUBJECT_MAX or len(lines) > 1:
-            more = f" (+{len(lines) - 1} more)" if len(lines) > 1 else ""
-            first = lines[0]
-            room = _SUBJECT_MAX - len("jobtree: ") - len(more)
-            subject = "jobtree: " + (first if len(first) <= room else first[: room - 1] + "…") + more
+    subject = "jobtree: refresh state"
+    if lines:  # as many whole lines as fit (the body lists them all); a first line too long is cut
+        room = _SUBJECT_MAX - len("jobtree: ")
+        head = lines[0] if len(lines[0]) <= room else lines[0][: room - 1] + "…"
+        for line in lines[1:]:
+            if len(head) + 2 + len(line) > room:
+                break
+            head += "; " + line
+        subject = "jobtree: " + head
     body = "\n".join(f"- {line}" for line in lines) or "- no decision changed; state refreshed"
     return f"{subject}\n\n{body}\n\n{TRAILER}: {spec_commit}\n"
 

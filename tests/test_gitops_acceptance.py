@@ -270,6 +270,22 @@ def test_reconciling_a_steady_fleet_again_makes_no_commit_and_the_remote_does_no
     assert git(work, "status", "--porcelain") == ""  # the checkout is left clean
 
 
+def test_spent_gpu_hour_caps_leave_groups_unfunded_and_the_commit_message_says_so(tmp_path: Path) -> None:
+    # rai-llm's west-gb200 (120,000 GPU-hours) pays pretrain-64's 64 GPUs: spent after 1,875 h.
+    # media-vision lends train-cofunded its group 1 (16 GPUs) under a 20,000 GPU-hour lending cap:
+    # spent after 1,250 h. 100 days (2,400 h) later both caps are spent and nothing else has
+    # changed: the groups keep running, charged to nobody (§4.2), and the commit names them.
+    work, origin = fleet(tmp_path)
+    assert jobtree("reconcile", str(work), "--once", "--now", T0, "--push").exit_code == 0
+    result = jobtree("reconcile", str(work), "--once", "--now", "2026-06-10T09:00:00Z", "--push")
+    assert result.exit_code == 0, result.output
+    message = git(work, "log", "-1", "--format=%B")
+    assert message.startswith("jobtree: unfunded: 2 runs (still running, reclaimed first)\n"), message
+    assert "- rai-llm/pretrain-64 unfunded (2 groups)\n" in message
+    assert "- rai-sys/train-cofunded unfunded (1 group)\n" in message
+    assert {run_of(x) for x in leases_at(origin) if is_open(x)} == TEMPLATE_RUNS  # nothing was stopped
+
+
 def test_vit_elastic_without_a_desired_width_grows_one_step_per_pass_then_stays_put(tmp_path: Path) -> None:
     work, origin = fleet(tmp_path, growing_vit=True)
     commits = []

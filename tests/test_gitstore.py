@@ -191,12 +191,16 @@ def test_a_checked_out_branch_follows_the_commit_and_local_edits_are_never_clobb
 def test_message_has_a_summary_a_body_and_the_spec_commit_trailer() -> None:
     message = gitstore.format_message(["started team-a/r1 (8 GPUs)", "reserved team-b/r2"], SPEC_SHA)
     subject, body, trailer = message.rstrip("\n").split("\n\n")
-    assert subject == "jobtree: started team-a/r1 (8 GPUs) (+1 more)"
+    assert subject == "jobtree: started team-a/r1 (8 GPUs); reserved team-b/r2"
     assert body == "- started team-a/r1 (8 GPUs)\n- reserved team-b/r2"
     assert trailer == f"Spec-Commit: {SPEC_SHA}"
     assert gitstore.spec_commit_of(message) == SPEC_SHA
     assert gitstore.spec_commit_of("fix state by hand\n\nSpec-Commit: nope\n") is None
     assert len(gitstore.format_message(["x" * 200], SPEC_SHA).splitlines()[0]) <= 72
+    long = gitstore.format_message(
+        ["started or grew 5 runs (152 GPUs)", "team-a/" + "r" * 40 + " +8 GPUs"], SPEC_SHA
+    )
+    assert long.splitlines()[0] == "jobtree: started or grew 5 runs (152 GPUs)"  # the rest is in the body
     with pytest.raises(ValueError):
         gitstore.format_message([], "abc")
 
