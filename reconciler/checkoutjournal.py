@@ -31,7 +31,7 @@ from collections.abc import Mapping
 import pygit2
 from pygit2.enums import CheckoutStrategy, FileMode, ReferenceType
 
-from reconciler import workfiles
+from reconciler import atomicfile, workfiles
 
 JOURNAL = os.path.join("jobtree", "checkout-journal")
 Entry = workfiles.Entry
@@ -58,19 +58,8 @@ def begin(
     rows = [f"{_hex(a)} {_hex(b)} {path}\0" for path, (a, b) in todo.items()]
     data = (json.dumps(head) + "\n" + "".join(rows)).encode()
     where = path_of(gitdir)
-    directory = os.path.dirname(where)
-    os.makedirs(directory, exist_ok=True)
-    tmp = f"{where}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, where)
-    _sync_directory(directory)
+    os.makedirs(os.path.dirname(where), exist_ok=True)
+    atomicfile.write(where, data, prefix=os.path.basename(where) + ".", suffix=".tmp", durable=True)
 
 
 def end(gitdir: str) -> None:
@@ -82,7 +71,7 @@ def end(gitdir: str) -> None:
 
 
 def _drop_partial(where: str) -> None:
-    """Remove journals a killed writer had not renamed into place yet (`<journal>.<pid>.tmp`): it
+    """Remove journals a killed writer had not renamed into place yet (`<journal>.<random>.tmp`): it
     wrote no work-tree file before the rename, and under the writer lock no one else is writing."""
     directory, name = os.path.split(where)
     try:
@@ -180,16 +169,3 @@ def _entry(tree: pygit2.Tree | None, path: str) -> Entry | None:
 
 def _hex(entry: Entry | None) -> str:
     return entry[0].raw.hex() if entry is not None else "-"
-
-
-def _sync_directory(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pygit2
 from pygit2.enums import ObjectType
 
-from reconciler import forkmap
+from reconciler import atomicfile, forkmap
 
 KIND_CODES = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
 PACK_FROM = 512  # objects: a smaller batch is written loose (one file each), like git's own writers
@@ -176,13 +175,4 @@ def _write_pack(pack_dir: str, objects: dict[bytes, tuple[str, bytes]]) -> str:
 
 def _place(directory: str, name: str, data: bytes) -> None:
     """Write a read-only file under a temporary name, then rename it into place (atomic)."""
-    fd, tmp = tempfile.mkstemp(prefix="tmp_jobtree_", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, os.path.join(directory, name))
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomicfile.write(os.path.join(directory, name), data, prefix="tmp_jobtree_", mode=0o444)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import os
 import sys
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pygit2
+
+from reconciler import atomicfile
 
 _MAGIC = b"JTCACHE1"
 _DIGEST = 32
@@ -88,15 +88,8 @@ def save(where: Path, name: str, data: Any) -> bool:
         return False
     try:
         where.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=where)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(_MAGIC + format_id() + hashlib.blake2b(payload, digest_size=_DIGEST).digest())
-                fh.write(payload)
-            os.replace(tmp, where / name)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        header = _MAGIC + format_id() + hashlib.blake2b(payload, digest_size=_DIGEST).digest()
+        atomicfile.write(str(where / name), header + payload, prefix=f".{name}.")
     except OSError:
         return False
     return True
