@@ -195,7 +195,7 @@ def summary(plan: Plan) -> list[str]:
     for reason, runs in sorted(ended.items()):
         lines.append(f"{reason}: {_runs(len(runs))}")
     if unfunded:
-        lines.append(f"unfunded: {_runs(len(unfunded))} (still running, reclaimed first)")
+        lines.append(f"unfunded: {_runs(len(unfunded))} (running, charged to nobody, reclaimed first)")
     if refunded:
         lines.append(f"funded again: {_runs(len(refunded))}")
     if reserved:

@@ -280,7 +280,9 @@ def test_spent_gpu_hour_caps_leave_groups_unfunded_and_the_commit_message_says_s
     result = jobtree("reconcile", str(work), "--once", "--now", "2026-06-10T09:00:00Z", "--push")
     assert result.exit_code == 0, result.output
     message = git(work, "log", "-1", "--format=%B")
-    assert message.startswith("jobtree: unfunded: 2 runs (still running, reclaimed first)\n"), message
+    assert message.startswith("jobtree: unfunded: 2 runs (running, charged to nobody, reclaimed first)\n"), (
+        message
+    )
     assert "- rai-llm/pretrain-64 unfunded (2 groups)\n" in message
     assert "- rai-sys/train-cofunded unfunded (1 group)\n" in message
     assert {run_of(x) for x in leases_at(origin) if is_open(x)} == TEMPLATE_RUNS  # nothing was stopped
