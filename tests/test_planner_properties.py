@@ -156,111 +156,22 @@ def test_shuffling_budgets_runs_and_nodes_never_changes_the_plan(fleet: tuple[An
 # planning again (where z/r2 already runs) reports another deficit.
 HELD_FUNDING_AHEAD = (
     [
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-a-x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "envelopes": [
-                    {
-                        "name": "e0",
-                        "flavor": "H100-80GB",
-                        "concurrency": 0,
-                        "sharing": "none",
-                        "lending": {"allow": True, "to": ["*"]},
-                    },
-                    {"name": "e1", "flavor": "GB200", "concurrency": 24},
-                ],
-                "parents": ["org:r:a"],
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-a-y"},
-            "spec": {"owner": "org:r:a:y", "envelopes": [], "parents": ["org:r:a"]},
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-b-z"},
-            "spec": {"owner": "org:r:b:z", "envelopes": [], "parents": ["org:r:b"]},
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-a"},
-            "spec": {"owner": "org:r:a", "envelopes": [], "parents": ["org:r"]},
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-b"},
-            "spec": {"owner": "org:r:b", "envelopes": [], "parents": ["org:r"]},
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r"},
-            "spec": {"owner": "org:r", "envelopes": []},
-        },
+        a_budget("org-r-a-x", "org:r:a:x", "org:r:a")
+        .envelope("e0", 0, sharing="none", lending={"allow": True, "to": ["*"]})
+        .envelope("e1", 24, "GB200")
+        .build(),
+        a_budget("org-r-a-y", "org:r:a:y", "org:r:a").build(),
+        a_budget("org-r-b-z", "org:r:b:z", "org:r:b").build(),
+        a_budget("org-r-a", "org:r:a", "org:r").build(),
+        a_budget("org-r-b", "org:r:b", "org:r").build(),
+        a_budget("org-r", "org:r").build(),
     ],
     [
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r0", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r1", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r2", "namespace": "z"},
-            "spec": {
-                "owner": "org:r:b:z",
-                "resources": {"gpuType": "GB200", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r3", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "GB200", "totalGPUs": 16},
-                "locality": {"groupGPUs": 8},
-                "malleable": {"minTotalGPUs": 8, "maxTotalGPUs": 32, "stepGPUs": 8},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r4", "namespace": "y"},
-            "spec": {
-                "owner": "org:r:a:y",
-                "resources": {"gpuType": "GB200", "totalGPUs": 16},
-                "locality": {"groupGPUs": 8},
-                "sparesPerGroup": 1,
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
+        a_run("x/r0", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r1", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("z/r2", "org:r:b:z", "GB200").gpus(1).checkpointed().build(),
+        a_run("x/r3", "org:r:a:x", "GB200").gpus(16).groups(8).malleable(8, 32, 8).checkpointed().build(),
+        a_run("y/r4", "org:r:a:y", "GB200").gpus(16).groups(8).spares(1).checkpointed().build(),
     ],
     "H100-80GB",
     (1, 1, 1),
@@ -271,164 +182,29 @@ HELD_FUNDING_AHEAD = (
 # behind it in line, reclaimed part of its owner's envelope), not replayed from the line.
 HOLD_REDONE_AT_THE_END = (
     [
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-a-x"},
-            "spec": {"owner": "org:r:a:x", "envelopes": [], "parents": ["org:r:a"]},
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-a-y"},
-            "spec": {
-                "owner": "org:r:a:y",
-                "envelopes": [
-                    {"name": "e0", "flavor": "H100-80GB", "concurrency": 8},
-                    {"name": "e1", "flavor": "H100-80GB", "concurrency": 0, "sharing": "none"},
-                ],
-                "parents": ["org:r:a"],
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-b-z"},
-            "spec": {
-                "owner": "org:r:b:z",
-                "envelopes": [
-                    {
-                        "name": "e0",
-                        "flavor": "H100-80GB",
-                        "concurrency": 8,
-                        "lending": {"allow": True, "to": ["*"]},
-                    },
-                    {
-                        "name": "e1",
-                        "flavor": "H100-80GB",
-                        "concurrency": 0,
-                        "sharing": "none",
-                        "lending": {"allow": True, "to": ["*"]},
-                    },
-                ],
-                "parents": ["org:r:b"],
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-a"},
-            "spec": {"owner": "org:r:a", "envelopes": [], "parents": ["org:r"]},
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-b"},
-            "spec": {"owner": "org:r:b", "envelopes": [], "parents": ["org:r"]},
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r"},
-            "spec": {"owner": "org:r", "envelopes": []},
-        },
+        a_budget("org-r-a-x", "org:r:a:x", "org:r:a").build(),
+        a_budget("org-r-a-y", "org:r:a:y", "org:r:a")
+        .envelope("e0", 8)
+        .envelope("e1", 0, sharing="none")
+        .build(),
+        a_budget("org-r-b-z", "org:r:b:z", "org:r:b")
+        .envelope("e0", 8, lending={"allow": True, "to": ["*"]})
+        .envelope("e1", 0, sharing="none", lending={"allow": True, "to": ["*"]})
+        .build(),
+        a_budget("org-r-a", "org:r:a", "org:r").build(),
+        a_budget("org-r-b", "org:r:b", "org:r").build(),
+        a_budget("org-r", "org:r").build(),
     ],
     [
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r0", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r1", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r2", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r3", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r4", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r5", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 16},
-                "locality": {"groupGPUs": 8},
-                "malleable": {"minTotalGPUs": 8, "maxTotalGPUs": 32, "stepGPUs": 8},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r6", "namespace": "y"},
-            "spec": {
-                "owner": "org:r:a:y",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r7", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 4},
-                "opportunistic": True,
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r8", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 16},
-                "locality": {"groupGPUs": 8},
-                "malleable": {"minTotalGPUs": 8, "maxTotalGPUs": 32, "stepGPUs": 8},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
+        a_run("x/r0", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r1", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r2", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r3", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r4", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r5", "org:r:a:x").gpus(16).groups(8).malleable(8, 32, 8).checkpointed().build(),
+        a_run("y/r6", "org:r:a:y").gpus(1).checkpointed().build(),
+        a_run("x/r7", "org:r:a:x").gpus(4).opportunistic().checkpointed().build(),
+        a_run("x/r8", "org:r:a:x").gpus(16).groups(8).malleable(8, 32, 8).checkpointed().build(),
     ],
     "H100-80GB",
     (1, 1, 1),
@@ -440,185 +216,30 @@ HOLD_REDONE_AT_THE_END = (
 # next pass drew another slice. Kept domains are tried in the order a new scope would try them.
 KEPT_DOMAINS_IN_SCOPE_ORDER = (
     [
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-a-x"},
-            "spec": {"owner": "org:r:a:x", "envelopes": [], "parents": ["org:r:a"]},
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-a-y"},
-            "spec": {
-                "owner": "org:r:a:y",
-                "envelopes": [
-                    {
-                        "name": "e0",
-                        "flavor": "H100-80GB",
-                        "concurrency": 0,
-                        "sharing": "none",
-                        "lending": {"allow": True, "to": ["*"]},
-                    }
-                ],
-                "parents": ["org:r:a"],
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-b-z"},
-            "spec": {
-                "owner": "org:r:b:z",
-                "envelopes": [
-                    {
-                        "name": "e0",
-                        "flavor": "H100-80GB",
-                        "concurrency": 8,
-                        "sharing": "none",
-                        "lending": {"allow": True, "to": ["*"]},
-                    }
-                ],
-                "parents": ["org:r:b"],
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-a"},
-            "spec": {"owner": "org:r:a", "envelopes": [], "parents": ["org:r"]},
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r-b"},
-            "spec": {
-                "owner": "org:r:b",
-                "envelopes": [
-                    {
-                        "name": "e0",
-                        "flavor": "H100-80GB",
-                        "concurrency": 0,
-                        "sharing": "none",
-                        "lending": {"allow": True, "to": ["*"]},
-                    }
-                ],
-                "parents": ["org:r"],
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Budget",
-            "metadata": {"name": "org-r"},
-            "spec": {
-                "owner": "org:r",
-                "envelopes": [{"name": "e0", "flavor": "H100-80GB", "concurrency": 24}],
-            },
-        },
+        a_budget("org-r-a-x", "org:r:a:x", "org:r:a").build(),
+        a_budget("org-r-a-y", "org:r:a:y", "org:r:a")
+        .envelope("e0", 0, sharing="none", lending={"allow": True, "to": ["*"]})
+        .build(),
+        a_budget("org-r-b-z", "org:r:b:z", "org:r:b")
+        .envelope("e0", 8, sharing="none", lending={"allow": True, "to": ["*"]})
+        .build(),
+        a_budget("org-r-a", "org:r:a", "org:r").build(),
+        a_budget("org-r-b", "org:r:b", "org:r")
+        .envelope("e0", 0, sharing="none", lending={"allow": True, "to": ["*"]})
+        .build(),
+        a_budget("org-r", "org:r").envelope("e0", 24).build(),
     ],
     [
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r0", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r1", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r2", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r3", "namespace": "y"},
-            "spec": {
-                "owner": "org:r:a:y",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 16},
-                "locality": {"groupGPUs": 8},
-                "funding": {"allowBorrow": True, "sponsors": ["org:r:b:z"], "maxBorrowGPUs": 8},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r4", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r5", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r6", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r7", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r8", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
-        {
-            "apiVersion": "rq.davidlangworthy.io/v1",
-            "kind": "Run",
-            "metadata": {"name": "r9", "namespace": "x"},
-            "spec": {
-                "owner": "org:r:a:x",
-                "resources": {"gpuType": "H100-80GB", "totalGPUs": 1},
-                "runtime": {"checkpoint": "15m"},
-            },
-        },
+        a_run("x/r0", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r1", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r2", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("y/r3", "org:r:a:y").gpus(16).groups(8).borrowing("org:r:b:z", cap=8).checkpointed().build(),
+        a_run("x/r4", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r5", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r6", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r7", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r8", "org:r:a:x").gpus(1).checkpointed().build(),
+        a_run("x/r9", "org:r:a:x").gpus(1).checkpointed().build(),
     ],
     "H100-80GB",
     (1, 1, 2),
