@@ -46,6 +46,16 @@ def plan(repo: pygit2.Repository, *args: str, base: str = "main", head: str = "p
     return result
 
 
+def refused(result: Result, by: str, *reasons: str) -> None:
+    """`plan` refused the branch: no report on stdout, r1's lease named as changed by hand in `by`,
+    and every one of `reasons` given."""
+    assert result.exit_code == 3
+    assert result.stdout == ""  # no report that a CI job could post as "no change"
+    assert f"{LEASE} (changed by hand in {by[:12]}" in result.stderr
+    for reason in reasons:
+        assert reason in result.stderr
+
+
 def merge(repo: pygit2.Repository, branch: str | None, parents: list[str], files: dict[str, bytes]) -> str:
     """A merge commit of `parents` holding exactly `files`; moves `branch` to it (None: no branch)."""
     ref = f"refs/heads/{branch}" if branch else None
@@ -69,15 +79,14 @@ def test_a_commit_forged_as_the_reconciler_off_main_is_refused_naming_the_file_a
     trailer = f"Spec-Commit: {tip(fleet, 'main')}"
     forged = commit(fleet, close_r1_by_hand(fleet), f"jobtree: close r1\n\n{trailer}\n", "pr", who=BOT)
     result = plan(fleet, "--format", fmt, "--exit-code")
-    assert result.exit_code == 3
-    assert result.stdout == ""  # no report that a CI job could post as "no change"
-    assert f"{LEASE} (changed by hand in {forged[:12]}" in result.stderr
-    assert "authored as jobtree <jobtree@fleet.example> but is not on main" in result.stderr
-    assert "so its state/ and rendered/ edits are refused" in result.stderr
-    # recomputing the pass it claims to be shows the edit: jobtree leaves r1 running at 09:02
-    assert (
+    refused(
+        result,
+        forged,
+        "authored as jobtree <jobtree@fleet.example> but is not on main",
+        "so its state/ and rendered/ edits are refused",
+        # recomputing the pass it claims to be shows the edit: jobtree leaves r1 running at 09:02
         f"and {LEASE} differs from what jobtree computes for Spec-Commit {tip(fleet, 'main')[:12]} "
-        "at 2026-03-02T09:02:00Z, so" in result.stderr
+        "at 2026-03-02T09:02:00Z, so",
     )
 
 
@@ -88,7 +97,7 @@ def test_a_forged_commit_is_refused_in_a_clone_that_has_main_only_as_origin_main
     forged = commit(fleet, close_r1_by_hand(fleet), f"jobtree: close r1\n\n{trailer}\n", "pr", who=BOT)
     clone = ci_checkout(fleet, tmp_path)
     result = plan(clone, base="origin/main", head="origin/pr")
-    assert result.exit_code == 3 and f"{LEASE} (changed by hand in {forged[:12]}" in result.stderr
+    refused(result, forged)
 
 
 def ci_checkout(repo: pygit2.Repository, tmp_path: Path) -> pygit2.Repository:
@@ -140,9 +149,7 @@ def test_a_reconciler_commit_whose_spec_commit_is_not_its_ancestor_is_refused(
     pr_only = commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
     odd = commit(fleet, close_r1_by_hand(fleet), f"jobtree: close r1\n\nSpec-Commit: {pr_only}\n", who=BOT)
     result = plan(fleet, base=old_main, head="main")
-    assert result.exit_code == 3
-    assert f"{LEASE} (changed by hand in {odd[:12]}" in result.stderr
-    assert f"Spec-Commit {pr_only[:12]} is not one of its ancestors" in result.stderr
+    refused(result, odd, f"Spec-Commit {pr_only[:12]} is not one of its ancestors")
 
 
 def test_a_merge_of_main_that_keeps_the_old_state_is_refused_as_a_rollback(
@@ -263,9 +270,7 @@ def test_a_genuine_pass_for_an_older_spec_laid_on_a_newer_one_is_refused(
         "refs/heads/pr", genuine.author, genuine.committer, genuine.message, tree, [pygit2.Oid(hex=back)]
     )
     result = plan(fleet)
-    assert result.exit_code == 3
-    assert f"{LEASE} (changed by hand in {str(laid)[:12]}" in result.stderr
-    assert f"its parent's runs/ differs from Spec-Commit {without_r1[:12]}'s" in result.stderr
+    refused(result, str(laid), f"its parent's runs/ differs from Spec-Commit {without_r1[:12]}'s")
 
 
 def test_a_reconciler_commit_against_a_configured_cluster_is_not_proven(
