@@ -111,15 +111,16 @@ def subtree(repo: pygit2.Repository, tree: pygit2.Tree, parts: Iterable[str]) ->
     return tree
 
 
-def _walk(repo: pygit2.Repository, tree: pygit2.Tree, base: str) -> Iterator[tuple[str, pygit2.Oid]]:
+def walk(repo: pygit2.Repository, tree: pygit2.Tree, base: str = "") -> Iterator[tuple[str, pygit2.Object]]:
+    """`(path, entry)` for every entry below `tree` that is not a directory (blobs, links, submodules)."""
     for entry in tree:
         path = f"{base}{entry.name}"
         if entry.type == ObjectType.TREE:
             sub = repo[entry.id]
             assert isinstance(sub, pygit2.Tree)
-            yield from _walk(repo, sub, path + "/")
-        elif entry.type == ObjectType.BLOB:
-            yield path, entry.id
+            yield from walk(repo, sub, path + "/")
+        else:
+            yield path, entry
 
 
 def list_blobs(repo: pygit2.Repository, rev: str, prefixes: Iterable[str] | None = None) -> dict[str, str]:
@@ -131,9 +132,9 @@ def list_blobs(repo: pygit2.Repository, rev: str, prefixes: Iterable[str] | None
         start = subtree(repo, root, [p for p in directory.split("/") if p])
         if start is None:
             continue
-        for path, oid in _walk(repo, start, directory):
-            if path.startswith(prefix):
-                out[path] = str(oid)
+        for path, entry in walk(repo, start, directory):
+            if entry.type == ObjectType.BLOB and path.startswith(prefix):
+                out[path] = str(entry.id)
     return dict(sorted(out.items()))
 
 

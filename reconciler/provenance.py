@@ -12,11 +12,10 @@ commits for a configured cluster, whose observations Git does not hold.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pygit2
-from pygit2.enums import FileMode, ObjectType
+from pygit2.enums import FileMode
 
 from reconciler import gitstore, pipeline, reconcile
 from schemas.common import format_time
@@ -37,18 +36,11 @@ def _owned_files(repo: pygit2.Repository, tree: pygit2.Tree) -> dict[str, tuple[
         parts = [p for p in prefix.split("/") if p]
         sub = gitstore.subtree(repo, tree, parts)
         if sub is not None:
-            out.update(_entries(repo, sub, "/".join(parts) + "/"))
+            base = "/".join(parts) + "/"
+            out.update((path, (str(e.id), int(e.filemode))) for path, e in gitstore.walk(repo, sub, base))
         elif len(parts) == 1 and parts[0] in tree:  # a file where jobtree keeps a directory
             out[parts[0]] = (str(tree[parts[0]].id), int(tree[parts[0]].filemode))
     return out
-
-
-def _entries(repo: pygit2.Repository, tree: pygit2.Tree, base: str) -> Iterator[tuple[str, tuple[str, int]]]:
-    for entry in tree:
-        if entry.type == ObjectType.TREE:
-            yield from _entries(repo, repo[entry.id].peel(pygit2.Tree), f"{base}{entry.name}/")
-        else:
-            yield f"{base}{entry.name}", (str(entry.id), int(entry.filemode))
 
 
 def _entry(tree: pygit2.Tree, name: str) -> tuple[str, int] | None:
