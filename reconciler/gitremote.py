@@ -23,13 +23,7 @@ from pygit2 import C
 from pygit2.enums import ConfigLevel, SortMode
 
 from reconciler import gitlocal
-from reconciler.gitstore import (
-    OWNED_PREFIXES,
-    GitUnavailable,
-    PermanentGitError,
-    outside_owned,
-    spec_commit_of,
-)
+from reconciler.gitstore import GitUnavailable, PermanentGitError, reconciler_commit
 from reconciler.worktree import move_branch
 
 # Threads libgit2's pack builder may use for a push (0: one per CPU; it only helps delta search).
@@ -287,21 +281,6 @@ def sync_with_remote(
         )
     move_branch(repo, branch, remote_oid)
     return SyncOutcome.RESET
-
-
-def reconciler_commit(
-    repo: pygit2.Repository,
-    commit: pygit2.Commit,
-    author_email: str | None,
-    owned: tuple[str, ...] = OWNED_PREFIXES,
-) -> bool:
-    """Whether `commit` looks like a state commit jobtree wrote: authored by `author_email` (None: any),
-    a `Spec-Commit` trailer, one parent, and no change outside the `owned` paths (state/, rendered/)."""
-    if author_email is not None and commit.author.email != author_email:
-        return False
-    if spec_commit_of(commit.message) is None or len(commit.parents) != 1:
-        return False
-    return outside_owned(repo, commit.parents[0].tree, commit.tree, owned) is None
 
 
 def _subject(commit: pygit2.Commit) -> str:

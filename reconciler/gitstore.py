@@ -449,6 +449,26 @@ def outside_owned(
     return None
 
 
+def claims_reconciler(commit: pygit2.Commit, email: str | None) -> bool:
+    """What a state commit of jobtree's says of itself: authored by `email` (None: anyone) with a
+    `Spec-Commit` trailer. Typed text anyone can copy: `hand_edited` also asks where the commit is,
+    `provenance` what it holds."""
+    return (email is None or commit.author.email == email) and spec_commit_of(commit.message) is not None
+
+
+def reconciler_commit(
+    repo: pygit2.Repository,
+    commit: pygit2.Commit,
+    author_email: str | None,
+    owned: tuple[str, ...] = OWNED_PREFIXES,
+) -> bool:
+    """Whether `commit` looks like a state commit jobtree wrote: it claims so (`claims_reconciler`),
+    has one parent, and changes nothing outside the `owned` paths (state/, rendered/)."""
+    if not claims_reconciler(commit, author_email) or len(commit.parents) != 1:
+        return False
+    return outside_owned(repo, commit.parents[0].tree, commit.tree, owned) is None
+
+
 def _tree_of(repo: pygit2.Repository, entry: pygit2.Object | None) -> pygit2.Tree | None:
     return repo[entry.id].peel(pygit2.Tree) if entry is not None and entry.type == ObjectType.TREE else None
 
@@ -517,7 +537,7 @@ def hand_edited(
         off_branch = {c.id for c in elsewhere}
     found: list[tuple[str, str]] = []
     for commit in walker:
-        own = commit.author.email == reconciler_email and spec_commit_of(commit.message) is not None
+        own = claims_reconciler(commit, reconciler_email)
         if own and (off_branch is None or commit.id not in off_branch):
             continue
         found.extend((str(commit.id), path) for path in sorted(_owned_changes(repo, commit, owned_prefixes)))

@@ -79,10 +79,6 @@ def branch_tips(repo: pygit2.Repository, branch: str) -> list[str]:
     return tips
 
 
-def _claims_reconciler(commit: pygit2.Commit, email: str) -> bool:
-    return commit.author.email == email and gitstore.spec_commit_of(commit.message) is not None
-
-
 def _spec_is_ancestor(repo: pygit2.Repository, commit: pygit2.Commit, spec: str) -> bool:
     if any(str(p.id) == spec for p in commit.parents):
         return True  # the usual case, no history walk
@@ -100,7 +96,7 @@ def disguised_edits(repo: pygit2.Repository, base: str, head: str, email: str) -
     walker.hide(gitstore.resolve(repo, base).id)
     found: list[tuple[str, str, str]] = []
     for commit in walker:
-        if not _claims_reconciler(commit, email):
+        if not gitstore.claims_reconciler(commit, email):
             continue
         per_parent = [_changed(repo, p.tree, commit.tree) for p in commit.parents] or [
             _changed(repo, None, commit.tree)
@@ -110,7 +106,7 @@ def disguised_edits(repo: pygit2.Repository, base: str, head: str, email: str) -
         if not owned:
             continue
         spec = gitstore.spec_commit_of(commit.message) or ""
-        if len(commit.parents) != 1 or owned != paths:
+        if not gitstore.reconciler_commit(repo, commit, email):
             why = "a reconciler commit has one parent and changes only state/ and rendered/"
         elif not _spec_is_ancestor(repo, commit, spec):
             why = f"its Spec-Commit {spec[:12]} is not one of its ancestors"
@@ -124,7 +120,7 @@ def _unproven(git: pygit2.Repository, shas: list[str], email: str) -> dict[str, 
     """Per commit claiming to be the reconciler's: None when its content proves it (recomputed, see
     `provenance`), else why not. Beyond `MAX_RECOMPUTED` such commits none is recomputed."""
     claimants = [
-        sha for sha in dict.fromkeys(shas) if _claims_reconciler(git[sha].peel(pygit2.Commit), email)
+        sha for sha in dict.fromkeys(shas) if gitstore.claims_reconciler(git[sha].peel(pygit2.Commit), email)
     ]
     if len(claimants) > MAX_RECOMPUTED:
         why = (
