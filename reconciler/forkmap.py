@@ -58,27 +58,21 @@ def map_chunks(work: Callable[[Sequence[T]], list[Any]], items: Sequence[T]) -> 
 
 
 class Running:
-    """`work(items)` under way in forked children (`start`); `wait` gives the results, in order."""
+    """`work(items)` under way in one forked child (`start`), or not started (`fork=False`): `wait`
+    gives the results, computing them here when no child ran or the child failed."""
 
-    def __init__(self, work: Callable[[Sequence[T]], list[Any]], items: Sequence[T], n: int) -> None:
-        self._work, self._items, self._n = work, items, n
-        self._chunks = [items[i::n] for i in range(n)] if n > 0 else [items]
-        self._children = [_fork(work, chunk) for chunk in self._chunks] if n > 0 else []
+    def __init__(self, work: Callable[[Sequence[T]], list[Any]], items: Sequence[T], fork: bool) -> None:
+        self._work, self._items = work, items
+        self._child = _fork(work, items) if fork else None
 
     def wait(self) -> list[Any]:
-        """The results; a chunk whose child failed (or that no child took) is computed here, now.
-        Call once; it may be called from another thread than the one that started the work."""
-        if not self._children:
-            return list(self._work(self._items))
-        results = []
-        for (pid, fd), chunk in zip(self._children, self._chunks, strict=True):
-            got = _collect(pid, fd)
-            results.append(got if got is not None and len(got) == len(chunk) else self._work(chunk))
-        n = len(self._chunks)
-        out: list[Any] = [None] * len(self._items)
-        for i, result in enumerate(results):
-            out[i::n] = result
-        return out
+        """The results, in order. Call once; it may be called from another thread than the one that
+        started the work."""
+        if self._child is not None:
+            got = _collect(*self._child)
+            if got is not None and len(got) == len(self._items):
+                return got
+        return list(self._work(self._items))
 
 
 def start(work: Callable[[Sequence[T]], list[Any]], items: Sequence[T], least: int = MIN_ITEMS) -> Running:
@@ -87,7 +81,7 @@ def start(work: Callable[[Sequence[T]], list[Any]], items: Sequence[T], least: i
     of fewer than `least` items, or one while other threads run, forks nothing: then `wait`
     computes it all."""
     forks = len(items) >= max(least, 1) and workers() > 1 and threading.active_count() == 1
-    return Running(work, items, 1 if forks else 0)
+    return Running(work, items, fork=forks)
 
 
 def _fork(work: Callable[[Sequence[T]], list[Any]], chunk: Sequence[T]) -> tuple[int, int]:

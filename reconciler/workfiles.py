@@ -75,7 +75,7 @@ class Writer:
         running = self._running
         if running is None:
             self._removals()
-            running = forkmap.Running(self._write, self._files(), 0)
+            running = forkmap.Running(self._write, self._files(), fork=False)
         for (path, oid, mode), info in zip(self._files(), running.wait(), strict=True):
             self.written.append((path, oid, mode, info))
 

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +22,12 @@ parallel = pytest.mark.skipif(forkmap.workers() < 2, reason="needs Linux and two
 
 def squares_and_pids(items: Sequence[int]) -> list[tuple[int, int]]:
     return [(i * i, os.getpid()) for i in items]
+
+
+def fails_in_children(items: Sequence[int]) -> list[int]:
+    if os.getpid() != PARENT:
+        raise RuntimeError("a child broke")
+    return [i + 1 for i in items]
 
 
 def test_a_small_batch_is_computed_in_this_process() -> None:
@@ -33,11 +44,6 @@ def test_a_big_batch_is_split_across_processes_and_comes_back_in_order() -> None
 
 @parallel
 def test_a_child_that_fails_only_costs_its_chunk_computed_here() -> None:
-    def fails_in_children(items: Sequence[int]) -> list[int]:
-        if os.getpid() != PARENT:
-            raise RuntimeError("a child broke")
-        return [i + 1 for i in items]
-
     assert forkmap.map_chunks(fails_in_children, ITEMS) == [i + 1 for i in ITEMS]
 
 
@@ -78,22 +84,12 @@ def test_a_started_small_batch_is_computed_here_when_waited_for() -> None:
 
 @parallel
 def test_a_started_child_that_fails_costs_its_work_done_here() -> None:
-    def fails_in_children(items: Sequence[int]) -> list[int]:
-        if os.getpid() != PARENT:
-            raise RuntimeError("a child broke")
-        return [i + 1 for i in items]
-
     assert forkmap.start(fails_in_children, ITEMS).wait() == [i + 1 for i in ITEMS]
 
 
 @parallel
-def test_a_started_child_is_killed_with_its_parent(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_started_child_is_killed_with_its_parent(tmp_path: Path) -> None:
     """The child may be writing files: it must not outlive a parent killed with kill -9."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
     marker = tmp_path / "child"
     code = (
         "import os, time\n"
