@@ -216,15 +216,14 @@ def _shrinkable(ctx: Pass, run: str) -> bool:
 
 
 def conflict_sets(
-    ctx: Pass, order: list[tuple[str, dict[str, int], int]], risk: AtRisk | None = None
+    ctx: Pass, order: list[tuple[str, dict[str, int], int]], risk: AtRisk
 ) -> dict[str, dict[str, float]]:
     """Per reservation (in activation order): runs its activation could cut, with a probability.
 
     Structural cuts (unfunded, spares, shrink) are certain; the lottery's chance comes from `odds`
     (exact when the draws can be enumerated, sampled otherwise). Later reservations see the
-    earlier ones' cuts. `risk`: the running groups as the pass left them, if the caller has them.
+    earlier ones' cuts. `risk`: the running groups as the pass left them (`AtRisk`).
     """
-    risk = risk if risk is not None else AtRisk(ctx)
     gone: set[str] = set()
     gone_groups: set[tuple[str, int]] = set()
     taken: dict[str, int] = defaultdict(int)  # at-risk GPUs earlier reservations will take per domain

@@ -12,7 +12,8 @@ through `gitpack`, and the branch moves under the remote's ref lock only if it s
 expected commit: the compare-and-swap a server makes. Objects are in place before the ref moves,
 so a crash leaves at most unreferenced objects. Anything unusual (a URL that is not a local path,
 a remote that is not a bare SHA-1 repository, or is shallow) answers None, and the caller pushes
-through libgit2. A relative path is read as Git reads it, from the clone's top-level directory. Never plans, commits or touches the clone's own refs.
+through libgit2. A relative path is read as Git reads it, from the clone's top-level directory.
+Never plans, commits or touches the clone's own refs.
 """
 
 from __future__ import annotations
