@@ -373,13 +373,6 @@ class Topology:
                 out[d] = v
         return out
 
-    def node_matches(self, node: Node, flavor: str, selector: dict[str, str]) -> bool:
-        if node.flavor != flavor:
-            return False
-        return all(
-            node.labels.get(k) is not None and (v == "*" or node.labels[k] == v) for k, v in selector.items()
-        )
-
     def ordered(self, domain: str) -> list[Node]:
         """Nodes of a domain by most free GPUs, then name (the pack order)."""
         return sorted((n for n in self.domains[domain] if n.free > 0), key=lambda n: (-n.free, n.name))

@@ -271,13 +271,6 @@ def load_scenario(
     return loaded.model, docs[0].data, []
 
 
-def simulate_file(path: str) -> dict[str, Any]:
-    scenario, raw, errors = load_scenario(path)
-    if scenario is None:
-        raise click.ClickException("\n".join(errors))
-    return Simulation(scenario, raw).play()
-
-
 def render_text(result: dict[str, Any], sim_timeline: list[str]) -> str:
     lines = [f"scenario {result['scenario']}"]
     lines += sim_timeline
