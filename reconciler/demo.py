@@ -21,7 +21,7 @@ import pygit2
 import yaml
 from pygit2.enums import FileMode
 
-from reconciler import gitstore, reconcile
+from reconciler import gitstore, reconciliation
 from schemas.common import format_time, parse_time
 from schemas.diagnostics import Diagnostic
 from schemas.load import load_fleet
@@ -147,7 +147,7 @@ def play(repo_dir: Path) -> int:
     repo = pygit2.Repository(str(repo_dir))
     for minutes in (0, 5, 10, 10):
         now = DEMO_START + minutes * 60
-        outcome = reconcile.reconcile_once(repo_dir, now=now)
+        outcome = reconciliation.reconcile_once(repo_dir, now=now)
         click.echo(f"  reconcile at {format_time(now)}: {outcome}")
     report(repo)
     click.echo(f"the fleet repository is {repo_dir}; try `git -C {repo_dir} log --stat`")

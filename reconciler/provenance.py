@@ -5,7 +5,7 @@ reconciler's. Author and trailer are typed text; the content is not: a pass is d
 the state commit C on parent P at instant t (C's author time) holds exactly the `state/` (ledger
 included) and `rendered/` that one pass writes from the spec at S, the state at P and the
 embedded cluster of S's inventory, at t, and nothing else differs from P. `verify` runs that very
-pass (`reconcile.plan_once` on P) and compares blob ids. Reads Git and writes only the pass
+pass (`reconciliation.plan_once` on P) and compares blob ids. Reads Git and writes only the pass
 caches under the Git dir; decides nothing about what to refuse (`plan` does), and does not prove
 commits for a configured cluster, whose observations Git does not hold.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import FileMode
 
-from reconciler import gitstore, pipeline, reconcile
+from reconciler import gitstore, pipeline, reconciliation
 from schemas.common import format_time
 
 
@@ -85,7 +85,7 @@ def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
     now = int(commit.author.time)
     at = f"for Spec-Commit {short} at {format_time(now)}"
     try:  # the pass itself, exactly as `reconcile` runs it on the parent (whose spec is S's)
-        tree = reconcile.plan_once(repo, str(parent.id), now, lambda _: None).tree
+        tree = reconciliation.plan_once(repo, str(parent.id), now, lambda _: None).tree
     except pipeline.InvariantViolation:
         return Verdict(False, f"jobtree's pass {at} breaks invariants, so it commits nothing")
     except Exception as err:  # noqa: BLE001 - damaged state/ at the parent: not proven, and say why

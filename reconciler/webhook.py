@@ -305,13 +305,13 @@ class _Failure(click.ClickException):
 
 def _reconcile_for(repo: str, apply: bool) -> Callable[[], object]:
     try:
-        module = importlib.import_module("reconciler.reconcile")
+        module = importlib.import_module("reconciler.reconciliation")
     except ImportError as err:
-        raise _Failure(f"cannot load the reconcile pipeline (reconciler.reconcile): {err}") from err
+        raise _Failure(f"cannot load the reconcile pipeline (reconciler.reconciliation): {err}") from err
     once = getattr(module, "reconcile_once", None)
     if not callable(once):
         raise _Failure(
-            "reconciler.reconcile has no reconcile_once(repo_path, push, apply); cannot serve pushes"
+            "reconciler.reconciliation has no reconcile_once(repo_path, push, apply); cannot serve pushes"
         )
     return lambda: once(repo, push=True, apply=apply)
 

@@ -18,9 +18,8 @@ from schemas import rules
 from schemas.budget import Budget
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import FleetSpec, Inventory, Tenant
+from schemas.layout import FLEET_FILE, INVENTORY_FILE, spec_kind
 from schemas.load import (
-    FLEET_FILE,
-    INVENTORY_FILE,
     MAX_FILE_BYTES,
     Loaded,
     bad_document_diagnostic,
@@ -31,7 +30,6 @@ from schemas.run import Run
 from schemas.yamldoc import Document, parse_all
 
 _OWNER_LINE = re.compile(rb"^[ \t-]*owner:[ \t]*[\"']?([^\s\"'#,}]+)", re.M)
-SPEC_KINDS = (("budgets/", "Budget"), ("runs/", "Run"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,18 +90,6 @@ class _Entry:
     data: Any = None
     loaded: Loaded | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
-
-
-def spec_kind(path: str) -> str | None:
-    """The kind a fleet path holds, or None for files validation ignores (state/, rendered/, docs)."""
-    if path == FLEET_FILE:
-        return "FleetConfig"
-    if path == INVENTORY_FILE:
-        return "Inventory"
-    for prefix, kind in SPEC_KINDS:
-        if path.startswith(prefix) and path.endswith((".yaml", ".yml")):
-            return kind
-    return None
 
 
 def check_fleet(

@@ -17,6 +17,7 @@ from schemas import messages
 from schemas.budget import Budget
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import FleetConfig, Inventory
+from schemas.layout import FLEET_FILE, INVENTORY_FILE
 from schemas.lease import Lease
 from schemas.reservation import Reservation
 from schemas.run import Run
@@ -31,8 +32,6 @@ KINDS: dict[str, type[BaseModel]] = {
     "FleetConfig": FleetConfig,
     "Scenario": Scenario,
 }
-FLEET_FILE = "jobtree.yaml"
-INVENTORY_FILE = "inventory/nodes.yaml"
 MAX_FILE_BYTES = 8 * 2**20  # a fleet file past this is a mistake or an attack, not a manifest
 
 

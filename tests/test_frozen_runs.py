@@ -14,7 +14,7 @@ from typing import Any
 import pygit2
 
 from reconciler import gitstore, statefiles
-from reconciler.reconcile import reconcile_once
+from reconciler.reconciliation import reconcile_once
 from reconciler.simgit import History
 from reconciler.simulation import Simulation
 from schemas.scenario import Scenario

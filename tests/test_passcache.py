@@ -14,7 +14,7 @@ import pygit2
 import pytest
 
 from reconciler import gitstore, passcache, passmemo, speccache
-from reconciler.reconcile import Outcome, reconcile_once
+from reconciler.reconciliation import Outcome, reconcile_once
 from tests.test_reconcile import HUMAN, T0, bare_remote, growing_files, state_at, template_files
 
 WHISPER = "runs/media-audio/whisper-finetune.yaml"

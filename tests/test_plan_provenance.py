@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 from reconciler import gitstore, provenance
 from reconciler import plan as plan_module
 from reconciler.plan import command
-from reconciler.reconcile import reconcile_once
+from reconciler.reconciliation import reconcile_once
 from tests import test_prplan as prplan
 from tests.git_support import write_tree
 from tests.test_prplan import FLEET, NOW, T0, budget, commit, run

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from reconciler import gitstore, planreport
 from reconciler.plan import command
-from reconciler.reconcile import reconcile_once
+from reconciler.reconciliation import reconcile_once
 from schemas.common import parse_time
 from tests.git_support import write_tree
 

@@ -8,7 +8,7 @@ import pygit2
 import pytest
 
 from reconciler import gitpack, gitstore
-from reconciler.reconcile import reconcile_once
+from reconciler.reconciliation import reconcile_once
 from tests.git_support import write_tree
 from tests.test_reconcile import HUMAN, T0, bare_remote, clone, steady_files
 

@@ -25,7 +25,8 @@ import pytest
 from click.testing import CliRunner
 
 from reconciler import gitstore, statefiles, workfiles
-from reconciler.reconcile import command, reconcile_once
+from reconciler.reconcile import command
+from reconciler.reconciliation import reconcile_once
 from schemas.common import parse_time
 from tests.git_support import daemon, free_port, write_tree
 

@@ -248,9 +248,9 @@ def test_the_command_calls_the_pipelines_reconcile_once_with_push_on(monkeypatch
     import types
 
     calls: list[tuple[str, dict[str, bool]]] = []
-    fake = types.ModuleType("reconciler.reconcile")
+    fake = types.ModuleType("reconciler.reconciliation")
     fake.reconcile_once = lambda repo, **kw: calls.append((repo, kw))  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "reconciler.reconcile", fake)
+    monkeypatch.setitem(sys.modules, "reconciler.reconciliation", fake)
     webhook._reconcile_for("/fleet", apply=False)()
     assert calls == [("/fleet", {"push": True, "apply": False})]
 
@@ -261,7 +261,9 @@ def test_the_command_fails_clearly_when_the_pipeline_has_no_reconcile_once(
     import sys
     import types
 
-    monkeypatch.setitem(sys.modules, "reconciler.reconcile", types.ModuleType("reconciler.reconcile"))
+    monkeypatch.setitem(
+        sys.modules, "reconciler.reconciliation", types.ModuleType("reconciler.reconciliation")
+    )
     result = CliRunner().invoke(webhook.command, ["--port", "0"], env={"JOBTREE_WEBHOOK_SECRET": "x"})
     assert result.exit_code == 4 and "reconcile_once" in result.output
 

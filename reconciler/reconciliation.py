@@ -1,0 +1,390 @@
+"""The engine of `jobtree reconcile` (the verb is `reconcile`): read, validate, plan, commit, push.
+
+One pass reads the fleet spec and `state/` at the branch head through pygit2 (no checkout
+needed), observes the embedded cluster (`inventory/nodes.yaml`), plans, and commits `state/` and
+`rendered/` only when a decision changed. With `--push` the commit goes to the remote as a
+compare-and-swap: a push that lost a race is thrown away, and the pass re-reads and re-plans.
+Every step before the push is local and the commit is one ref update, so a crash anywhere
+converges on the next pass. Applying to a real cluster is the cluster stage's job, not this one's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import click
+import pygit2
+
+from planner.plan import Plan
+from planner.world import FleetState
+from reconciler import (
+    batchgc,
+    checkoutjournal,
+    gitremote,
+    gitsink,
+    gitstore,
+    lastvalid,
+    passcache,
+    passmemo,
+    pipeline,
+    speccache,
+    specprefetch,
+    worktree,
+)
+from reconciler.embedded import EmbeddedCluster
+from reconciler.gitremote import PushStatus
+from reconciler.gitstore import GitStoreError, PermanentGitError, TemporaryGitError
+from reconciler.writerlock import writer_lock
+from schemas.common import format_time, parse_duration, parse_time
+from schemas.diagnostics import Diagnostic
+
+DIAGNOSTICS_SHOWN = 50  # problem lines printed per pass; `jobtree validate` lists them all
+EXIT_OTHER = 4
+TOKEN_ENV = "JOBTREE_GIT_TOKEN"
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one pass did, for people (`str`) and for callers (the webhook, tests)."""
+
+    commit: str | None = None  # the new state commit, None when nothing meaningful changed
+    head: str = ""  # the branch head after the pass
+    pushed: bool = False
+    attempts: int = 1
+    changed: list[str] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # invalid objects were left out of planning
+    next_due: int | None = None  # the next instant something is due without a push
+    state_from: str = ""  # where the state came from: "decoded" (Git), "cached" (disk) or "in memory"
+    spec_parsed: int = 0  # spec files parsed this pass (the others came from the parse cache)
+
+    @property
+    def problems(self) -> int:
+        return len(self.diagnostics)
+
+    def __str__(self) -> str:
+        if self.commit is None:
+            return f"no change at {self.head[:12]}; nothing committed"
+        where = "pushed" if self.pushed else "committed"
+        return f"{where} {self.commit[:12]}: " + ("; ".join(self.summary[:3]) or "state refreshed")
+
+
+def _progress(enabled: bool) -> Callable[[str], None]:
+    start = time.monotonic()
+
+    def say(text: str) -> None:
+        if enabled:
+            click.echo(f"[{time.monotonic() - start:6.2f}s] {text}", err=True)
+
+    return say
+
+
+def _spec_commit(repo: pygit2.Repository, head: pygit2.Commit, email: str) -> str:
+    """The commit the spec was read from: the head, or what the reconciler's own head names."""
+    if head.author.email == email:
+        named = gitstore.spec_commit_of(head.message)
+        if named is not None:
+            return named
+    return str(head.id)
+
+
+def _due(plan_state: FleetState, spec: pipeline.Spec, now: int) -> int | None:
+    times = [r.earliest_start for r in plan_state.reservations.values() if r.state == "Pending"]
+    for b in spec.budgets:
+        for e in b.spec.envelopes:
+            times += [t for t in (e.start, e.end) if t is not None]
+    later = [t for t in times if t > now]
+    return min(later) if later else None
+
+
+@dataclass(slots=True)
+class Planned:
+    head: pygit2.Commit
+    spec: pipeline.Spec
+    tree: gitsink.NextTree
+    plan: Plan
+    state_from: str
+    spec_parsed: int
+
+
+def plan_once(
+    repo: pygit2.Repository,
+    branch: str,
+    now: int,
+    say: Callable[[str], None],
+    memos: dict[tuple[tuple[str, str], ...], passmemo.Memo] | None = None,
+    early: specprefetch.Prefetch | None = None,
+) -> Planned:
+    """Read the branch head, validate, plan: the next tree (not yet committed) and the plan.
+
+    `memos`: decoded owned trees this process already holds (by tree ids), tried before the cache.
+    """
+    head = gitstore.resolve(repo, branch)
+    spec, count, parsed = speccache.read_spec(repo, head, early)
+    spec = lastvalid.keep_budgets(repo, head, spec)
+    say(
+        f"read {count} spec files at {str(head.id)[:12]} ({parsed} parsed, {count - parsed} cached): "
+        f"{len(spec.budgets)} budgets, {len(spec.runs)} runs valid, {len(spec.diagnostics)} problems"
+    )
+    memo = (memos or {}).get(passmemo.owned_trees(repo, head))
+    source = "in memory"
+    if memo is None:
+        memo, source = passmemo.cached(repo, head), "cached"
+    if memo is None:
+        memo, source = passmemo.read(repo, head), "decoded"
+    state = memo.state()
+    say(
+        f"read state ({source}): {sum(1 for x in state.leases if x.open)} open leases, "
+        f"{len(state.reservations)} reservations"
+    )
+    result = pipeline.run_pass(spec, EmbeddedCluster(spec.inventory), state, now)
+    say(f"planned: {len(result.events)} lease events")
+    for _, problem in result.node_problems:
+        say(f"node left out: {problem}")
+    tree = gitsink.next_tree(result, memo, lambda oid: gitstore.read_blob(repo, oid))
+    say(
+        f"rendered {len(tree.blobs)} files, {len(tree.contents)} written anew, "
+        f"{len(tree.meaningful)} with changed decisions"
+    )
+    return Planned(head, spec, tree, result, source, parsed)
+
+
+def reconcile_once(
+    repo_path: str | os.PathLike[str],
+    *,
+    now: int | None = None,
+    push: bool = False,
+    apply: bool = False,
+    remote: str = "origin",
+    branch: str | None = None,
+    attempts: int = 5,
+    progress: bool = False,
+    early: specprefetch.Prefetch | None = None,
+) -> Outcome:
+    """One reconcile pass; raises GitStoreError (temporary or permanent) with a message for people."""
+    say = _progress(progress)
+    repo = gitstore.open_repo(repo_path)
+    token = os.environ.get(TOKEN_ENV)
+    outcome = Outcome(attempts=0)
+    memos: dict[tuple[tuple[str, str], ...], passmemo.Memo] = {}
+    with batchgc.paused(), writer_lock(repo_path):
+        want_branch = branch or _configured_branch(repo)
+
+        def attempt() -> gitremote.PushResult:
+            outcome.attempts += 1
+            outcome.commit, outcome.changed, outcome.summary = None, [], []
+            moment = now if now is not None else int(time.time())
+            expected = None
+            # Before anything moves the branch: files a killed pass left half written are put back
+            # (those its checkout journal names, then owned ones), so they never read as local edits.
+            checking = time.monotonic()
+            rewound = checkoutjournal.recover(repo)
+            repaired = sorted(set(rewound) | set(gitstore.restore_owned(repo, want_branch)))
+            if repaired:
+                say(f"restored {len(repaired)} files a killed pass left half written")
+            elif worktree.checked_out(repo, want_branch):
+                say(
+                    f"checked out files of {want_branch} are as committed ({time.monotonic() - checking:.2f} s)"
+                )
+            if push:
+                synced = gitremote.sync_with_remote(
+                    repo, remote, want_branch, discard_unpushed=True, token=token,
+                    author_email=_fleet_author(repo, want_branch),
+                )  # fmt: skip
+                tracking = repo.references.get(f"refs/remotes/{remote}/{want_branch}")
+                expected = str(tracking.target) if tracking is not None else None
+                say(f"fetched {remote}/{want_branch}: {synced.value}")
+            planned = plan_once(repo, want_branch, moment, say, memos, early)
+            head, spec, tree, result = planned.head, planned.spec, planned.tree, planned.plan
+            outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed
+            outcome.diagnostics = list(spec.diagnostics)
+            outcome.next_due = _due(result.state, spec, moment)
+            outcome.head = str(head.id)
+            memo = tree.kept
+            later: list[worktree.Pending] = []
+            packs: list[str] = []  # packs this attempt wrote: a push to a local path hands them over
+            try:
+                if tree.meaningful:
+                    author = spec.fleet.git.author
+                    message = gitstore.format_message(
+                        gitsink.summary(result),
+                        _spec_commit(repo, head, author.email),
+                    )
+                    started = time.monotonic()
+                    oid = gitstore.commit_tree(
+                        repo, want_branch, str(head.id), tree.blobs, tree.contents, message=message,
+                        author_name=author.name, author_email=author.email, now=moment, pending=later,
+                        packs=packs,
+                    )  # fmt: skip
+                    outcome.commit = str(oid) if oid is not None else None
+                    outcome.head = outcome.commit or outcome.head
+                    outcome.changed = tree.meaningful
+                    outcome.summary = gitsink.summary(result)
+                    if oid is not None:
+                        memo = tree.memo
+                        memo.trees = passmemo.owned_trees(repo, gitstore.resolve(repo, str(oid)))
+                    say(
+                        f"committed {outcome.head[:12]} in {time.monotonic() - started:.2f} s "
+                        f"({len(tree.meaningful)} files changed"
+                        + (", work tree updating meanwhile)" if later else ")")
+                    )
+                memos[memo.trees] = memo
+                where, kept = passcache.directory(repo), memo
+
+                def keep() -> None:
+                    passmemo.save(where, kept)
+
+                later.append(worktree.Pending(keep, "saving the pass cache"))
+                if not push:
+                    return gitremote.PushResult(
+                        PushStatus.UP_TO_DATE, remote, want_branch, outcome.head, None
+                    )
+                pushing = time.monotonic()
+                pushed = gitremote.push(repo, remote, want_branch, expected, token=token, packs=packs)
+                say(f"push to {remote}: {pushed.status.value} in {time.monotonic() - pushing:.2f} s")
+                return pushed
+            finally:
+                waited = time.monotonic()
+                for work in later:
+                    work.wait()
+                if later:
+                    say(f"work tree and pass cache written ({time.monotonic() - waited:.2f} s waited)")
+
+        result = gitremote.run_with_retry(attempt, attempts=attempts)
+        if push:
+            if result.status == PushStatus.REFUSED:
+                raise PermanentGitError(f"{remote} refused the state commit: {result.message}")
+            if result.status == PushStatus.STALE:
+                raise TemporaryGitError(
+                    f"{remote}/{want_branch} kept moving during {attempts} attempts; the next pass retries"
+                )
+            outcome.pushed = result.status == PushStatus.PUSHED
+    if apply:
+        outcome.summary.append("apply: the embedded cluster has nothing to apply")
+    return outcome
+
+
+def run(
+    repo: str,
+    once: bool,
+    interval: str | None,
+    now_text: str | None,
+    push: bool,
+    apply: bool,
+    remote: str,
+    branch: str | None,
+    quiet: bool,
+    early: specprefetch.Prefetch | None = None,
+) -> None:
+    """`jobtree reconcile` once its options are parsed (`reconciler.reconcile` is the verb): one pass,
+    or one every --interval. `early`: spec files already being parsed for the first pass."""
+    try:
+        now = parse_time(now_text) if now_text else None
+    except ValueError as err:
+        raise click.UsageError(f"--now {now_text!r}: {err}") from err
+    if once and interval is not None:
+        raise click.UsageError(
+            f"--once and --interval {interval} exclude each other: --once runs one pass and exits, "
+            "--interval keeps reconciling; give one of them"
+        )
+    try:
+        every = parse_duration(interval) if interval else None
+    except ValueError as err:
+        raise click.UsageError(f"--interval {interval!r}: {err}") from err
+    if every is not None and every <= 0:
+        raise click.UsageError("--interval must be positive, e.g. 60s")
+    try:
+        gitstore.open_repo(repo)
+    except gitstore.NotARepository as err:  # a wrong argument, as `jobtree plan` reports it
+        raise click.UsageError(str(err)) from err
+    if apply and _clusters_configured(repo):
+        click.echo(
+            "jobtree: applying to a configured cluster is not built yet (the cluster stage comes next); "
+            "run without --apply, or remove `clusters` from jobtree.yaml to use the embedded cluster",
+            err=True,
+        )
+        sys.exit(EXIT_OTHER)
+    shown: list[Diagnostic] | None = None
+    while True:
+        try:
+            outcome = reconcile_once(
+                repo,
+                now=now,
+                push=push,
+                apply=apply,
+                remote=remote,
+                branch=branch,
+                progress=not quiet,
+                early=early,
+            )
+            early = None  # a head start for the first pass only
+            if outcome.diagnostics != shown:
+                for line in problem_lines(outcome.diagnostics):
+                    click.echo(line, err=True)
+                shown = outcome.diagnostics
+            click.echo(str(outcome))
+        except GitStoreError as err:
+            click.echo(f"jobtree: {err}", err=True)
+            if every is None:
+                sys.exit(EXIT_OTHER)
+            outcome = Outcome()
+        except pipeline.InvariantViolation as err:
+            click.echo(f"jobtree: {err}", err=True)
+            sys.exit(EXIT_OTHER)
+        if every is None:
+            return
+        wake = time.time() + every
+        if outcome.next_due is not None:
+            wake = min(wake, outcome.next_due)
+        click.echo(f"next pass at {format_time(int(wake))}", err=True)
+        time.sleep(max(0.0, wake - time.time()))
+
+
+def problem_lines(diagnostics: list[Diagnostic], limit: int = DIAGNOSTICS_SHOWN) -> list[str]:
+    """The spec problems of a pass as `jobtree validate` prints them (`path:line:col: CODE message`),
+    at most `limit` of them, then how many more there are and a summary."""
+    lines = [str(d) for d in diagnostics[:limit]]
+    if len(diagnostics) > limit:
+        lines.append(f"... and {len(diagnostics) - limit} more (run `jobtree validate`)")
+    if diagnostics:
+        n = len(diagnostics)
+        lines.append(
+            f"jobtree: {n} problem{'s' * (n != 1)} in the fleet files; the objects concerned were "
+            "left out of this pass, the valid ones were reconciled"
+        )
+    return lines
+
+
+def _configured_branch(repo: pygit2.Repository) -> str:
+    """The `git.branch` of jobtree.yaml at the current HEAD, else `main`."""
+    try:
+        spec = pipeline.read_spec(_fleet_file(repo))
+        return spec.fleet.git.branch
+    except GitStoreError:
+        return "main"
+
+
+def _fleet_file(repo: pygit2.Repository, rev: str = "HEAD") -> dict[str, bytes]:
+    """`{"jobtree.yaml": bytes}` at `rev` (empty when absent): all `read_spec` needs for the settings."""
+    data = gitstore.read_file(repo, rev, "jobtree.yaml")
+    return {"jobtree.yaml": data} if data is not None else {}
+
+
+def _fleet_author(repo: pygit2.Repository, branch: str) -> str | None:
+    """The `git.author` email of jobtree.yaml at the local branch head: the author of the state commits
+    this clone may hold unpushed (they change only state/ and rendered/, so not jobtree.yaml itself)."""
+    if repo.references.get(f"refs/heads/{branch}") is None:
+        return None
+    return pipeline.read_spec(_fleet_file(repo, f"refs/heads/{branch}")).fleet.git.author.email
+
+
+def _clusters_configured(repo_path: str) -> bool:
+    try:
+        files = _fleet_file(gitstore.open_repo(repo_path))
+    except GitStoreError:
+        return False
+    return bool(pipeline.read_spec(files).fleet.clusters)

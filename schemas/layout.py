@@ -1,0 +1,25 @@
+"""Where a fleet repository keeps its spec: the settings files and the directories of Budgets and Runs.
+
+Paths only, no parsing and no models, so the reconciler can list spec files before it imports
+anything heavy (`reconciler.specprefetch`). `fleetcheck` decides what the files hold.
+"""
+
+from __future__ import annotations
+
+FLEET_FILE = "jobtree.yaml"
+INVENTORY_FILE = "inventory/nodes.yaml"
+SPEC_FILES = (FLEET_FILE, INVENTORY_FILE)
+SPEC_KINDS = (("budgets/", "Budget"), ("runs/", "Run"))
+SPEC_DIRS = tuple(prefix.rstrip("/") for prefix, _ in SPEC_KINDS)
+
+
+def spec_kind(path: str) -> str | None:
+    """The kind a fleet path holds, or None for files validation ignores (state/, rendered/, docs)."""
+    if path == FLEET_FILE:
+        return "FleetConfig"
+    if path == INVENTORY_FILE:
+        return "Inventory"
+    for prefix, kind in SPEC_KINDS:
+        if path.startswith(prefix) and path.endswith((".yaml", ".yml")):
+            return kind
+    return None
