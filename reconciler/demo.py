@@ -131,15 +131,13 @@ def report(repo: pygit2.Repository) -> None:
             click.echo(f"  {doc['budget']:<14} {envelopes}")
     owned = gitstore.list_blobs(repo, "main", ["state/", "rendered/"])
     click.echo(f"state tree at {str(repo.head.target)[:12]} ({len(owned)} files written by jobtree):")
-    rendered: dict[str, int] = {}
+    rendered = gitstore.read_files(repo, "main", ["rendered/"])
     for path in owned:
         if path.startswith("state/"):
             click.echo(f"  {path}")
-        else:
-            folder = path.rsplit("/", 1)[0] + "/"
-            rendered[folder] = rendered.get(folder, 0) + 1
-    for folder, count in sorted(rendered.items()):
-        click.echo(f"  {folder:<40} {count} manifests (pods and the run's headless Service)")
+    for path, data in sorted(rendered.items()):
+        pods = sum(1 for doc in yaml.safe_load_all(data) if doc and doc.get("kind") == "Pod")
+        click.echo(f"  {path:<52} {pods} pod{'s' * (pods != 1)} and the run's headless Service")
 
 
 def play(repo_dir: Path) -> int:

@@ -1,6 +1,6 @@
 """Fork-parallel map for the CPU-bound pure steps of a big pass (parsing, rendering); serial otherwise.
 
-A first pass at 100k GPUs parses 5,000 spec files and writes 25,000 state files in pure Python,
+A first pass at 100k GPUs parses 5,000 spec files and writes 12,000 state files in pure Python,
 one core busy and the other idle. On Linux with more than one CPU, big batches are split into
 striped chunks (item i goes to chunk i mod n, since neighbours tend to cost alike): forked children
 compute theirs (they share the parent's memory copy-on-write)

@@ -2,7 +2,7 @@
 
 libgit2 pushes to a path as it pushes over the network: it enumerates the new objects, inflates
 each one, deflates it again into a new pack, then indexes that pack into the remote, inflating and
-hashing every object once more. For a first 25,000-file state commit that is about 3 s of CPU spent
+hashing every object once more. For a first 25,000-file state commit that was about 3 s of CPU spent
 on bytes that already sit, compressed and indexed, in the pack `gitpack` wrote a moment earlier.
 
 Here the objects the remote lacks are enumerated as libgit2 does (every commit the remote head
@@ -88,7 +88,7 @@ def push(
     if expected is not None and not (tip == pygit2.Oid(hex=expected) or repo.descendant_of(tip, expected)):
         return False
     # A pack holding any new object goes over whole, unchecked: asking the remote about each of a
-    # first commit's 27,000 objects cost more than linking a pack it may partly hold (harmless).
+    # first commit's 14,000 objects cost more than linking a pack it may partly hold (harmless).
     todo = {oid.raw: oid for oid in _new_objects(repo, tip, expected)}
     for pack in packs:
         names = gitpack.pack_names(pack + ".idx")

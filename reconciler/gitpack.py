@@ -1,6 +1,6 @@
 """Git object writer for one state commit (step 6 of a pass): many new objects as one pack, not loose files.
 
-A first pass at 100k GPUs writes ~25,000 blobs and ~2,000 trees. As loose objects that is 27,000
+A first pass at 100k GPUs writes ~12,000 blobs and ~2,000 trees. As loose objects that is 14,000
 compressed files created one by one before the commit exists, and every later reader (the push,
 the next pass) opens them one by one again. One pack plus its version-2 index (the documented
 formats git and libgit2 read, gitformat-pack(5)) is two file writes. Small batches stay loose, as
@@ -31,7 +31,7 @@ KIND_CODES = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
 PACK_FROM = 512  # objects: a smaller batch is written loose (one file each), like git's own writers
 # Pack entries are zlib streams (what git and libgit2 inflate); ISA-L's level 1 makes them as small
 # as zlib's level 1 (git's core.looseCompression default) in well under half the CPU: a first state
-# commit is 25,000 small files, where zlib spent ~35 us per file.
+# commit is 12,000 small files, where zlib spent ~35 us per file.
 _LEVEL = 1
 
 

@@ -60,7 +60,7 @@ def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) 
     """The owned files after this plan, given the current tree's memo and a blob reader.
 
     Ledger days get this pass's events appended; a frozen run's pods and Service (its spec is
-    invalid now) keep their blobs, as rendered from its last valid spec (`manifests.keep_frozen`);
+    invalid now) stay as its file last held them, rendered from its last valid spec;
     every other owned file is exactly `encode(plan)`. A file whose source the memo shows unchanged
     keeps its blob without being written again; the rest are written in parallel when there are
     many (`forkmap`).
@@ -75,11 +75,8 @@ def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) 
         old = old_blobs.get(path)
         if old is not None:
             if kind == statefiles.RENDERED:
-                if plan.frozen and manifests.run_of(key) in plan.frozen:  # rendered from no spec
-                    blobs[path] = old
-                    if (kept_fp := current.prints.get(path)) is not None:
-                        prints[path] = kept_fp
-                    continue
+                if plan.frozen and manifests.run_of(key[0]) in plan.frozen:  # rendered from no spec
+                    key = statefiles.as_last_rendered(key, read(old))
                 fp = passmemo.fingerprint(key)
                 if fp is not None and current.prints.get(path) == fp:
                     blobs[path], prints[path] = old, fp

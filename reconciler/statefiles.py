@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from planner import manifests
 from planner.plan import Plan
 from planner.world import ConflictEntry, EnvelopeMeter, FleetState, Lease, Payer, Reservation, RunRecord
 from reconciler import yamlout
@@ -256,23 +257,46 @@ def sources(plan: Plan) -> dict[str, tuple[str, Any]]:
             "unfunded": [f"{r}#{g}" for r, g in sorted(st.unfunded)],
         },
     )
-    for path, manifest in sorted(plan.manifests.items()):
-        out[f"rendered/{path}"] = (RENDERED, manifest)
+    # rendered/<cluster>/<namespace>/<run>.yaml: a run's pods in that cluster and its headless Service,
+    # in the order `manifests.render` gives them (groups in order, spares after, the Service last)
+    files: dict[str, list[Any]] = defaultdict(list)
+    for path, manifest in plan.manifests.items():
+        cluster = path.split("/", 1)[0]
+        files[f"rendered/{cluster}/{manifests.run_of(manifest)}.yaml"].append(manifest)
+    for path, docs in sorted(files.items()):
+        out[path] = (RENDERED, tuple(docs))
     return out
 
 
 def file_object(kind: str, key: Any) -> Any:
-    """The YAML object a file holds (a list of documents for lease files)."""
+    """The YAML object a file holds (a list of documents for lease and rendered files)."""
     if kind == LEASES:
         payers: dict[Row, Payer] = {}
         return [lease_obj(lease_of(row, payers)) for row in key]
     if kind == RESERVATION:
         return reservation_obj(reservation_of(key))
+    if kind == RENDERED:
+        return list(key)
     return key
 
 
 def file_bytes(kind: str, obj: Any) -> bytes:
-    return dump_all(obj) if kind == LEASES else dump(obj)
+    return dump_all(obj) if kind in (LEASES, RENDERED) else dump(obj)
+
+
+def as_last_rendered(docs: tuple[dict[str, Any], ...], last: bytes) -> tuple[dict[str, Any], ...]:
+    """A frozen run's manifests (rendered from no spec: its file is invalid now) as the rendered file
+    `last` held them, by kind and name: the workload keeps running as its last valid spec said, and
+    the pods of leases closed since are gone. A file that does not read leaves `docs` as they are."""
+    try:
+        held = {
+            (d.get("kind"), (d.get("metadata") or {}).get("name")): d
+            for d in documents(last)
+            if isinstance(d, dict)
+        }
+    except yaml.YAMLError:
+        return docs
+    return tuple(held.get((m["kind"], m["metadata"]["name"]), m) for m in docs)
 
 
 def encode(plan: Plan) -> dict[str, bytes]:

@@ -20,7 +20,7 @@ from reconciler import forkmap
 
 Entry = tuple[pygit2.Oid, int]  # (blob id, file mode) of a path in a tree
 # Files from which `Writer.launch` forks a writer: below, a fork (and the copy-on-write faults it
-# costs this process while the commit is made) is not repaid; a first 100k pass writes 25,000.
+# costs this process while the commit is made) is not repaid; a first 100k pass writes 12,000.
 FORK_FROM = 10_000
 Stat = tuple[int, int, int, int, int, int, int]  # what an index entry records of a file (`stat_of`)
 

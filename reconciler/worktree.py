@@ -1,7 +1,7 @@
 """Checked-out branch (steps 1 and 6 of a pass): the work tree follows every ref move, path by path.
 
 When the branch jobtree moves is checked out (a person's clone, the bench), exactly the files that
-differ between the old and the new commit are rewritten and restaged: a first 25,000-file state
+differ between the old and the new commit are rewritten and restaged: a first 12,000-file state
 commit writes its files once, a one-run change touches a few hundred, and nothing else in the work
 tree is even looked at. Like `git merge --ff-only`, local edits are never overwritten: a changed
 path whose file or index entry matches neither the old nor the new commit refuses the whole move

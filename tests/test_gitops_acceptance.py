@@ -214,16 +214,18 @@ def test_template_fleet_reconciled_and_pushed_to_a_bare_remote(tmp_path: Path) -
     for lease in leases:
         assert lease["spec"]["payer"]["owner"].startswith("org:acme")  # every lease has a payer
 
-    # rendered/<cluster>/<namespace>/: GB200 runs on gb-west, H100 runs on h100-east
+    # rendered/<cluster>/<namespace>/<run>.yaml: GB200 runs on gb-west, H100 runs on h100-east; a
+    # run's pods there, then its headless Service
     clusters = {"gb-west": {"rai-llm", "rai-sys"}, "h100-east": {"media-audio", "media-vision"}}
     rendered = files_at(origin, "main", "rendered")
+    assert {p.split("/", 2)[2].removesuffix(".yaml") for p in rendered} == TEMPLATE_RUNS
     pods = {}
     for path, text in rendered.items():
         _, cluster, namespace, _ = path.split("/")
         assert namespace in clusters[cluster], path
-        doc = yaml.safe_load(text)
-        if doc["kind"] == "Pod":
-            pods[path] = doc
+        docs = list(yaml.safe_load_all(text))
+        assert [d["kind"] for d in docs[-1:]] == ["Service"], path
+        pods.update((f"{path}#{d['metadata']['name']}", d) for d in docs if d["kind"] == "Pod")
     covered: Counter[str] = Counter()
     for path, pod in pods.items():
         node = pod["spec"]["nodeName"]
@@ -412,7 +414,7 @@ def test_plan_usage_errors_exit_two_without_a_traceback(pr_fleet: Path) -> None:
     "victim",
     [
         "state/leases/media-audio/whisper-finetune.yaml",
-        "rendered/h100-east/media-audio/service-whisper-finetune.yaml",
+        "rendered/h100-east/media-audio/whisper-finetune.yaml",
     ],
 )
 def test_a_person_editing_state_or_rendered_on_a_branch_is_refused(pr_fleet: Path, victim: str) -> None:

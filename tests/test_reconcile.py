@@ -22,8 +22,10 @@ from pathlib import Path
 
 import pygit2
 import pytest
+import yaml
 from click.testing import CliRunner
 
+from planner import manifests
 from reconciler import gitstore, statefiles, workfiles
 from reconciler.reconcile import command
 from reconciler.reconciliation import reconcile_once
@@ -114,9 +116,12 @@ def test_the_template_fleet_is_reconciled_and_pushed_to_a_bare_remote(tmp_path: 
         "rai-sys/moe-spares", "rai-sys/train-cofunded",
     }  # fmt: skip
     assert sum(x.gpus for x in state.leases if x.role == "Spare") == 8
-    rendered = gitstore.list_blobs(served, "main", ["rendered/"])
-    assert any(p.startswith("rendered/gb-west/rai-llm/pod-") for p in rendered)
-    assert "rendered/gb-west/rai-llm/service-pretrain-64.yaml" in rendered
+    rendered = gitstore.read_files(served, "main", ["rendered/gb-west/rai-llm/"])
+    assert list(rendered) == ["rendered/gb-west/rai-llm/pretrain-64.yaml"]  # one file per run and cluster
+    docs = list(yaml.safe_load_all(rendered["rendered/gb-west/rai-llm/pretrain-64.yaml"]))
+    # 64 GB200 GPUs in groups of 32 on 4-GPU nodes: 16 pods, then the run's headless Service
+    assert [d["kind"] for d in docs] == ["Pod"] * 16 + ["Service"]
+    assert sum(manifests.pod_gpus(d) for d in docs[:16]) == 64
     ledger = gitstore.read_files(served, "main", ["state/ledger/"])
     assert list(ledger) == ["state/ledger/2026-03-02.jsonl"]
     # the checkout a person looks at shows the same files

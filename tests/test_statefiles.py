@@ -78,3 +78,30 @@ VALUES = st.recursive(
 def test_comparing_without_the_clock_fields_equals_comparing_stripped_copies(a: Any, b: Any) -> None:
     assert gitsink._same_stable(a, b) == (gitsink._stable(a) == gitsink._stable(b))
     assert gitsink._same_stable(a, a)
+
+
+def _pod(name: str, image: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"image": image}]},
+    }
+
+
+def test_a_frozen_runs_file_keeps_its_last_pods_and_drops_those_whose_leases_closed() -> None:
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "r"},
+        "spec": {"clusterIP": "None"},
+    }
+    last = statefiles.file_bytes(
+        statefiles.RENDERED, [_pod("r-g0-n1", "train:1"), _pod("r-g1-n2", "train:1"), service]
+    )
+    # this pass: the spec is invalid, so pods are rendered from no spec (a pause image), and g1's lease closed
+    now = (_pod("r-g0-n1", "pause"), service)
+    kept = statefiles.as_last_rendered(now, last)
+    assert [d["metadata"]["name"] for d in kept] == ["r-g0-n1", "r"]
+    assert kept[0]["spec"]["containers"][0]["image"] == "train:1"
+    assert statefiles.as_last_rendered(now, b"kind: [unclosed\n") == now  # unreadable: as rendered now
