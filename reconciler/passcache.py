@@ -27,6 +27,7 @@ _FORMAT_MODULES = (
     "reconciler/passcache.py",
     "reconciler/passmemo.py",
     "reconciler/speccache.py",
+    "reconciler/specprefetch.py",
     "reconciler/statefiles.py",
     "reconciler/yamlout.py",
     "schemas/yamldoc.py",

@@ -49,11 +49,14 @@ class Memo:
 def fingerprint(value: Any) -> bytes | None:
     """A digest of a manifest: equal digests mean equal values (None: not plain data, never equal).
 
-    Equal values may get different digests (marshal records shared objects); that only costs a
-    rewrite whose bytes then turn out unchanged.
+    Marshal format 0 writes a value alone: later formats refer back to objects seen before (by
+    reference count) and mark interned strings, so equal manifests built in another process (a
+    render worker, the next pass) got other bytes, and every rendered file was written again on
+    every pass. Equal values built in another key order still get different digests; that only
+    costs a rewrite whose bytes then turn out unchanged.
     """
     try:
-        return hashlib.blake2b(marshal.dumps(value), digest_size=16).digest()
+        return hashlib.blake2b(marshal.dumps(value, 0), digest_size=16).digest()
     except ValueError:
         return None
 

@@ -8,6 +8,7 @@ byte for byte (same commit ids), whatever happens to the caches in between.
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pygit2
@@ -174,3 +175,19 @@ def test_caches_live_in_the_git_dir_never_in_the_work_tree_or_a_commit(twins) ->
     ]
     assert repo.status() == {}
     assert not any("jobtree/cache" in p for p in gitstore.list_blobs(repo, "main"))
+
+
+def test_equal_manifests_get_equal_fingerprints_however_their_objects_are_shared() -> None:
+    # A manifest rendered in a worker, or by the next pass, is equal but built of other objects:
+    # shared here, separate there; interned strings or not. Only its value may decide its print.
+    image = "ghcr.io/acme/whisper-train:2026.11"
+    shared = {"kind": "Pod", "spec": {"containers": [{"image": image}, {"image": image}]}, "tags": [image]}
+    fresh = {
+        "kind": "".join(["P", "od"]),
+        "spec": {"containers": [{"image": "".join(image)}, {"image": image[:5] + image[5:]}]},
+        "tags": [sys.intern("ghcr.io/acme/whisper-train:" + "2026.11")],
+    }
+    assert shared == fresh
+    assert passmemo.fingerprint(shared) == passmemo.fingerprint(fresh)
+    assert passmemo.fingerprint((shared, fresh)) == passmemo.fingerprint((fresh, shared))
+    assert passmemo.fingerprint(shared) != passmemo.fingerprint({**shared, "kind": "Service"})
