@@ -11,33 +11,56 @@ with no valid version within `MAX_BACK` commits stays out. Reads Git; never writ
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import pygit2
 
 from reconciler import gitstore, pipeline
 from schemas.budget import Budget
+from schemas.yamldoc import Document
 
 MAX_BACK = 50  # commits looked back for a valid version of a broken budget file
 
 
-def keep_budgets(repo: pygit2.Repository, head: pygit2.Commit, spec: pipeline.Spec) -> pipeline.Spec:
-    """`spec` with the last valid version of every Budget rejected at `head` in `spec.kept`."""
+def keep_budgets(
+    repo: pygit2.Repository,
+    head: pygit2.Commit,
+    spec: pipeline.Spec,
+    files: Mapping[str, bytes],
+    parsed: Mapping[str, list[Document]],
+    memo: dict[str, Any],
+) -> pipeline.Spec:
+    """`spec` with the last valid version of every Budget rejected at `head` in `spec.kept`.
+
+    `files`, `parsed` and `memo` are the head's spec as `speccache` validated it (bytes of the files
+    that did not parse, documents of the rest, what validation remembered of each document): an
+    older version of a budget file is checked with every other file as at the head, and only that
+    file is read and validated again.
+    """
     broken = {key.split(" ", 1)[1]: path for key, path in spec.rejected.items() if key.startswith("Budget ")}
     if not broken:
         return spec
-    files = gitstore.read_files(repo, str(head.id), gitstore.SPEC_PREFIXES)
     kept = []
     for name, path in sorted(broken.items()):
-        found = _last_valid(repo, head, files, name, path)
+        found = _last_valid(repo, head, name, path, files, parsed, memo)
         if found is not None:
             kept.append(found)
     return dataclasses.replace(spec, kept=kept)
 
 
 def _last_valid(
-    repo: pygit2.Repository, head: pygit2.Commit, files: dict[str, bytes], name: str, path: str
+    repo: pygit2.Repository,
+    head: pygit2.Commit,
+    name: str,
+    path: str,
+    files: Mapping[str, bytes],
+    parsed: Mapping[str, list[Document]],
+    memo: dict[str, Any],
 ) -> Budget | None:
-    tried = {files.get(path)}
+    others = {p: d for p, d in files.items() if p != path}
+    others_parsed = {p: d for p, d in parsed.items() if p != path}
+    tried = {gitstore.read_file(repo, str(head.id), path)}
     commit = head
     for _ in range(MAX_BACK):
         if not commit.parents:
@@ -47,7 +70,7 @@ def _last_valid(
         if data is None or data in tried:
             continue
         tried.add(data)
-        spec = pipeline.read_spec({**files, path: data})
+        spec = pipeline.read_spec({**others, path: data}, others_parsed, memo)
         found = [b for b in spec.budgets if b.metadata.name == name]
         if found:
             return found[0]

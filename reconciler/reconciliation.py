@@ -27,7 +27,6 @@ from reconciler import (
     gitremote,
     gitsink,
     gitstore,
-    lastvalid,
     passcache,
     passmemo,
     pipeline,
@@ -125,7 +124,6 @@ def plan_once(
     """
     head = gitstore.resolve(repo, branch)
     spec, count, parsed = speccache.read_spec(repo, head, early)
-    spec = lastvalid.keep_budgets(repo, head, spec)
     say(
         f"read {count} spec files at {str(head.id)[:12]} ({parsed} parsed, {count - parsed} cached): "
         f"{len(spec.budgets)} budgets, {len(spec.runs)} runs valid, {len(spec.diagnostics)} problems"

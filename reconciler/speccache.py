@@ -18,7 +18,7 @@ from typing import Any
 
 import pygit2
 
-from reconciler import forkmap, gitstore, passcache, pipeline
+from reconciler import forkmap, gitstore, lastvalid, passcache, pipeline
 from reconciler.specprefetch import CACHE_NAME, Prefetch, parse, spec_blobs
 from schemas.yamldoc import Document
 
@@ -26,8 +26,9 @@ from schemas.yamldoc import Document
 def read_spec(
     repo: pygit2.Repository, commit: pygit2.Commit, early: Prefetch | None = None
 ) -> tuple[pipeline.Spec, int, int]:
-    """The validated spec at `commit`, the number of spec files, and how many were not in the cache
-    (parsed here, or by `early`: files a `specprefetch` started before the engine was imported)."""
+    """The validated spec at `commit` (with the last valid version of each Budget rejected there:
+    `lastvalid`), the number of spec files, and how many were not in the cache (parsed here, or by
+    `early`: files a `specprefetch` started before the engine was imported)."""
     where = passcache.directory(repo)
     cached = passcache.load(where, CACHE_NAME)
     try:
@@ -56,7 +57,8 @@ def read_spec(
                 Document(path, index, data, line, col, partial(marshal.loads, raw))
                 for index, data, line, col, raw in rows
             ]
-    spec = pipeline.read_spec(files, parsed)
+    memo: dict[str, Any] = {}
+    spec = lastvalid.keep_budgets(repo, commit, pipeline.read_spec(files, parsed, memo), files, parsed, memo)
     if fresh or trees.keys() != known_trees.keys():
         passcache.save(where, CACHE_NAME, (docs_by_blob, trees))
     return spec, len(blobs), fresh
