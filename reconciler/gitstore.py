@@ -473,14 +473,15 @@ def _tree_of(repo: pygit2.Repository, entry: pygit2.Object | None) -> pygit2.Tre
     return repo[entry.id].peel(pygit2.Tree) if entry is not None and entry.type == ObjectType.TREE else None
 
 
-def _version(tree: pygit2.Tree | None, path: str) -> tuple[pygit2.Oid, int] | None:
+def entry_at(tree: pygit2.Tree | None, path: str) -> tuple[pygit2.Oid, int] | None:
+    """The id and file mode of what `tree` holds at `path` (a file, a directory or a submodule), or None."""
     if tree is None:
         return None
     try:
         obj = tree[path]
     except KeyError:
         return None
-    return obj.id, obj.filemode
+    return obj.id, int(obj.filemode)
 
 
 def _owned_changes(repo: pygit2.Repository, commit: pygit2.Commit, prefixes: tuple[str, ...]) -> set[str]:
@@ -505,8 +506,8 @@ def _owned_changes(repo: pygit2.Repository, commit: pygit2.Commit, prefixes: tup
     base = repo[base_id].peel(pygit2.Tree) if base_id is not None else None
     found: set[str] = set()
     for path in set.union(*per_parent):
-        mine, was = _version(commit.tree, path), _version(base, path)
-        if not any(mine == theirs != was for theirs in (_version(t, path) for t in trees)):
+        mine, was = entry_at(commit.tree, path), entry_at(base, path)
+        if not any(mine == theirs != was for theirs in (entry_at(t, path) for t in trees)):
             found.add(path)
     return found
 

@@ -43,10 +43,6 @@ def _owned_files(repo: pygit2.Repository, tree: pygit2.Tree) -> dict[str, tuple[
     return out
 
 
-def _entry(tree: pygit2.Tree, name: str) -> tuple[str, int] | None:
-    return (str(tree[name].id), int(tree[name].filemode)) if name in tree else None
-
-
 def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
     """Recompute the pass `commit` claims to be (parent's state, its `Spec-Commit`'s spec, its author
     time) and compare every owned file: proven only when all equal and nothing else changed."""
@@ -68,7 +64,7 @@ def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
     differs = [
         p
         for p in gitstore.SPEC_PREFIXES
-        if _entry(parent.tree, p.rstrip("/")) != _entry(spec_commit.tree, p.rstrip("/"))
+        if gitstore.entry_at(parent.tree, p.rstrip("/")) != gitstore.entry_at(spec_commit.tree, p.rstrip("/"))
     ]
     if differs:
         return Verdict(False, f"its parent's {differs[0]} differs from Spec-Commit {short}'s")
