@@ -8,6 +8,8 @@ machine work from the start.
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from reconciler import specprefetch
@@ -25,17 +27,7 @@ from reconciler import specprefetch
 @click.option(
     "--quiet", is_flag=True, help="No progress lines on stderr (problems in the fleet files still are)."
 )
-def command(
-    repo: str,
-    once: bool,
-    interval: str | None,
-    now_text: str | None,
-    push: bool,
-    apply: bool,
-    remote: str,
-    branch: str | None,
-    quiet: bool,
-) -> None:
+def command(**options: Any) -> None:
     """Reconcile the fleet repository REPO: plan, commit state/ and rendered/, optionally push.
 
     Problems in the fleet files are printed to stderr as `jobtree validate` prints them (even with
@@ -43,7 +35,7 @@ def command(
     ones reconciled, so the exit code stays 0 (DESIGN §1 step 2). With --interval a pass prints
     them when they differ from the last pass's, not every time.
     """
-    early = specprefetch.start(repo)
+    early = specprefetch.start(options["repo"])
     from reconciler import reconciliation  # imported while the children parse (module docstring)
 
-    reconciliation.run(repo, once, interval, now_text, push, apply, remote, branch, quiet, early)
+    reconciliation.run(**options, early=early)

@@ -267,6 +267,7 @@ def reconcile_once(
 
 
 def run(
+    *,
     repo: str,
     once: bool,
     interval: str | None,
