@@ -18,6 +18,7 @@ import yaml
 from planner import manifests
 from planner.plan import Plan
 from reconciler import forkmap, gitpack, passmemo, statefiles
+from schemas.common import format_time
 
 # Fields that change with the clock alone, not with a decision.
 VOLATILE = frozenset(
@@ -182,7 +183,8 @@ def summary(plan: Plan) -> list[str]:
             started[ev.lease.run] += ev.lease.gpus
         elif ev.event == "End":
             ended.setdefault(ev.reason.split("(")[0], set()).add(ev.lease.run)
-    reserved = sorted(k for k, r in plan.state.reservations.items() if r.state == "Pending")
+    waiting = {k: r for k, r in plan.state.reservations.items() if r.state == "Pending"}
+    reserved = sorted(k for k, r in waiting.items() if r.created == plan.state.as_of)  # new this pass
     unfunded, refunded = _funding_changes(plan)
     lines: list[str] = []
     if started:
@@ -196,13 +198,20 @@ def summary(plan: Plan) -> list[str]:
     if refunded:
         lines.append(f"funded again: {_runs(len(refunded))}")
     if reserved:
-        lines.append(f"{_runs(len(reserved))} reserved")
+        also = f" ({len(waiting)} waiting)" if len(waiting) > len(reserved) else ""
+        lines.append(f"reserved {_runs(len(reserved))}{also}")
+    elif waiting:
+        lines.append(f"{_runs(len(waiting))} waiting")
     details = [f"{run} +{gpus} GPUs" for run, gpus in sorted(started.items())]
     details += [f"{run} swapped to spare" for run in sorted(swapped)]
     for reason, runs in sorted(ended.items()):
         details += [f"{run} {reason}" for run in sorted(runs)]
     details += [f"{run} unfunded ({_groups(n)})" for run, n in sorted(unfunded.items())]
     details += [f"{run} funded again ({_groups(n)})" for run, n in sorted(refunded.items())]
+    details += [
+        f"{run} reserved, ETA {format_time(waiting[run].earliest_start)}: {waiting[run].reason}"
+        for run in reserved
+    ]
     if len(details) > MAX_MESSAGE_LINES:
         details = details[:MAX_MESSAGE_LINES] + [f"... and {len(details) - MAX_MESSAGE_LINES} more"]
     return lines + details

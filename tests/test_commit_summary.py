@@ -7,7 +7,11 @@ from pathlib import Path
 import pygit2
 from click.testing import CliRunner
 
+from reconciler import gitstore, statefiles
+from reconciler.reconciliation import reconcile_once
 from reconciler.simulate import command
+from tests.test_passcache import human_commit
+from tests.test_reconcile import T0, bare_remote, clone, template_files
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
 
@@ -24,3 +28,36 @@ def test_a_swap_onto_a_hot_spare_is_reported_as_a_swap_not_a_start(tmp_path: Pat
     assert "swapped 1 run onto hot spares" in swap[0]
     assert "alpha/j1 swapped to spare" in swap[0]
     assert "alpha/j1 +" not in swap[0]  # the swap is not counted as a start of j1
+
+
+def test_a_pass_names_the_runs_it_reserves_with_their_eta_and_reason_and_no_others(tmp_path: Path) -> None:
+    files = template_files()
+    whisper = files["runs/media-audio/whisper-finetune.yaml"]
+    files["runs/media-audio/whisper-big.yaml"] = whisper.replace(
+        b"name: whisper-finetune", b"name: whisper-big"
+    ).replace(b"totalGPUs: 8", b"totalGPUs: 96")  # more H100s than media-audio and its family can fund
+    path = tmp_path / "work"
+    repo = clone(bare_remote(tmp_path, files), path)
+    outcome = reconcile_once(path, now=T0)
+    message = repo.revparse_single(outcome.commit).message
+    res = statefiles.load(
+        statefiles.RESERVATION,
+        gitstore.read_files(repo, "main", ["state/reservations/"])[
+            "state/reservations/media-audio/whisper-big.yaml"
+        ],
+    )
+    reason = res["status"]["reason"]
+    assert reason.startswith("budget headroom short by")
+    # earliestStart is now + the fleet's 15-minute notice period (DESIGN §4.5)
+    assert f"- media-audio/whisper-big reserved, ETA 2026-03-02T09:15:00Z: {reason}\n" in message
+    assert "reserved 1 run" in message.splitlines()[0]
+
+    # a later pass that reserves nothing new says how many wait, and names nobody as reserved
+    vit = "runs/media-vision/vit-elastic.yaml"
+    human_commit(
+        repo, {vit: files[vit].replace(b"desiredTotalGPUs: 16", b"desiredTotalGPUs: 24")}, "vit wider\n"
+    )
+    later = reconcile_once(path, now=T0 + 600)
+    assert later.commit is not None
+    message = repo.revparse_single(later.commit).message
+    assert "1 run waiting" in message and "reserved" not in message
