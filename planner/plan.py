@@ -45,6 +45,8 @@ class Plan:
     frozen: frozenset[str] = frozenset()
     # groups the last pass left charged to nobody: with `state.unfunded`, who lost or regained funding
     unfunded_before: frozenset[tuple[str, int]] = frozenset()
+    # runs the last pass left waiting in a reservation: with `state.reservations`, who was reserved now
+    waiting_before: frozenset[str] = frozenset()
 
     @property
     def manifests(self) -> dict[str, dict[str, Any]]:
@@ -156,6 +158,7 @@ def plan(world: World) -> Plan:
     return Plan(
         state, ctx.events, runs, budgets, sorted(ctx.cordon), list(topo.problems), violations,
         open_leases, specs, clusters, frozen=frozenset(world.frozen_runs), unfunded_before=prev.unfunded,
+        waiting_before=frozenset(k for k, r in prev.reservations.items() if r.state == "Pending"),
     )  # fmt: skip
 
 

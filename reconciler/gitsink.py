@@ -184,7 +184,7 @@ def summary(plan: Plan) -> list[str]:
         elif ev.event == "End":
             ended.setdefault(ev.reason.split("(")[0], set()).add(ev.lease.run)
     waiting = {k: r for k, r in plan.state.reservations.items() if r.state == "Pending"}
-    reserved = sorted(k for k, r in waiting.items() if r.created == plan.state.as_of)  # new this pass
+    reserved = sorted(waiting.keys() - plan.waiting_before)  # by this pass
     unfunded, refunded = _funding_changes(plan)
     lines: list[str] = []
     if started:
