@@ -2,7 +2,9 @@
 
 Reads both specs and the committed `state/` at BASE through pygit2 (no checkout), plans both at
 the same `now` from that one state with the embedded cluster, and reports the difference
-(`prdiff`, rendered by `planreport`). Writes nothing to Git. A head that edits `state/` or
+(`prdiff`, rendered by `planreport`). Spec files are read as `reconcile` reads them (`speccache`:
+parsed once per blob id, a broken budget file planned as its last valid version); nothing is
+written to Git (only the parse cache in the Git dir). A head that edits `state/` or
 `rendered/` in commits other than the reconciler's own is refused before anything is planned: its
 own commits carry the fleet's git author and a `Spec-Commit` trailer and are reachable from the base
 or from the fleet's branch (local or fetched), or, made elsewhere (`reconcile --branch pr`), hold
@@ -19,8 +21,17 @@ import click
 import pygit2
 from pygit2.enums import SortMode
 
-from planner.world import FleetState
-from reconciler import batchgc, gitstore, pipeline, planreport, prdiff, provenance, statefiles
+from reconciler import (
+    batchgc,
+    gitstore,
+    passmemo,
+    pipeline,
+    planreport,
+    prdiff,
+    provenance,
+    speccache,
+    statefiles,
+)
 from reconciler.embedded import EmbeddedCluster, nodes_from_inventory
 from schemas.common import parse_time
 from schemas.fleet import GitAuthor
@@ -33,12 +44,16 @@ class PlanFailure(Exception):
     """Planning could not finish; the message says what is wrong and what to do (exit 4)."""
 
 
-def _state_at(repo: pygit2.Repository, commit: pygit2.Commit) -> FleetState:
-    files = gitstore.read_files(repo, str(commit.id), ["state/"])
-    files = {p: b for p, b in files.items() if not p.startswith("state/ledger/")}
+def _state_at(repo: pygit2.Repository, commit: pygit2.Commit) -> passmemo.Memo:
+    """The committed state at `commit`: from the clone's pass cache when it describes that commit,
+    else decoded once (on every CPU); `Memo.state()` gives each planning pass its own copy."""
     try:
-        return statefiles.decode(files)
+        memo = passmemo.cached(repo, commit) or passmemo.read(repo, commit)
+        memo.state()
+        return memo
     except Exception as err:  # noqa: BLE001 - damaged machine-written files: name the file, never a traceback
+        files = gitstore.read_files(repo, str(commit.id), ["state/"])
+        files = {p: b for p, b in files.items() if not p.startswith("state/ledger/")}
         culprit = next((p for p in sorted(files) if not _decodes(p, files[p])), "state/")
         raise PlanFailure(
             f"cannot read {culprit} at base {str(commit.id)[:12]} ({type(err).__name__}: "
@@ -223,15 +238,17 @@ def command(
 def _plan(
     git: pygit2.Repository, base_commit: pygit2.Commit, head_commit: pygit2.Commit, now: int
 ) -> tuple[dict[str, object], list[str]]:
-    base_spec = pipeline.read_spec(gitstore.read_files(git, str(base_commit.id), gitstore.SPEC_PREFIXES))
+    base_spec, _, _ = speccache.read_spec(git, base_commit)
     # who the reconciler is comes from the base branch: a pull request cannot name itself the reconciler
     # and so is the branch it commits to: a reconciler commit in head must have been on that branch
     _refuse_hand_edits(git, base_commit, head_commit, base_spec.fleet.git.author, base_spec.fleet.git.branch)
-    head_spec = pipeline.read_spec(gitstore.read_files(git, str(head_commit.id), gitstore.SPEC_PREFIXES))
+    head_spec, _, _ = speccache.read_spec(git, head_commit)
     state = _state_at(git, base_commit)
-    before = pipeline.run_pass(base_spec, EmbeddedCluster(base_spec.inventory), state, now, render=False)
+    before = pipeline.run_pass(
+        base_spec, EmbeddedCluster(base_spec.inventory), state.state(), now, render=False
+    )
     after = pipeline.run_pass(
-        head_spec, EmbeddedCluster(head_spec.inventory), _state_at(git, base_commit), now, render=False
+        head_spec, EmbeddedCluster(head_spec.inventory), state.state(), now, render=False
     )
     domains = {**_domains(base_spec), **_domains(head_spec)}
     report = prdiff.compare(
