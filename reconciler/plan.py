@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 import pygit2
@@ -23,6 +25,7 @@ from pygit2.enums import SortMode
 
 from reconciler import (
     batchgc,
+    forkmap,
     gitstore,
     passmemo,
     pipeline,
@@ -244,15 +247,21 @@ def _plan(
     _refuse_hand_edits(git, base_commit, head_commit, base_spec.fleet.git.author, base_spec.fleet.git.branch)
     head_spec, _, _ = speccache.read_spec(git, head_commit)
     state = _state_at(git, base_commit)
-    before = pipeline.run_pass(
-        base_spec, EmbeddedCluster(base_spec.inventory), state.state(), now, render=False
-    )
-    after = pipeline.run_pass(
-        head_spec, EmbeddedCluster(head_spec.inventory), state.state(), now, render=False
-    )
     domains = {**_domains(base_spec), **_domains(head_spec)}
+
+    def outlines(specs: Sequence[pipeline.Spec]) -> list[dict[str, Any]]:
+        """Each spec planned from its own copy of the base state, as `prdiff` compares plans."""
+        return [
+            prdiff.outline(
+                pipeline.run_pass(s, EmbeddedCluster(s.inventory), state.state(), now, render=False), domains
+            )
+            for s in specs
+        ]
+
+    base_side = forkmap.start(outlines, [base_spec], least=1)  # planned in a forked child meanwhile
+    after = outlines([head_spec])[0]
     report = prdiff.compare(
-        before, after, domains, base=str(base_commit.id), head=str(head_commit.id), now=now
+        base_side.wait()[0], after, base=str(base_commit.id), head=str(head_commit.id), now=now
     )
     diagnostics = [str(d) for d in head_spec.diagnostics]
     report["diagnostics"] = diagnostics

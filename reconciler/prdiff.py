@@ -98,20 +98,31 @@ def _usage(plan: Plan) -> dict[str, dict[str, int]]:
     return out
 
 
+def outline(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, Any]:
+    """What `compare` reads of one plan, as plain data (so a forked worker can hand it over)."""
+    return {
+        "starts": _starts(plan, domain_of),
+        "ends": dict(_ends(plan)),
+        "reserved": _reserved(plan),
+        "conflicts": _conflicts(plan),
+        "usage": _usage(plan),
+    }
+
+
 def compare(
-    before: Plan, after: Plan, domain_of: Mapping[str, str], *, base: str, head: str, now: int
+    before: dict[str, Any], after: dict[str, Any], *, base: str, head: str, now: int
 ) -> dict[str, Any]:
-    """The report: only what differs between the base plan and the head plan."""
-    s_before, s_after = _starts(before, domain_of), _starts(after, domain_of)
+    """The report: only what differs between the base plan's `outline` and the head plan's."""
+    s_before, s_after = before["starts"], after["starts"]
     starts = [v for k, v in sorted(s_after.items()) if s_before.get(k) != v]
     no_longer = sorted(k for k in s_before if k not in s_after)
-    e_before, e_after = _ends(before), _ends(after)
+    e_before, e_after = before["ends"], after["ends"]
     cuts = [
         {"run": run, "reason": reason, "gpus": gpus}
         for (run, reason), gpus in sorted(e_after.items())
         if e_before.get((run, reason)) != gpus
     ]
-    r_before, r_after = _reserved(before), _reserved(after)
+    r_before, r_after = before["reserved"], after["reserved"]
     reserved = [v for k, v in r_after.items() if r_before.get(k) != v and k not in r_before]
     eta: list[dict[str, Any]] = []
     for run in sorted(set(r_before) & set(r_after)):
@@ -132,13 +143,13 @@ def compare(
         if run in s_after:
             eta.append({"run": run, "from": r_before[run]["earliestStart"], "to": format_time(now),
                         "seconds": None, "text": f"{run} now starts at once instead of {r_before[run]['earliestStart']}"})  # fmt: skip
-    c_before, c_after = _conflicts(before), _conflicts(after)
+    c_before, c_after = before["conflicts"], after["conflicts"]
     conflicts = [
         {"run": run, "reservations": c_after[run]}
         for run in sorted(c_after)
         if c_before.get(run) != c_after[run]
     ]
-    u_before, u_after = _usage(before), _usage(after)
+    u_before, u_after = before["usage"], after["usage"]
     budgets = [
         {"envelope": key, "before": u_before.get(key), "after": u_after.get(key)}
         for key in sorted(set(u_before) | set(u_after))
