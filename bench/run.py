@@ -283,7 +283,8 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
     cold, warm = Row("reconcile, cold (Git)", "<= 10 s"), Row("reconcile, warm (+1 run)", "<= 1 s")
     fresh = Row("reconcile, fresh clone (no cache)", "-")
     commit = Row("state commit (from reconcile output)", "-")
-    rows = [cold, warm, fresh, commit]
+    pr = Row("plan, pull request (+1 run, fresh clone)", "-")
+    rows = [cold, warm, fresh, commit, pr]
     if not available:
         for row in rows:
             row.verdict = "not available (`jobtree reconcile` not built yet)"
@@ -342,7 +343,37 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
         found = [t for t in (_commit_time(o) for o in outputs) if t]
         commit.wall = " / ".join(found) if found else "-"
         commit.verdict = "cold / warm" if found else "not reported by `jobtree reconcile`"
+        # what a CI runner does for a pull request: a new clone (no cache), the change planned against
+        # its base. main is: cold state commit, the bench-warm run, the warm state commit, ...
+        where = Path(tmp) / "pr"
+        subprocess.run(["git", "clone", "-q", str(bare), str(where)], check=True, capture_output=True)
+        base, head = _nth_first_parent(where, "runs: add bench-warm")
+        m = measure([jobtree, "plan", str(where), "--base", base, "--head", head, "--now", WARM_NOW,
+                     "--format", "markdown"])  # fmt: skip
+        if m.ok:
+            pr.wall, pr.rss = f"{m.wall:.2f} s", f"{m.rss_mb:.0f} MB"
+            pr.verdict = "measured (no target)"
+            pr.note = (
+                f"CPU {m.cpu:.1f} s (user + system): both specs read, the base state decoded, both planned "
+                "(Markdown to /dev/null)"
+            )
+        else:
+            pr.verdict = m.problem()
     return rows
+
+
+def _nth_first_parent(repo: Path, subject: str) -> tuple[str, str]:
+    """(its parent, the commit) for the first-parent commit of `main` whose subject is `subject`."""
+    log = subprocess.run(
+        ["git", "-C", str(repo), "log", "--first-parent", "--format=%H %P%x09%s", "main"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    for line in log.splitlines():
+        ids, _, text = line.partition("\t")
+        if text == subject:
+            commit, parent = ids.split()[:2]
+            return parent, commit
+    raise RuntimeError(f"no commit {subject!r} on main in {repo}")
 
 
 def machine() -> str:
