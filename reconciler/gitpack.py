@@ -22,17 +22,13 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pygit2
-from isal import isal_zlib
 from pygit2.enums import ObjectType
 
 from reconciler import atomicfile, forkmap
 
 KIND_CODES = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
 PACK_FROM = 512  # objects: a smaller batch is written loose (one file each), like git's own writers
-# Pack entries are zlib streams (what git and libgit2 inflate); ISA-L's level 1 makes them as small
-# as zlib's level 1 (git's core.looseCompression default) in well under half the CPU: a first state
-# commit is 12,000 small files, where zlib spent ~35 us per file.
-_LEVEL = 1
+_LEVEL = 1  # zlib level, as git's core.looseCompression default: these objects are small and many
 
 
 def object_id(kind: str, data: bytes) -> bytes:
@@ -114,11 +110,11 @@ def _entry_header(code: int, size: int) -> bytes:
 
 def _compress(items: Sequence[tuple[str, bytes]]) -> list[tuple[bytes, bytes]]:
     """Per object, its id and its zlib stream (the heavy part of a pack; `_compressed` splits it)."""
-    return [(object_id(kind, data), isal_zlib.compress(data, _LEVEL)) for kind, data in items]
+    return [(object_id(kind, data), zlib.compress(data, _LEVEL)) for kind, data in items]
 
 
 def _compressed(items: list[tuple[str, bytes]]) -> list[tuple[bytes, bytes]]:
-    """`_compress(items)` in one thread per CPU for a big batch: ISA-L and SHA-1 release the GIL, so
+    """`_compress(items)` in one thread per CPU for a big batch: zlib and SHA-1 release the GIL, so
     threads split the work as well as forked children do, and also while the work tree is being
     written in the background (when `forkmap` will not fork)."""
     n = min(forkmap.workers(), len(items) // (forkmap.MIN_ITEMS // 2) or 1)

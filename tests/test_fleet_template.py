@@ -145,6 +145,10 @@ ACTION_INPUTS = {
         "python-version", "python-version-file", "cache", "architecture", "check-latest", "token",
         "cache-dependency-path", "update-environment", "allow-prereleases",
     },
+    "actions/cache/restore@v4": {
+        "path", "key", "restore-keys", "enableCrossOsArchive", "fail-on-cache-miss", "lookup-only",
+    },
+    "actions/cache/save@v4": {"path", "key", "upload-chunk-size", "enableCrossOsArchive"},
     "actions/github-script@v7": {
         "script", "github-token", "debug", "user-agent", "previews", "result-encoding", "retries",
         "retry-exempt-status-codes",
