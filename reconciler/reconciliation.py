@@ -290,6 +290,11 @@ def run(
             f"--once and --interval {interval} exclude each other: --once runs one pass and exits, "
             "--interval keeps reconciling; give one of them"
         )
+    if now_text and interval is not None:
+        raise click.UsageError(
+            f"--now {now_text} and --interval {interval} exclude each other: every pass would plan the "
+            "same instant; --interval follows the clock, --now is for one pass (with --once)"
+        )
     try:
         every = parse_duration(interval) if interval else None
     except ValueError as err:

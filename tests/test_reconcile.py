@@ -483,9 +483,61 @@ def test_once_with_an_interval_is_a_usage_error_not_an_endless_loop(tmp_path: Pa
     assert not (tmp_path / "work" / "state").exists()  # refused before any pass
 
 
+def test_a_fixed_now_with_an_interval_is_a_usage_error_not_the_same_pass_over_and_over(
+    tmp_path: Path,
+) -> None:
+    bare_remote(tmp_path, steady_files())
+    clone(tmp_path / "fleet.git", tmp_path / "work")
+    result = CliRunner().invoke(
+        command, [str(tmp_path / "work"), "--interval", "60s", "--now", "2026-03-02T09:00:00Z"]
+    )
+    assert result.exit_code == 2
+    assert "exclude each other: every pass would plan the same instant" in result.stderr
+    assert not (tmp_path / "work" / "state").exists()  # refused before any pass
+
+
 def test_a_path_that_is_not_a_repository_is_a_usage_error_as_for_plan(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     for path in (tmp_path / "empty", tmp_path / "missing"):
         result = CliRunner().invoke(command, [str(path), "--once"])
         assert result.exit_code == 2, result.output
         assert f"{path} is not a Git repository" in result.stderr
+
+
+def test_an_interval_keeps_reconciling_on_the_clock_committing_only_what_changed(tmp_path: Path) -> None:
+    # the schedule: passes follow the real clock, one every interval; the first commits the state,
+    # the next ones find nothing changed (meters moving alone make no commit) and the loop goes on
+    remote = bare_remote(tmp_path, steady_files())
+    work = tmp_path / "work"
+    clone(remote, work)
+    cmd = [
+        sys.executable,
+        "-m",
+        "reconciler.cli",
+        "reconcile",
+        str(work),
+        "--interval",
+        "1s",
+        "--push",
+        "--quiet",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        assert proc.stdout is not None
+        while len(lines) < 3 and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line.strip())
+        assert proc.poll() is None, "the loop is still running after three passes"
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert len(lines) == 3, (lines, err)
+    assert lines[0].startswith("pushed ") and all(x.startswith("no change at ") for x in lines[1:]), lines
+    assert err.count("next pass at ") >= 2  # after each pass (the third may still be printing)
+    served = pygit2.Repository(str(remote))
+    assert [c.message.splitlines()[0] for c in served.walk(served.head.target)][0].startswith("jobtree: ")
