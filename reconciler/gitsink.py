@@ -1,7 +1,7 @@
 """Git sink (stage 5 of a pass): a plan becomes the next tree of `state/` and `rendered/`, or nothing.
 
 Decides whether a plan changed anything meaningful and words the commit; `gitstore` writes the
-commit, `reconcile` drives the loop. GPU-hour meters and `asOf` move on every pass, so they alone
+commit, `reconciliation` drives the loop. GPU-hour meters and `asOf` move on every pass, so they alone
 never make a commit: they are written with the next meaningful change, and metering from the last
 committed `asOf` is exact because no lease opened or closed in between (that would be a change).
 """
