@@ -1,7 +1,7 @@
 """`jobtree reconcile [REPO] [--once | --interval 60s] [--now T] [--push] [--apply]`: the verb; the engine is `reconciliation`.
 
 This module stays light on purpose: on a clone with no parse cache yet (a first pass, a fresh CI
-clone), the spec files at HEAD are parsed in forked children (`specprefetch`) while the engine's
+clone), the spec files at HEAD are parsed in a forked child (`specprefetch`) while the engine's
 modules (pydantic models, the planner: most of a second) import here, so both CPUs of a small
 machine work from the start.
 """
@@ -36,6 +36,6 @@ def command(**options: Any) -> None:
     them when they differ from the last pass's, not every time.
     """
     early = specprefetch.start(options["repo"])
-    from reconciler import reconciliation  # imported while the children parse (module docstring)
+    from reconciler import reconciliation  # imported while the child parses (module docstring)
 
     reconciliation.run(**options, early=early)

@@ -1,9 +1,9 @@
-"""Spec files listed and parsed by blob id, and parsed early: in forked children while `reconcile` imports.
+"""Spec files listed and parsed by blob id, and parsed early: in a forked child while `reconcile` imports.
 
 A first pass at 100k GPUs parses 5,200 YAML files (~1.1 s of CPU) right after importing the planner
 and the pydantic models (~0.8 s on one CPU). `start(path)`, called before those imports, lists the
-spec files at the clone's HEAD and, when the clone has no parse cache yet, hands them to forked
-children, so both CPUs work from the start. `Prefetch.rows()` collects `{blob id: rows}` in the
+spec files at the clone's HEAD and, when the clone has no parse cache yet, hands them to a forked
+child, so both CPUs work from the start. `Prefetch.rows()` collects `{blob id: rows}` in the
 cache's format (`speccache`). It is only a head start: the pass may read another commit (after a
 fetch, or another branch), so `speccache` takes rows by blob id and parses whatever is missing.
 Light on purpose: pygit2 and the YAML reader, none of the engine; it never validates.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -96,27 +95,23 @@ def _read_and_parse(git_dir: str, items: Sequence[tuple[str, str]]) -> list[Rows
 
 @dataclass(slots=True)
 class Prefetch:
-    parts: list[tuple[list[tuple[str, str]], forkmap.Running]]  # (path, blob id) pairs, their parse
+    items: list[tuple[str, str]]  # (path, blob id) of HEAD's spec files
+    parsing: forkmap.Running  # their `parse`, in a forked child
     _rows: dict[str, Rows] | None = None
 
     def rows(self) -> dict[str, Rows]:
-        """`{blob id: rows}` of every file that parsed; a failed child's share is parsed here."""
+        """`{blob id: rows}` of every file that parsed; if the child failed, they are parsed here."""
         if self._rows is None:
-            self._rows = {}
-            for items, running in self.parts:
-                for (_, oid), rows in zip(items, running.wait(), strict=True):
-                    if rows is not None:
-                        self._rows[oid] = rows
+            got = zip(self.items, self.parsing.wait(), strict=True)
+            self._rows = {oid: rows for (_, oid), rows in got if rows is not None}
         return self._rows
 
 
 def start(path: str | os.PathLike[str], least: int = forkmap.MIN_ITEMS) -> Prefetch | None:
-    """Parse HEAD's spec files in forked children, or None when there is no point: not a clone with
-    a HEAD commit, a parse cache already there (a later pass parses only what changed), fewer than
-    `least` files, one CPU, or threads running (forking is unsafe then)."""
-    workers = forkmap.workers()
-    if workers < 2 or threading.active_count() > 1:
-        return None
+    """Parse HEAD's spec files in a forked child, or None when there is no point: not a clone with a
+    HEAD commit, a parse cache already there (a later pass parses only what changed), or fewer than
+    `least` files. (With one CPU, or threads running, `forkmap` forks nothing: the files are then
+    parsed here when the pass asks for them, as without a head start.)"""
     try:
         repo = pygit2.Repository(os.fspath(path))
         head = repo.head.peel(pygit2.Commit)
@@ -128,7 +123,4 @@ def start(path: str | os.PathLike[str], least: int = forkmap.MIN_ITEMS) -> Prefe
     items = list(blobs.items())
     if len(items) < max(least, 1):
         return None
-    work = partial(_read_and_parse, repo.path)
-    return Prefetch(
-        [(items[i::workers], forkmap.Running(work, items[i::workers], fork=True)) for i in range(workers)]
-    )
+    return Prefetch(items, forkmap.start(partial(_read_and_parse, repo.path), items, least))

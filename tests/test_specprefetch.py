@@ -1,7 +1,7 @@
-"""The spec head start of a cold `reconcile`: files parsed in forked children while the engine imports.
+"""The spec head start of a cold `reconcile`: files parsed in a forked child while the engine imports.
 
-Whatever the children parsed, a pass must read exactly the spec it reads without them: same
-objects, same problems at the same lines, and the changes made after the children started.
+Whatever the child parsed, a pass must read exactly the spec it reads without them: same
+objects, same problems at the same lines, and the changes made after the child started.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_a_head_start_reads_the_same_spec_as_parsing_in_the_pass(tmp_path: Path)
     spec, count, parsed = speccache.read_spec(repo, gitstore.resolve(repo, "main"), early)
     spec_files = [p for p in template_files() if p.startswith(("budgets/", "runs/", "inventory/", "jobtree"))]
     assert count == parsed == len(spec_files)  # every file counts as parsed, none came from a cache
-    assert len(early.rows()) == count  # ... and the children parsed them all
+    assert len(early.rows()) == count  # ... and the child parsed them all
     assert (spec, count, parsed) == read_without_head_start(repo)
 
 
