@@ -23,6 +23,7 @@ import click
 import pygit2
 from pygit2.enums import SortMode
 
+from planner.world import FleetState
 from reconciler import (
     batchgc,
     forkmap,
@@ -47,13 +48,11 @@ class PlanFailure(Exception):
     """Planning could not finish; the message says what is wrong and what to do (exit 4)."""
 
 
-def _state_at(repo: pygit2.Repository, commit: pygit2.Commit) -> passmemo.Memo:
+def _state_at(repo: pygit2.Repository, commit: pygit2.Commit) -> FleetState:
     """The committed state at `commit`: from the clone's pass cache when it describes that commit,
-    else decoded once (on every CPU); `Memo.state()` gives each planning pass its own copy."""
+    else decoded (on every CPU). Both planning passes start from it: a pass works on copies."""
     try:
-        memo = passmemo.cached(repo, commit) or passmemo.read(repo, commit)
-        memo.state()
-        return memo
+        return (passmemo.cached(repo, commit) or passmemo.read(repo, commit)).state()
     except Exception as err:  # noqa: BLE001 - damaged machine-written files: name the file, never a traceback
         files = gitstore.read_files(repo, str(commit.id), ["state/"])
         files = {p: b for p, b in files.items() if not p.startswith("state/ledger/")}
@@ -250,10 +249,10 @@ def _plan(
     domains = {**_domains(base_spec), **_domains(head_spec)}
 
     def outlines(specs: Sequence[pipeline.Spec]) -> list[dict[str, Any]]:
-        """Each spec planned from its own copy of the base state, as `prdiff` compares plans."""
+        """Each spec planned from the base state, as `prdiff` compares plans."""
         return [
             prdiff.outline(
-                pipeline.run_pass(s, EmbeddedCluster(s.inventory), state.state(), now, render=False), domains
+                pipeline.run_pass(s, EmbeddedCluster(s.inventory), state, now, render=False), domains
             )
             for s in specs
         ]

@@ -354,3 +354,14 @@ def test_refreshing_only_changed_envelopes_funds_exactly_as_a_full_refresh(doc: 
             mp.setattr(admission, name, checked(name))
         Simulation(Scenario.model_validate(doc), doc).play()
     assert "refresh_after_line" in compared, "every pass refreshes after its line"
+
+
+@PROPS
+@given(fleet=FLEET)
+def test_a_pass_leaves_the_state_it_started_from_as_it_was(fleet: tuple[Any, ...]) -> None:
+    # `jobtree plan` plans the base and the head spec from one decoded state: neither may change it
+    spec = spec_of(fleet)
+    start = one_pass(spec, FleetState(), T0).state
+    before = statefiles.encode(one_pass(spec, start, T0 + 600))
+    one_pass(spec, start, T0 + 1800)  # a pass at another instant from the same state
+    assert statefiles.encode(one_pass(spec, start, T0 + 600)) == before
