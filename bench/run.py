@@ -347,7 +347,7 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
         # its base. main is: cold state commit, the bench-warm run, the warm state commit, ...
         where = Path(tmp) / "pr"
         subprocess.run(["git", "clone", "-q", str(bare), str(where)], check=True, capture_output=True)
-        base, head = _nth_first_parent(where, "runs: add bench-warm")
+        base, head = _parent_and_commit(where, "runs: add bench-warm")
         m = measure([jobtree, "plan", str(where), "--base", base, "--head", head, "--now", WARM_NOW,
                      "--format", "markdown"])  # fmt: skip
         if m.ok:
@@ -362,7 +362,7 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
     return rows
 
 
-def _nth_first_parent(repo: Path, subject: str) -> tuple[str, str]:
+def _parent_and_commit(repo: Path, subject: str) -> tuple[str, str]:
     """(its parent, the commit) for the first-parent commit of `main` whose subject is `subject`."""
     log = subprocess.run(
         ["git", "-C", str(repo), "log", "--first-parent", "--format=%H %P%x09%s", "main"],
