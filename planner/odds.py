@@ -8,7 +8,7 @@ Pure arithmetic over candidates; it cuts nothing and knows nothing of reservatio
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from planner.lottery import H
@@ -59,26 +59,14 @@ class _Game:
         for i, c in enumerate(cands):
             self.of_group[(c.run, c.group)].append(i)
             self.of_run[c.run].append(i)
-        self.work = 0
         self.domains = {d: j for j, d in enumerate(sorted(lottery.need))}  # position in `left`
         self.weights = [(self.domains.get(c.domain), c.gpus) for c in cands]  # (position or None, GPUs)
         # the same pools as bit masks (bit i: candidate i), where no iteration order is involved
         self.group_bits = {k: _mask(idx) for k, idx in self.of_group.items()}
         self.run_bits = {run: _mask(idx) for run, idx in self.of_run.items()}
 
-    def ends(self, pool: frozenset[int], run: str, group: int) -> list[int]:
-        """Candidates a draw of (run, group) ends: the group, or the whole run below its floor."""
-        cands = self.lottery.candidates
-        mine = [i for i in self.of_group[(run, group)] if i in pool]
-        floor = self.lottery.floor.get(run)
-        if floor is not None:
-            gone = sum(cands[i].gpus for i in self.of_run[run] if i not in pool)
-            if self.lottery.allocated[run] - gone - sum(cands[i].gpus for i in mine) >= floor:
-                return mine
-        return [i for i in self.of_run[run] if i in pool]
-
     def ends_mask(self, pool: int, run: str, group: int) -> int:
-        """`ends` over a pool held as a bit mask."""
+        """Candidates a draw of (run, group) ends: the group, or the whole run below its floor."""
         mine = self.group_bits[(run, group)] & pool
         floor = self.lottery.floor.get(run)
         if floor is not None:
@@ -91,16 +79,14 @@ class _Game:
         cands = self.lottery.candidates
         return sum(cands[i].gpus for i in _members(mask))
 
-    def choices(self, pool: frozenset[int]) -> list[tuple[float, str, int]]:
+    def choices(self, pool: int) -> list[tuple[float, str, int]]:
         """(probability, run, group) of the next draw: owner uniform, then that owner's group."""
-        cands, owner = self.lottery.candidates, self.lottery.owner
-        groups: dict[str, set[tuple[str, int]]] = defaultdict(set)
-        for i in pool:
-            groups[owner[cands[i].run]].add((cands[i].run, cands[i].group))
+        owners, groups_of = self._ballot(_members(pool))
         out = []
-        for mine in groups.values():
-            p = 1 / (len(groups) * len(mine))
-            out += [(p, run, group) for run, group in sorted(mine)]
+        for o in owners:
+            mine = groups_of[o]
+            p = 1 / (len(owners) * len(mine))
+            out += [(p, run, group) for run, group in mine]
         return out
 
     def left_after(self, left: tuple[int, ...], ended: list[int]) -> tuple[int, ...]:
@@ -140,28 +126,24 @@ class _Game:
         return work
 
     def exact(self) -> dict[str, float] | None:
+        """Every draw weighed, or None for a lottery past `BUDGET` draws (`draws_to_weigh` counts
+        exactly the draws `solve` weighs, so `solve` itself never runs out)."""
         if self.draws_to_weigh(BUDGET) > BUDGET:
             return None
-        start = tuple(self.lottery.need[d] for d in sorted(self.lottery.need))
-        memo: dict[frozenset[int], dict[str, float]] = {}
+        memo: dict[int, dict[str, float]] = {}
 
-        def solve(pool: frozenset[int], left: tuple[int, ...]) -> dict[str, float] | None:
+        def solve(pool: int, left: tuple[int, ...]) -> dict[str, float]:
             hit = memo.get(pool)
             if hit is not None:
                 return hit
             out: dict[str, float] = defaultdict(float)
             if pool and any(v > 0 for v in left):
                 for p, run, group in self.choices(pool):
-                    self.work += 1
-                    if self.work > BUDGET:
-                        return None
-                    ended = self.ends(pool, run, group)
-                    rest = pool.difference(ended)
+                    ended = self.ends_mask(pool, run, group)
+                    rest = pool & ~ended
                     after = memo.get(rest)
                     if after is None:
-                        after = solve(rest, self.left_after(left, ended))
-                    if after is None:
-                        return None
+                        after = solve(rest, self.left_after(left, _members(ended)))
                     out[run] += p
                     for other, q in after.items():
                         if other != run:
@@ -169,7 +151,8 @@ class _Game:
             memo[pool] = dict(out)
             return memo[pool]
 
-        return solve(frozenset(range(len(self.lottery.candidates))), start)
+        start = tuple(self.lottery.need[d] for d in sorted(self.lottery.need))
+        return solve((1 << len(self.lottery.candidates)) - 1, start)
 
     def sampled(self, key: str) -> dict[str, float]:
         """Replay the real draw with SAMPLES forecast seeds; the share of replays that cut each run.
@@ -180,7 +163,7 @@ class _Game:
         hits: dict[str, int] = defaultdict(int)
         start = tuple(self.lottery.need[d] for d in sorted(self.lottery.need))
         everyone = (1 << len(self.lottery.candidates)) - 1
-        ballots = {everyone: self._ballot(frozenset(range(len(self.lottery.candidates))))}
+        ballots = {everyone: self._ballot(range(len(self.lottery.candidates)))}
         drawn_from: dict[int, tuple[_Ballot, str, int]] = {}  # pool -> the ballot and draw it came from
         moves: dict[tuple[int, str, int], tuple[int, tuple[int, ...]]] = {}
         for s in range(SAMPLES):
@@ -223,7 +206,7 @@ class _Game:
         del groups[owner]
         return [o for o in owners if o != owner], groups
 
-    def _ballot(self, pool: frozenset[int]) -> _Ballot:
+    def _ballot(self, pool: Iterable[int]) -> _Ballot:
         """`lottery.draw`'s view of a pool: owners sorted, and each owner's (run, group)s sorted."""
         cands, owner = self.lottery.candidates, self.lottery.owner
         groups: dict[str, set[tuple[str, int]]] = defaultdict(set)
