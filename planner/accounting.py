@@ -132,14 +132,12 @@ class Book:
         self.lease_index: dict[str, list[Lease]] = defaultdict(list)  # envelope -> leases paid from it
         self.indexed = 0  # how many of the pass's leases `lease_index` holds
         self.cover_cache: dict[object, list[tuple[Env, str]]] = {}
-        self.shape_cache: dict[int, Any] = {}  # id(candidates) -> (candidates, key -> position, capped)
         self.family_cache: dict[tuple[str, str], list[tuple[Env, str]]] = {}  # (owner, flavor): own+family
         self.shared_cache: dict[str, dict[str, list[tuple[Env, str]]]] = {}  # flavor -> owner -> shareable
         self.source_objs: dict[tuple[str, str, float], tuple[int, int, Any]] = {}  # cover's shared Sources
         self.window_cache: dict[int, tuple[Any, list[tuple[int, int]]]] = {}  # cover's future windows
         self.window_sources_cache: dict[tuple[int, int], tuple[Any, Any]] = {}  # cover.window_sources
         self.sources_cache: dict[object, Any] = {}  # cover.sources' rooms, refreshed from `changes`
-        self.domain_cache: dict[object, Any] = {}  # pack's per-domain sources (a DomainIndex per list)
         self.epoch = 0  # bumped when every claim is re-derived: all cached rooms are stale
         self.changes: list[str] = []  # envelopes whose claims changed within this epoch, in order
         self.touched: dict[str, int] = defaultdict(int)  # envelope -> changes to its claims so far

@@ -95,19 +95,18 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
     cands = candidates(book, run)
     key = (id(cands), lookahead_hours)
     hit: _Cached | None = book.sources_cache.get(key)
-    if hit is None or hit.epoch != book.epoch or hit.cands is not cands:
-        by_domain = book.domain_cache.setdefault(key, DomainIndex())  # node sets never change in a pass
-        out = SourceList(
-            [_source(book, topo, env, cat, lookahead_hours) for env, cat in cands], None, by_domain
-        )
-        shape = book.shape_cache.get(id(cands))
-        if shape is None or shape[0] is not cands:
-            index = {env.key: i for i, (env, _) in enumerate(cands)}
-            shape = book.shape_cache[id(cands)] = (
-                cands,
-                index,
+    if hit is None or hit.epoch != book.epoch:
+        if hit is None:
+            shape = (
+                DomainIndex(),
+                {env.key: i for i, (env, _) in enumerate(cands)},
                 [i for i, (env, _) in enumerate(cands) if env.caps],
             )
+        else:  # node sets never change in a pass: the last list's per-domain index and shape hold
+            shape = (hit.out.by_domain, hit.index, hit.capped)
+        out = SourceList(
+            [_source(book, topo, env, cat, lookahead_hours) for env, cat in cands], None, shape[0]
+        )
         book.sources_cache[key] = _Cached(book.epoch, len(book.changes), out, shape[1], shape[2], cands)
         return out
     if hit.seen == len(book.changes) and not hit.capped:
@@ -123,7 +122,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
     }
     if all(hit.out[i].room == room for i, room in rooms.items()):
         return hit.out
-    items, now = list(hit.out), list(hit.out.rooms)
+    items = list(hit.out)
     own, loans, crossed = hit.out.own, hit.out.loans, False
     for i, room in rooms.items():
         src = items[i]
@@ -135,8 +134,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
             own += room - src.room
         crossed = crossed or (room > 0) != (src.room > 0)
         items[i] = Source(src.env, src.category, room, src.nodes, src.reach)
-        now[i] = room
-    hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets), hit.out.by_domain, now)
+    hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets), hit.out.by_domain)
     return hit.out
 
 
@@ -178,11 +176,10 @@ class SourceList(list[Source]):
         items: Iterable[Source],
         totals: tuple[int, int, tuple[frozenset[str], ...] | None] | None = None,
         by_domain: DomainIndex | None = None,
-        rooms: list[int] | None = None,
     ) -> None:
         super().__init__(items)
         self.by_domain = by_domain if by_domain is not None else DomainIndex()
-        self.rooms = rooms if rooms is not None else [s.room for s in self]
+        self.rooms = [s.room for s in self]
         if totals is None:
             own = loans = 0
             with_room = []
