@@ -176,7 +176,7 @@ class _Grp:
 
 
 class AtRisk:
-    """Running groups per domain, for remedies and conflict sets (a copy the forecast may cut)."""
+    """Running groups per domain, for remedies and conflict sets (read only: `plan` reuses it for both)."""
 
     def __init__(self, ctx: Pass) -> None:
         self.ctx = ctx

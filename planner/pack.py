@@ -103,7 +103,7 @@ class _Cursor:
         return self.free.get(domain, 0)
 
     def total_free(self) -> int:
-        return sum(v for v in self.free.values() if v > 0)
+        return sum(self.free.values())  # never negative: `__init__` keeps positives, `take` only what it got
 
     def take(self, domain: str, want: int, commit: bool, partial: bool = False) -> list[Piece] | None:
         """Up to `want` GPUs in the domain, nodes by most free then name, each GPU paid in cover order.
@@ -150,7 +150,7 @@ class _Cursor:
                 for n in self.members.get(domain, ())
                 if (a := (n.fill_count() if fill else n.free) - taken.get(n.name, 0)) > 0
             ]
-            nodes.sort(key=lambda t: (-t[0], t[1]))
+            nodes.sort(key=_pack_order)
         sources = self.req.sources
         reach = domain_sources(self.topo, sources, domain) if not fill else []
         first, last = 0, len(reach)  # reach[:first] have no room left (rooms only fall here)

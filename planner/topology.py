@@ -193,14 +193,13 @@ class Topology:
         self._sorted_free.pop(node.domain, None)
         self._by_free.pop(node.domain, None)
         free = self.domain_free[node.domain] = self.domain_free.get(node.domain, 0) + delta
+        self.flavor_free[node.flavor] = self.flavor_free.get(node.flavor, 0) + delta
         if free > 0:
+            self.open_domains.add(node.domain)
             for flavor in self._domain_flavors[node.domain]:
                 heap = self._most_free.get(flavor)
                 if heap is not None:
                     heapq.heappush(heap, (-free, node.domain))
-        self.flavor_free[node.flavor] = self.flavor_free.get(node.flavor, 0) + delta
-        if free > 0:
-            self.open_domains.add(node.domain)
         else:
             self.open_domains.discard(node.domain)
 
@@ -372,7 +371,3 @@ class Topology:
             if v > 0:
                 out[d] = v
         return out
-
-    def ordered(self, domain: str) -> list[Node]:
-        """Nodes of a domain by most free GPUs, then name (the pack order)."""
-        return sorted((n for n in self.domains[domain] if n.free > 0), key=lambda n: (-n.free, n.name))
