@@ -31,7 +31,6 @@ from pygit2.enums import FileMode, ObjectType, SortMode
 from reconciler import gitpack
 
 OWNED_PREFIXES: tuple[str, ...] = ("state/", "rendered/")
-SPEC_PREFIXES: tuple[str, ...] = ("jobtree.yaml", "budgets/", "runs/", "inventory/")  # what people write
 TRAILER = "Spec-Commit"
 _TRAILER_RE = re.compile(rf"^{TRAILER}: ([0-9a-f]{{40}}|[0-9a-f]{{64}})$")
 _SUBJECT_MAX = 72

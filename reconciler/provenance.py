@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import FileMode
 
-from reconciler import gitstore, pipeline, reconciliation
+from reconciler import gitstore, pipeline, reconciliation, speccache
 from schemas.common import format_time
+from schemas.layout import SPEC_PREFIXES
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +64,12 @@ def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
     # a pass reads the spec at its parent and names that spec's commit: the two must hold the same spec
     differs = [
         p
-        for p in gitstore.SPEC_PREFIXES
+        for p in SPEC_PREFIXES
         if gitstore.entry_at(parent.tree, p.rstrip("/")) != gitstore.entry_at(spec_commit.tree, p.rstrip("/"))
     ]
     if differs:
         return Verdict(False, f"its parent's {differs[0]} differs from Spec-Commit {short}'s")
-    spec = pipeline.read_spec(gitstore.read_files(repo, spec_sha, gitstore.SPEC_PREFIXES))
+    spec, _, _ = speccache.read_spec(repo, spec_commit)  # parsed once: the pass below reads the same blobs
     author = spec.fleet.git.author
     if (commit.author.name, commit.author.email) != (author.name, author.email):
         return Verdict(False, f"jobtree.yaml at Spec-Commit {short} names {author.name} <{author.email}>")
@@ -88,12 +89,10 @@ def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
         return Verdict(False, f"jobtree cannot plan from its parent ({type(err).__name__})")
     want = {path: (blob, int(FileMode.BLOB)) for path, blob in tree.blobs.items()}
     have = _owned_files(repo, commit.tree)
+    wrong = [p for p in want.keys() | have.keys() if want.get(p) != have.get(p)]
+    if not wrong:
+        return Verdict(True)
     was = _owned_files(repo, parent.tree)
     # name a file the commit changed itself first: that is where a hand edit is
-    wrong = sorted(
-        (p for p in want.keys() | have.keys() if want.get(p) != have.get(p)),
-        key=lambda p: (have.get(p) == was.get(p), p),
-    )
-    if wrong:
-        return Verdict(False, f"{wrong[0]} differs from what jobtree computes {at}")
-    return Verdict(True)
+    first = min(wrong, key=lambda p: (have.get(p) == was.get(p), p))
+    return Verdict(False, f"{first} differs from what jobtree computes {at}")

@@ -11,6 +11,8 @@ INVENTORY_FILE = "inventory/nodes.yaml"
 SPEC_FILES = (FLEET_FILE, INVENTORY_FILE)
 SPEC_KINDS = (("budgets/", "Budget"), ("runs/", "Run"))
 SPEC_DIRS = tuple(prefix.rstrip("/") for prefix, _ in SPEC_KINDS)
+# what people write, as path prefixes: the settings file and the spec directories
+SPEC_PREFIXES = (FLEET_FILE, *(prefix for prefix, _ in SPEC_KINDS), INVENTORY_FILE.split("/")[0] + "/")
 
 
 def spec_kind(path: str) -> str | None:

@@ -20,6 +20,7 @@ from reconciler import gitstore, provenance
 from reconciler import plan as plan_module
 from reconciler.plan import command
 from reconciler.reconciliation import reconcile_once
+from schemas.layout import SPEC_PREFIXES
 from tests import test_prplan as prplan
 from tests.git_support import write_tree
 from tests.test_prplan import FLEET, NOW, T0, budget, commit, run
@@ -264,7 +265,7 @@ def test_a_genuine_pass_for_an_older_spec_laid_on_a_newer_one_is_refused(
     assert closing is not None
     back = commit(fleet, {"runs/t/r1.yaml": run("r1")}, "r1 back\n", "pr")
     genuine = fleet[closing].peel(pygit2.Commit)
-    files = gitstore.read_files(fleet, back, gitstore.SPEC_PREFIXES)
+    files = gitstore.read_files(fleet, back, SPEC_PREFIXES)
     tree = write_tree(fleet, files | gitstore.read_files(fleet, closing, ["state/", "rendered/"]))
     laid = fleet.create_commit(
         "refs/heads/pr", genuine.author, genuine.committer, genuine.message, tree, [pygit2.Oid(hex=back)]
