@@ -31,7 +31,7 @@ from collections.abc import Mapping
 import pygit2
 from pygit2.enums import CheckoutStrategy, FileMode, ReferenceType
 
-from reconciler import atomicfile, workfiles
+from reconciler import atomicfile, gitstore, workfiles
 
 JOURNAL = os.path.join("jobtree", "checkout-journal")
 Entry = workfiles.Entry
@@ -158,13 +158,8 @@ def _entry(tree: pygit2.Tree | None, path: str) -> Entry | None:
 
     A submodule's entry is returned as it is, and the caller leaves that path alone.
     """
-    if tree is None:
-        return None
-    try:
-        found = tree[path]
-    except KeyError:
-        return None
-    return None if found.filemode == FileMode.TREE else (found.id, int(found.filemode))
+    found = gitstore.entry_at(tree, path)
+    return None if found is None or found[1] == FileMode.TREE else found
 
 
 def _hex(entry: Entry | None) -> str:

@@ -129,12 +129,13 @@ def report(repo: pygit2.Repository) -> None:
             doc = yaml.safe_load(data)
             envelopes = ", ".join(f"{e['name']} {e['headroom']}" for e in doc["status"]["envelopes"])
             click.echo(f"  {doc['budget']:<14} {envelopes}")
-    owned = gitstore.list_blobs(repo, "main", ["state/", "rendered/"])
-    click.echo(f"state tree at {str(repo.head.target)[:12]} ({len(owned)} files written by jobtree):")
+    state = gitstore.list_blobs(repo, "main", ["state/"])
     rendered = gitstore.read_files(repo, "main", ["rendered/"])
-    for path in owned:
-        if path.startswith("state/"):
-            click.echo(f"  {path}")
+    click.echo(
+        f"state tree at {str(repo.head.target)[:12]} ({len(state) + len(rendered)} files written by jobtree):"
+    )
+    for path in state:
+        click.echo(f"  {path}")
     for path, data in sorted(rendered.items()):
         pods = sum(1 for doc in yaml.safe_load_all(data) if doc and doc.get("kind") == "Pod")
         click.echo(f"  {path:<52} {pods} pod{'s' * (pods != 1)} and the run's headless Service")

@@ -46,11 +46,8 @@ def map_chunks(work: Callable[[Sequence[T]], list[Any]], items: Sequence[T]) -> 
     if n < 2 or threading.active_count() > 1:
         return work(items)
     chunks = [items[i::n] for i in range(n)]  # striped: neighbouring items often cost alike
-    children = [_fork(work, chunk) for chunk in chunks[1:]]
-    results = [list(work(chunks[0]))]
-    for (pid, fd), chunk in zip(children, chunks[1:], strict=True):
-        got = _collect(pid, fd)
-        results.append(got if got is not None and len(got) == len(chunk) else work(chunk))
+    children = [Running(work, chunk, fork=True) for chunk in chunks[1:]]
+    results = [list(work(chunks[0])), *(child.wait() for child in children)]
     out: list[Any] = [None] * len(items)
     for i, result in enumerate(results):
         out[i::n] = result

@@ -7,6 +7,7 @@ nothing about which paths change (`worktree`) and never moves a ref.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -66,27 +67,32 @@ class Writer:
 
     def launch(self) -> None:
         """Journal and remove now, then start writing the files in a forked process (`forkmap.start`:
-        a big batch only), so the caller's thread goes on and `files` collects their stat data. Call it from the
-        thread that made the writer, while no other thread runs; it may raise, having written nothing."""
+        a big batch only), so the caller's thread goes on and `files` collects their stat data. Call
+        it from the thread that made the writer, while no other thread runs. If it raises (a fork that
+        fails), the journal is written and the removals done: `checkoutjournal.recover` puts those
+        paths back on the next pass."""
         self._removals()
-        self._running = forkmap.start(self._write, self._files(), FORK_FROM)
+        self._running = forkmap.start(self._write, self._items, FORK_FROM)
 
     def files(self) -> None:
-        running = self._running
-        if running is None:
+        if self._running is None:
             self._removals()
-            running = forkmap.Running(self._write, self._files(), fork=False)
-        for (path, oid, mode), info in zip(self._files(), running.wait(), strict=True):
-            self.written.append((path, oid, mode, info))
+            stats = self._write(self._items)
+        else:
+            stats = self._running.wait()
+        self.written += [
+            (path, oid, mode, info) for (path, oid, mode), info in zip(self._items, stats, strict=True)
+        ]
 
     def _removals(self) -> None:
         if self.journal is not None:
             self.journal()
-            self.journal = None
         for path in sorted(self.removed, reverse=True):
             remove(self.workdir, path)
 
-    def _files(self) -> list[tuple[str, pygit2.Oid, int]]:
+    @functools.cached_property
+    def _items(self) -> list[tuple[str, pygit2.Oid, int]]:
+        """`(path, blob id, mode)` of the files to write, in path order."""
         return [(path, b[0], b[1]) for path, (_, b) in sorted(self.todo.items()) if b is not None]
 
     def _write(self, items: Sequence[tuple[str, pygit2.Oid, int]]) -> list[Stat]:
