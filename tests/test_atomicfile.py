@@ -6,9 +6,10 @@ import os
 import stat
 from pathlib import Path
 
+import pygit2
 import pytest
 
-from reconciler import atomicfile
+from reconciler import atomicfile, checkoutjournal
 
 
 def test_a_new_file_replaces_the_old_one_whole_with_the_mode_asked(tmp_path: Path) -> None:
@@ -29,18 +30,28 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(tmp_path: Path
     assert sorted(os.listdir(tmp_path)) == ["checkout-journal"]
 
 
-def test_a_durable_write_names_its_temporary_file_as_the_caller_sweeps_leftovers(
+def test_a_durable_write_syncs_file_and_directory_and_its_leftover_is_one_the_journal_sweeps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen: list[str] = []
-    real_replace = os.replace
+    repo = pygit2.init_repository(str(tmp_path / "repo"))
+    renamed: list[str] = []
+    synced: list[int] = []
+    real_replace, real_fsync = os.replace, os.fsync
 
-    def spy(src: str, dst: str) -> None:
-        seen.append(os.path.basename(src))
+    def replace(src: str, dst: str) -> None:
+        renamed.append(src)
         real_replace(src, dst)
 
-    target = tmp_path / "checkout-journal"
-    monkeypatch.setattr(os, "replace", spy)
-    atomicfile.write(str(target), b"{}\n", prefix="checkout-journal.", suffix=".tmp", durable=True)
-    assert target.read_bytes() == b"{}\n"
-    assert len(seen) == 1 and seen[0].startswith("checkout-journal.") and seen[0].endswith(".tmp")
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "fsync", fsync)
+    checkoutjournal.begin(repo.path, "main", None, bytes(20), {})  # the journal: a durable write
+    assert len(renamed) == 1 and len(synced) >= 2  # the file, then its directory
+    # a writer killed before its rename leaves that temporary file: the next pass's recovery sweeps it
+    Path(renamed[0]).write_bytes(b"half a journal")
+    checkoutjournal.end(repo.path)
+    assert checkoutjournal.recover(repo) == []
+    assert not Path(renamed[0]).exists()

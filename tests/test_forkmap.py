@@ -102,19 +102,30 @@ def test_a_started_child_is_killed_with_its_parent(tmp_path: Path) -> None:
         "time.sleep(60)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code])
-    deadline = time.monotonic() + 20
-    while not marker.exists() or not marker.read_text():
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    child = int(marker.read_text())
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.02)
-    os.kill(child, signal.SIGKILL)
-    raise AssertionError("the child outlived its parent")
+    try:
+        deadline = time.monotonic() + 20
+        while not marker.exists() or not marker.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        child = int(marker.read_text())
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if not _running(child):
+                return
+            time.sleep(0.02)
+        os.kill(child, signal.SIGKILL)
+        raise AssertionError("the child outlived its parent")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie: a dead child nobody has reaped yet still answers `kill(pid, 0)`."""
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return status.rsplit(")", 1)[1].split()[0] != "Z"

@@ -224,7 +224,9 @@ def test_template_fleet_reconciled_and_pushed_to_a_bare_remote(tmp_path: Path) -
         _, cluster, namespace, _ = path.split("/")
         assert namespace in clusters[cluster], path
         docs = list(yaml.safe_load_all(text))
-        assert [d["kind"] for d in docs[-1:]] == ["Service"], path
+        kinds = [d["kind"] for d in docs]
+        assert kinds == ["Pod"] * (len(kinds) - 1) + ["Service"], path
+        assert docs[-1]["spec"]["clusterIP"] == "None", path  # headless
         pods.update((f"{path}#{d['metadata']['name']}", d) for d in docs if d["kind"] == "Pod")
     covered: Counter[str] = Counter()
     for path, pod in pods.items():

@@ -181,11 +181,13 @@ def test_equal_manifests_get_equal_fingerprints_however_their_objects_are_shared
     # A manifest rendered in a worker, or by the next pass, is equal but built of other objects:
     # shared here, separate there; interned strings or not. Only its value may decide its print.
     image = "ghcr.io/acme/whisper-train:2026.11"
-    shared = {"kind": "Pod", "spec": {"containers": [{"image": image}, {"image": image}]}, "tags": [image]}
+    plain, interned = "".join(image), sys.intern("".join(image))
+    assert plain is not interned and interned is sys.intern(image)  # a real contrast, not one object
+    shared = {"kind": "Pod", "spec": {"containers": [{"image": image}, {"image": image}]}, "tags": [plain]}
     fresh = {
         "kind": "".join(["P", "od"]),
         "spec": {"containers": [{"image": "".join(image)}, {"image": image[:5] + image[5:]}]},
-        "tags": [sys.intern("ghcr.io/acme/whisper-train:" + "2026.11")],
+        "tags": [interned],
     }
     assert shared == fresh
     assert passmemo.fingerprint(shared) == passmemo.fingerprint(fresh)

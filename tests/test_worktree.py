@@ -201,23 +201,31 @@ def test_in_a_pass_the_files_are_written_alongside_the_objects_and_git_agrees_wi
 
 
 def test_in_a_pass_a_big_batch_of_files_is_written_by_a_forked_writer_and_git_agrees_with_the_index(
-    work: pygit2.Repository, monkeypatch: pytest.MonkeyPatch
+    work: pygit2.Repository, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     root = Path(work.workdir)
     started: list[int] = []
     real = forkmap.start
+    writer_pid = tmp_path / "writer.pid"
 
     def counted(work: Any, items: Any, least: int) -> forkmap.Running:
         started.append(len(items))
-        return real(work, items, least)
+
+        def marked(chunk: Any) -> Any:  # says which process wrote the files
+            writer_pid.write_text(str(os.getpid()))
+            return work(chunk)
+
+        return real(marked, items, least)
 
     monkeypatch.setattr(forkmap, "start", counted)
+    monkeypatch.setattr(forkmap, "workers", lambda: 2)  # as on the 2-CPU machines it runs on
     monkeypatch.setattr(workfiles, "FORK_FROM", forkmap.MIN_ITEMS)
     many = {
         f"rendered/gpu-{i % 7}/team-a/pod-{i}.yaml": b"kind: Pod # %d\n" % i for i in range(forkmap.MIN_ITEMS)
     }
     assert commit_during_the_pass(work, NEW_STATE | many, NOW) is not None
     assert started[-1] >= forkmap.MIN_ITEMS
+    assert int(writer_pid.read_text()) != os.getpid(), "written by a forked child"
     assert (root / "rendered/gpu-3/team-a/pod-1998.yaml").read_bytes() == b"kind: Pod # 1998\n"
     assert git_status(root) == [] and work.status() == {}
     assert not os.path.exists(checkoutjournal.path_of(work.path))
