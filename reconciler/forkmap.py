@@ -43,7 +43,7 @@ def map_chunks(work: Callable[[Sequence[T]], list[Any]], items: Sequence[T]) -> 
     """`work(items)`, computed in up to `workers()` processes; `work` must return marshal data,
     one result per item, and touch nothing but its arguments (it may run in a child)."""
     n = min(workers(), len(items) // (MIN_ITEMS // 2) or 1)
-    if n < 2 or threading.active_count() > 1:
+    if n < 2 or not _may_fork():
         return work(items)
     chunks = [items[i::n] for i in range(n)]  # striped: neighbouring items often cost alike
     children = [Running(work, chunk, fork=True) for chunk in chunks[1:]]
@@ -77,8 +77,12 @@ def start(work: Callable[[Sequence[T]], list[Any]], items: Sequence[T], least: i
     kernel (creating files), where a second process would only contend for the same locks. A batch
     of fewer than `least` items, or one while other threads run, forks nothing: then `wait`
     computes it all."""
-    forks = len(items) >= max(least, 1) and workers() > 1 and threading.active_count() == 1
-    return Running(work, items, fork=forks)
+    return Running(work, items, fork=len(items) >= max(least, 1) and workers() > 1 and _may_fork())
+
+
+def _may_fork() -> bool:
+    """Only while this is the process's one thread: another's locks would be copied mid-use."""
+    return threading.active_count() == 1
 
 
 def _fork(work: Callable[[Sequence[T]], list[Any]], chunk: Sequence[T]) -> tuple[int, int]:
