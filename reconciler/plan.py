@@ -28,6 +28,7 @@ from reconciler import (
     batchgc,
     forkmap,
     gitstore,
+    handedits,
     passmemo,
     pipeline,
     planreport,
@@ -49,8 +50,10 @@ class PlanFailure(Exception):
 
 
 def _state_at(repo: pygit2.Repository, commit: pygit2.Commit) -> FleetState:
-    """The committed state at `commit`: from the clone's pass cache when it describes that commit,
-    else decoded (on every CPU). Both planning passes start from it: a pass works on copies."""
+    """The state `reconcile` would start from at `commit` (jobtree's last own state when files were
+    changed by hand since): from the clone's pass cache when it describes that commit, else decoded
+    (on every CPU). Both planning passes start from it: a pass works on copies."""
+    commit = handedits.state_start(repo, commit).commit
     try:
         return (passmemo.cached(repo, commit) or passmemo.read(repo, commit)).state()
     except Exception as err:  # noqa: BLE001 - damaged machine-written files: name the file, never a traceback
@@ -172,14 +175,21 @@ def _refuse_hand_edits(
     ]
     named = {(sha, path) for sha, path, _ in found}
     found += [e for e in disguised_edits(git, str(base.id), str(head.id), author.email) if e[:2] not in named]
+    fork = git.merge_base(base.id, head.id)
+    if fork is not None:  # an edit the branch itself put back merges nothing: only what head still differs in
+        start = git[fork].peel(pygit2.Commit).tree
+        found = [e for e in found if gitstore.entry_at(start, e[1]) != gitstore.entry_at(head.tree, e[1])]
     if not found:
         return
     click.echo("jobtree: refusing to plan: state/ and rendered/ are written only by jobtree, but", err=True)
     for sha, path, why in found:
         because = f": {why}, so its state/ and rendered/ edits are refused" if why else ""
         click.echo(f"  {path} (changed by hand in {sha[:12]}{because})", err=True)
+    where = f" (git checkout {str(fork)[:12]} -- <file>)" if fork is not None else ""
     click.echo(
-        "revert those files to what the base branch holds; jobtree rewrites them after merge", err=True
+        f"put those files back as they were where the branch left the base{where}, or drop those "
+        "commits; jobtree rewrites state/ and rendered/ after merge",
+        err=True,
     )
     sys.exit(EXIT_INVALID)
 

@@ -32,7 +32,7 @@ def command(**options: Any) -> None:
 
     Problems in the fleet files are printed to stderr as `jobtree validate` prints them (even with
     --quiet: they are problems, not progress); the objects concerned are left out and the valid
-    ones reconciled, so the exit code stays 0 (DESIGN §1 step 2). With --interval a pass prints
+    ones reconciled, so the exit code stays 0. With --interval a pass prints
     them when they differ from the last pass's, not every time.
     """
     early = specprefetch.start(options["repo"])

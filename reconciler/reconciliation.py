@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import click
 import pygit2
+from pygit2.enums import FileMode
 
 from planner.plan import Plan
 from planner.world import FleetState
@@ -27,6 +28,7 @@ from reconciler import (
     gitremote,
     gitsink,
     gitstore,
+    handedits,
     passcache,
     passmemo,
     pipeline,
@@ -41,7 +43,8 @@ from reconciler.writerlock import writer_lock
 from schemas.common import format_time, parse_duration, parse_time
 from schemas.diagnostics import Diagnostic
 
-DIAGNOSTICS_SHOWN = 50  # problem lines printed per pass; `jobtree validate` lists them all
+DIAGNOSTICS_SHOWN = 50
+SUMMARY_SHOWN = 3  # commit message lines repeated on stdout  # problem lines printed per pass; `jobtree validate` lists them all
 EXIT_OTHER = 4
 TOKEN_ENV = "JOBTREE_GIT_TOKEN"
 
@@ -69,7 +72,10 @@ class Outcome:
         if self.commit is None:
             return f"no change at {self.head[:12]}; nothing committed"
         where = "pushed" if self.pushed else "committed"
-        return f"{where} {self.commit[:12]}: " + ("; ".join(self.summary[:3]) or "state refreshed")
+        shown = self.summary[:SUMMARY_SHOWN]
+        more = len(self.summary) - len(shown)
+        tail = f"; ... {more} more in the commit message" if more > 0 else ""
+        return f"{where} {self.commit[:12]}: " + ("; ".join(shown) or "state refreshed") + tail
 
 
 def _progress(enabled: bool) -> Callable[[str], None]:
@@ -108,6 +114,8 @@ class Planned:
     plan: Plan
     state_from: str
     spec_parsed: int
+    start: handedits.Start  # the commit whose state was planned from (the head unless hand-edited)
+    restored: list[str]  # hand-edited files the next tree writes back
 
 
 def plan_once(
@@ -128,12 +136,18 @@ def plan_once(
         f"read {count} spec files at {str(head.id)[:12]} ({parsed} parsed, {count - parsed} cached): "
         f"{len(spec.budgets)} budgets, {len(spec.runs)} runs valid, {len(spec.diagnostics)} problems"
     )
-    memo = (memos or {}).get(passmemo.owned_trees(repo, head))
+    start = handedits.state_start(repo, head)
+    if start.files:
+        say(
+            f"{_files(len(start.files))} under state/ or rendered/ changed by hand since jobtree's "
+            f"{str(start.commit.id)[:12]}: planning from that commit's state"
+        )
+    memo = (memos or {}).get(passmemo.owned_trees(repo, start.commit))
     source = "in memory"
     if memo is None:
-        memo, source = passmemo.cached(repo, head), "cached"
+        memo, source = passmemo.cached(repo, start.commit), "cached"
     if memo is None:
-        memo, source = passmemo.read(repo, head), "decoded"
+        memo, source = passmemo.read(repo, start.commit), "decoded"
     state = memo.state()
     say(
         f"read state ({source}): {sum(1 for x in state.leases if x.open)} open leases, "
@@ -144,11 +158,61 @@ def plan_once(
     for _, problem in result.node_problems:
         say(f"node left out: {problem}")
     tree = gitsink.next_tree(result, memo, lambda oid: gitstore.read_blob(repo, oid))
+    restored = _restored(repo, head, tree, start)
     say(
         f"rendered {len(tree.blobs)} files, {len(tree.contents)} written anew, "
         f"{len(tree.meaningful)} with changed decisions"
+        + (f", {len(restored)} hand-edited ones written back" if restored else "")
     )
-    return Planned(head, spec, tree, result, source, parsed)
+    return Planned(head, spec, tree, result, source, parsed, start, restored)
+
+
+def _restored(
+    repo: pygit2.Repository, head: pygit2.Commit, tree: gitsink.NextTree, start: handedits.Start
+) -> list[str]:
+    """Hand-edited files the next tree writes back (they count as meaningful: the commit is due)."""
+    if not start.files:
+        return []
+
+    def written(path: str) -> tuple[str, int] | None:
+        blob = tree.blobs.get(path)
+        return (blob, int(FileMode.BLOB)) if blob is not None else None
+
+    def held(path: str) -> tuple[str, int] | None:
+        entry = gitstore.entry_at(head.tree, path)
+        return (str(entry[0]), entry[1]) if entry is not None else None
+
+    restored = [p for p in start.files if written(p) != held(p)]
+    tree.meaningful = sorted({*tree.meaningful, *restored})
+    return restored
+
+
+def _changed_files(tree: gitsink.NextTree, restored: list[str]) -> int:
+    """Owned files the next tree adds, removes or changes (meters and `asOf` included)."""
+    before, after = tree.kept.blobs, tree.blobs
+    changed = {p for p, blob in after.items() if before.get(p) != blob} | (before.keys() - after.keys())
+    return len(changed | set(restored))
+
+
+def _summary(planned: Planned) -> list[str]:
+    """The commit's lines: hand-edited files written back (if any), then the plan's decisions."""
+    lines = gitsink.summary(planned.plan)
+    if not planned.restored:
+        return lines
+    start, restored = planned.start, planned.restored
+    shown, more = restored[: gitsink.MAX_MESSAGE_LINES], len(restored) - gitsink.MAX_MESSAGE_LINES
+    edits = ", ".join(sha[:12] for sha in start.edited_in[:5]) + (", ..." if len(start.edited_in) > 5 else "")
+    return [
+        f"wrote back {_files(len(restored))} changed by hand in {edits} (state/ and rendered/ "
+        f"are written only by jobtree; planned from its {str(start.commit.id)[:12]})",
+        *lines,
+        *(f"{path} written back" for path in shown),
+        *([f"... and {more} more"] if more > 0 else []),
+    ]
+
+
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
 
 
 def reconcile_once(
@@ -170,7 +234,7 @@ def reconcile_once(
     outcome = Outcome(attempts=0)
     memos: dict[tuple[tuple[str, str], ...], passmemo.Memo] = {}
     with batchgc.paused(), writer_lock(repo_path):
-        want_branch = branch or _configured_branch(repo)
+        want_branch = branch or configured_branch(repo)
 
         def attempt() -> gitremote.PushResult:
             outcome.attempts += 1
@@ -209,8 +273,7 @@ def reconcile_once(
                 if tree.meaningful:
                     author = spec.fleet.git.author
                     message = gitstore.format_message(
-                        gitsink.summary(result),
-                        _spec_commit(repo, head, author.email),
+                        _summary(planned), _spec_commit(repo, head, author.email)
                     )
                     started = time.monotonic()
                     oid = gitstore.commit_tree(
@@ -221,13 +284,14 @@ def reconcile_once(
                     outcome.commit = str(oid) if oid is not None else None
                     outcome.head = outcome.commit or outcome.head
                     outcome.changed = tree.meaningful
-                    outcome.summary = gitsink.summary(result)
+                    outcome.summary = _summary(planned)
                     if oid is not None:
                         memo = tree.memo
                         memo.trees = passmemo.owned_trees(repo, gitstore.resolve(repo, str(oid)))
                     say(
                         f"committed {outcome.head[:12]} in {time.monotonic() - started:.2f} s "
-                        f"({len(tree.meaningful)} files changed"
+                        f"({_files(_changed_files(tree, planned.restored))} changed, "
+                        f"{len(tree.meaningful)} with changed decisions"
                         + (", work tree updating meanwhile)" if later else ")")
                     )
                 memos[memo.trees] = memo
@@ -363,7 +427,7 @@ def problem_lines(diagnostics: list[Diagnostic], limit: int = DIAGNOSTICS_SHOWN)
     return lines
 
 
-def _configured_branch(repo: pygit2.Repository) -> str:
+def configured_branch(repo: pygit2.Repository) -> str:
     """The `git.branch` of jobtree.yaml at the current HEAD, else `main`."""
     try:
         spec = pipeline.read_spec(_fleet_file(repo))

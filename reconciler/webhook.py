@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import importlib
 import json
 import logging
 import os
@@ -303,17 +302,16 @@ class _Failure(click.ClickException):
     exit_code = EXIT_OTHER
 
 
-def _reconcile_for(repo: str, apply: bool) -> Callable[[], object]:
+def _reconcile_for(repo: str, apply: bool, branch: str | None) -> tuple[Callable[[], object], str]:
+    """The pass a push runs (`reconcile --once --push` on `branch`), and that branch: by default
+    `git.branch` of jobtree.yaml, the branch `reconcile` itself would take."""
+    from reconciler import gitstore, reconciliation  # the engine: imported when serving, not for --help
+
     try:
-        module = importlib.import_module("reconciler.reconciliation")
-    except ImportError as err:
-        raise _Failure(f"cannot load the reconcile pipeline (reconciler.reconciliation): {err}") from err
-    once = getattr(module, "reconcile_once", None)
-    if not callable(once):
-        raise _Failure(
-            "reconciler.reconciliation has no reconcile_once(repo_path, push, apply); cannot serve pushes"
-        )
-    return lambda: once(repo, push=True, apply=apply)
+        chosen = branch or reconciliation.configured_branch(gitstore.open_repo(repo))
+    except gitstore.NotARepository as err:
+        raise click.UsageError(str(err)) from err
+    return (lambda: reconciliation.reconcile_once(repo, push=True, apply=apply, branch=chosen)), chosen
 
 
 @click.command(
@@ -325,11 +323,15 @@ def _reconcile_for(repo: str, apply: bool) -> Callable[[], object]:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--secret-env", default="JOBTREE_WEBHOOK_SECRET", show_default=True, metavar="NAME",
               help="Environment variable holding the GitHub webhook secret.")  # fmt: skip
-@click.option("--branch", default="main", show_default=True, help="Only pushes to this branch reconcile.")
+@click.option(
+    "--branch",
+    default=None,
+    help="Only pushes to this branch reconcile (default: git.branch of jobtree.yaml).",
+)
 @click.option(
     "--apply/--no-apply", default=False, show_default=True, help="Apply the pushed commit to the cluster."
 )
-def command(repo: str, port: int, host: str, secret_env: str, branch: str, apply: bool) -> None:
+def command(repo: str, port: int, host: str, secret_env: str, branch: str | None, apply: bool) -> None:
     """Reconcile REPO on every GitHub push to BRANCH, sent to POST /webhook (HMAC-verified); health at GET /healthz."""
     secret = os.environ.get(secret_env, "")
     if not secret:
@@ -337,7 +339,7 @@ def command(repo: str, port: int, host: str, secret_env: str, branch: str, apply
             f"no webhook secret: set ${secret_env} to the secret configured on the GitHub webhook "
             "(unsigned pushes are never accepted)"
         )
-    reconcile = _reconcile_for(repo, apply)
+    reconcile, branch = _reconcile_for(repo, apply, branch)
     try:
         server = WebhookServer(reconcile, secret.encode(), branch=branch, host=host, port=port)
     except OSError as err:

@@ -56,7 +56,7 @@ def writer_lock(repo_path: str | os.PathLike[str]) -> Iterator[Path]:
             fh.write(mine)
         break
     else:
-        raise LockBusy(f"{path} is held by {_holder(path)}; another jobtree writer is working on this clone")
+        raise _busy(path)
     if dead_since is not None:
         _clear_git_locks(path.parent, dead_since)
     try:
@@ -69,11 +69,19 @@ def writer_lock(repo_path: str | os.PathLike[str]) -> Iterator[Path]:
             pass
 
 
-def _holder(path: Path) -> str:
-    try:
-        return path.read_text().strip() or "an unknown process"
-    except FileNotFoundError:
-        return "a process that just released it"
+def _busy(path: Path, seen: str | None = None) -> LockBusy:
+    """The error for a held lock, naming its holder as people read it: `pid=… host=… since=<UTC>`."""
+    if seen is None:
+        try:
+            seen = path.read_text()
+        except FileNotFoundError:
+            seen = ""
+    fields = dict(f.split("=", 1) for f in seen.split() if "=" in f)
+    since = fields.get("since", "")
+    if since.isdigit():
+        fields["since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(since)))
+    holder = " ".join(f"{k}={v}" for k, v in fields.items()) or seen.strip() or "a writer that is starting"
+    return LockBusy(f"{path} is held by {holder}; another jobtree writer is working on this clone")
 
 
 def _take_over_if_stale(path: Path) -> int | None:
@@ -86,9 +94,7 @@ def _take_over_if_stale(path: Path) -> int | None:
     pid = int(fields["pid"]) if fields.get("pid", "").isdigit() else None
     same_host = fields.get("host") == socket.gethostname()
     if pid is None or not same_host or _alive(pid):
-        raise LockBusy(
-            f"{path} is held by {seen.strip() or 'a writer that is starting'}; another jobtree writer is working on this clone"
-        )
+        raise _busy(path, seen)
     grave = path.with_name(f"{LOCK_NAME}.stale.{os.getpid()}")
     try:
         os.rename(path, grave)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import socket
 import subprocess
 import tempfile
@@ -314,9 +315,11 @@ def test_retry_backs_off_with_jitter_and_gives_up_after_the_bound() -> None:
 def test_a_second_writer_on_the_same_clone_gets_lock_busy_naming_the_holder(local) -> None:
     with writerlock.writer_lock(local.path) as path:
         assert path.name == "jobtree.lock"
-        with pytest.raises(gitstore.LockBusy, match=f"pid={os.getpid()}"):
+        with pytest.raises(gitstore.LockBusy, match=f"pid={os.getpid()}") as busy:
             with writerlock.writer_lock(local.path):
                 pass
+        # when it started, as a time people read (the file holds the Unix time)
+        assert re.search(r"since=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", str(busy.value)), busy.value
     assert not path.exists()
     with writerlock.writer_lock(local.path):
         pass

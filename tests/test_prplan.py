@@ -171,6 +171,17 @@ def test_hand_edited_state_is_refused_naming_the_file(fleet: pygit2.Repository) 
     assert "state/leases/t/r1.yaml" in out and "written only by jobtree" in out
 
 
+def test_a_hand_edit_the_branch_puts_back_merges_nothing_and_is_not_refused(fleet: pygit2.Repository) -> None:
+    lease = gitstore.read_file(fleet, "main", "state/leases/t/r1.yaml")
+    assert lease is not None
+    edit = commit(fleet, {"state/leases/t/r1.yaml": b"kind: Lease\n"}, "fix a lease by hand\n", "pr")
+    code, out = plan(fleet, "--exit-code")
+    assert code == 3 and f"git checkout {str(fleet.references['refs/heads/main'].target)[:12]} --" in out
+    commit(fleet, {"state/leases/t/r1.yaml": lease}, f"Revert {edit[:12]}\n", "pr")
+    code, out = plan(fleet, "--exit-code")
+    assert code == 0 and out.rstrip().endswith("no change"), out
+
+
 def test_state_commits_made_by_reconciling_the_pull_request_branch_itself_are_accepted(
     fleet: pygit2.Repository, tmp_path: Path
 ) -> None:
@@ -324,11 +335,26 @@ def test_damaged_state_on_the_base_branch_is_exit_four_naming_the_file(fleet: py
     (lease_file,) = [
         p for p in gitstore.read_files(fleet, "main", ["state/leases/"]) if p.endswith("r1.yaml")
     ]
-    commit(fleet, {lease_file: b"garbage: [\n"}, "oops\n")
+    # damaged in a commit that claims to be jobtree's (its trailer), so the state starts from it
+    trailer = f"Spec-Commit: {fleet.references['refs/heads/main'].target}"
+    commit(fleet, {lease_file: b"garbage: [\n"}, f"jobtree: oops\n\n{trailer}\n")
     fleet.references["refs/heads/pr"].set_target(fleet.references["refs/heads/main"].target)
     code, out = plan(fleet)
     assert code == 4
     assert f"cannot read {lease_file} at base" in out and "state/ on the base branch is damaged" in out
+
+
+def test_state_damaged_by_hand_on_the_base_branch_is_planned_from_jobtrees_own(
+    fleet: pygit2.Repository,
+) -> None:
+    (lease_file,) = [
+        p for p in gitstore.read_files(fleet, "main", ["state/leases/"]) if p.endswith("r1.yaml")
+    ]
+    commit(fleet, {lease_file: b"garbage: [\n"}, "oops\n")  # a person's commit: reconcile writes it back
+    fleet.references["refs/heads/pr"].set_target(fleet.references["refs/heads/main"].target)
+    code, out = plan(fleet, "--exit-code")
+    assert code == 0, out
+    assert "cannot read" not in out
 
 
 def test_markdown_fits_one_comment_even_when_every_invalid_file_has_a_huge_message(

@@ -7,12 +7,15 @@ import json
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+import pygit2
 import pytest
 from click.testing import CliRunner
 
 from reconciler import webhook
+from tests.test_reconcile import bare_remote, template_files
 
 SECRET = b"s3cret"
 
@@ -243,29 +246,45 @@ def test_the_server_refuses_an_empty_secret() -> None:
         webhook.WebhookServer(lambda: None, b"", port=0)
 
 
-def test_the_command_calls_the_pipelines_reconcile_once_with_push_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-    import types
-
-    calls: list[tuple[str, dict[str, bool]]] = []
-    fake = types.ModuleType("reconciler.reconciliation")
-    fake.reconcile_once = lambda repo, **kw: calls.append((repo, kw))  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "reconciler.reconciliation", fake)
-    webhook._reconcile_for("/fleet", apply=False)()
-    assert calls == [("/fleet", {"push": True, "apply": False})]
-
-
-def test_the_command_fails_clearly_when_the_pipeline_has_no_reconcile_once(
-    monkeypatch: pytest.MonkeyPatch,
+def test_a_signed_push_to_the_configured_branch_reconciles_the_clone_and_pushes_its_state(
+    tmp_path: Path,
 ) -> None:
-    import sys
-    import types
+    # jobtree.yaml names `fleet` as the branch: the webhook (no --branch) listens for it, as
+    # `reconcile` would reconcile it, and a push to `main` runs nothing
+    files = template_files()
+    files["jobtree.yaml"] = files["jobtree.yaml"].replace(b"    branch: main\n", b"    branch: fleet\n")
+    assert b"    branch: fleet\n" in files["jobtree.yaml"]
+    remote = bare_remote(tmp_path, files)
+    served = pygit2.Repository(str(remote))
+    served.references.create("refs/heads/fleet", served.references["refs/heads/main"].target)
+    spec = str(served.references["refs/heads/fleet"].target)
+    pygit2.clone_repository(str(remote), str(tmp_path / "work"), checkout_branch="fleet")
+    reconcile, branch = webhook._reconcile_for(str(tmp_path / "work"), apply=False, branch=None)
+    assert branch == "fleet"
+    srv = webhook.WebhookServer(reconcile, SECRET, branch=branch, port=0)
+    srv.start()
+    try:
+        assert deliver(srv, "push", PUSH_MAIN)[0] == 202  # another branch: ignored
+        assert deliver(srv, "push", {"ref": "refs/heads/fleet", "after": spec}) == (
+            202,
+            {"queued": True, "after": spec},
+        )
+        assert srv.queue.wait_idle(60)
+        status, health = call(srv, "GET", "/healthz")
+    finally:
+        srv.shutdown()
+    assert status == 200 and health["runs"] == 1 and health["branch"] == "fleet", health
+    head = served.references["refs/heads/fleet"].peel(pygit2.Commit)
+    assert head.message.rstrip().endswith(f"Spec-Commit: {spec}")  # the pass pushed its state commit
+    assert "started or grew 5 runs (152 GPUs)" in head.message
+    assert str(served.references["refs/heads/main"].target) == spec  # the other branch is untouched
 
-    monkeypatch.setitem(
-        sys.modules, "reconciler.reconciliation", types.ModuleType("reconciler.reconciliation")
+
+def test_the_command_names_a_folder_that_is_not_a_repository(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        webhook.command, [str(tmp_path), "--port", "0"], env={"JOBTREE_WEBHOOK_SECRET": "x"}
     )
-    result = CliRunner().invoke(webhook.command, ["--port", "0"], env={"JOBTREE_WEBHOOK_SECRET": "x"})
-    assert result.exit_code == 4 and "reconcile_once" in result.output
+    assert result.exit_code == 2 and "is not a Git repository" in result.output
 
 
 def raw_request(srv: webhook.WebhookServer, data: bytes) -> str:

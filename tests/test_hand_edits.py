@@ -1,0 +1,103 @@
+"""`reconcile` on a branch where someone changed `state/` or `rendered/` by hand (a direct push that
+skipped the plan check): it plans from jobtree's own last state commit and writes those files back.
+
+The template fleet (see test_reconcile.py) runs all five runs after its first pass; pretrain-64 holds
+64 GB200 GPUs in two groups of 32, so its lease file and its rendered file (16 pods and a Service)
+are what a careless edit would remove.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pygit2
+from click.testing import CliRunner
+
+from reconciler import gitstore
+from reconciler.reconcile import command
+from reconciler.reconciliation import reconcile_once
+from tests.git_support import write_tree
+from tests.test_reconcile import HUMAN, T0, bare_remote, clone, state_at, steady_files
+
+LEASE = "state/leases/rai-llm/pretrain-64.yaml"
+RENDERED = "rendered/gb-west/rai-llm/pretrain-64.yaml"
+
+
+def person_commits(repo: pygit2.Repository, change: dict[str, bytes | None], message: str) -> str:
+    """A person's commit on main (checked out): files set, or removed where the value is None."""
+    parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
+    files = gitstore.read_files(repo, "main")
+    for path, data in change.items():
+        if data is None:
+            files.pop(path)
+        else:
+            files[path] = data
+    oid = repo.create_commit("refs/heads/main", HUMAN, HUMAN, message, write_tree(repo, files), [parent.id])
+    repo.checkout_head(strategy=pygit2.GIT_CHECKOUT_FORCE)
+    return str(oid)
+
+
+def reconciled(tmp_path: Path) -> tuple[Path, pygit2.Repository, dict[str, bytes]]:
+    """A template clone after its first pass, and the owned files jobtree committed."""
+    bare_remote(tmp_path, steady_files())
+    path = tmp_path / "work"
+    repo = clone(tmp_path / "fleet.git", path)
+    assert reconcile_once(path, now=T0).commit is not None
+    return path, repo, gitstore.read_files(repo, "main", ["state/", "rendered/"])
+
+
+def test_a_lease_file_deleted_by_hand_is_written_back_and_its_run_keeps_running(tmp_path: Path) -> None:
+    path, repo, ours = reconciled(tmp_path)
+    edit = person_commits(repo, {LEASE: None, RENDERED: None}, "tidy up\n")
+    outcome = reconcile_once(path, now=T0 + 600)
+    assert outcome.commit is not None
+    head = repo.references["refs/heads/main"].peel(pygit2.Commit)
+    assert gitstore.read_file(repo, "main", LEASE) == ours[LEASE]  # byte for byte what jobtree wrote
+    assert gitstore.read_file(repo, "main", RENDERED) == ours[RENDERED]  # its 16 pods are not removed
+    assert sum(x.gpus for x in state_at(repo).leases if x.open and x.run == "rai-llm/pretrain-64") == 64
+    assert f"changed by hand in {edit[:12]}" in head.message
+    assert f"- {LEASE} written back" in head.message and f"- {RENDERED} written back" in head.message
+    ledger = gitstore.read_files(repo, "main", ["state/ledger/"])
+    events = [json.loads(line) for data in ledger.values() for line in data.splitlines()]
+    assert not [e for e in events if e.get("run") == "rai-llm/pretrain-64" and e.get("event") == "End"]
+    # written back once: the next pass has nothing to do
+    assert reconcile_once(path, now=T0 + 600).commit is None
+    assert (path / LEASE).read_bytes() == ours[LEASE]  # the checkout shows it again
+
+
+def test_a_lease_moved_by_hand_onto_a_held_slot_is_undone_not_a_failed_pass(tmp_path: Path) -> None:
+    path, repo, ours = reconciled(tmp_path)
+    moved = ours[LEASE].replace(b"nvl72-a-", b"nvl72-b-")  # onto the other domain, where others run
+    assert moved != ours[LEASE]
+    person_commits(repo, {LEASE: moved}, "move pretrain\n")
+    result = CliRunner().invoke(command, [str(path), "--once", "--now", "2026-03-02T09:10:00Z", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "wrote back 1 file changed by hand" in result.output
+    assert gitstore.read_file(repo, "main", LEASE) == ours[LEASE]
+    taken = [
+        f"{x.node}#{s}" for x in state_at(repo).leases if x.open and x.role != "Borrowed" for s in x.slots
+    ]
+    assert len(taken) == len(set(taken))
+
+
+def test_an_edit_reverted_by_hand_leaves_nothing_to_write_back(tmp_path: Path) -> None:
+    path, repo, ours = reconciled(tmp_path)
+    person_commits(repo, {LEASE: ours[LEASE] + b"# mine\n"}, "edit\n")
+    person_commits(repo, {LEASE: ours[LEASE]}, "revert edit\n")
+    assert reconcile_once(path, now=T0 + 600).commit is None
+
+
+def test_a_spec_change_after_a_hand_edit_is_planned_and_the_edit_written_back(tmp_path: Path) -> None:
+    path, repo, ours = reconciled(tmp_path)
+    person_commits(repo, {LEASE: None}, "drop a lease\n")
+    run = gitstore.read_file(repo, "main", "runs/media-audio/whisper-finetune.yaml")
+    assert run is not None
+    person_commits(
+        repo, {"runs/media-audio/whisper-two.yaml": run.replace(b"whisper-finetune", b"whisper-two")}, "run\n"
+    )
+    assert reconcile_once(path, now=T0 + 600).commit is not None
+    assert gitstore.read_file(repo, "main", LEASE) == ours[LEASE]
+    assert {"rai-llm/pretrain-64", "media-audio/whisper-two"} <= {
+        x.run for x in state_at(repo).leases if x.open
+    }
