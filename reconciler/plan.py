@@ -214,7 +214,8 @@ def command(
     """Plan the change HEAD makes to the fleet in REPO against BASE.
 
     Exit 0 no change (or changes without --exit-code), 1 changes with --exit-code, 2 usage error,
-    3 invalid fleet files or hand-edited state/ or rendered/, 4 any other failure."""
+    3 fleet files this change makes invalid (problems the base already has are listed, not failed)
+    or hand-edited state/ or rendered/, 4 any other failure."""
     try:
         now = parse_time(now_text) if now_text else int(time.time())
     except ValueError as err:
@@ -272,8 +273,13 @@ def _plan(
     report = prdiff.compare(
         base_side.wait()[0], after, base=str(base_commit.id), head=str(head_commit.id), now=now
     )
-    diagnostics = [str(d) for d in head_spec.diagnostics]
+    # a problem the base already has is not this change's: it is shown, but fails nothing
+    on_base = {(d.path, d.code, d.message) for d in base_spec.diagnostics}
+    diagnostics = [str(d) for d in head_spec.diagnostics if (d.path, d.code, d.message) not in on_base]
     report["diagnostics"] = diagnostics
+    report["diagnosticsOnBase"] = [
+        str(d) for d in head_spec.diagnostics if (d.path, d.code, d.message) in on_base
+    ]
     return report, diagnostics
 
 

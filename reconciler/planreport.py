@@ -111,6 +111,11 @@ def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int | Non
         room -= len("\n".join(block)) + 1
         if more:
             left_out.append(f"{more} more invalid-file lines (run `jobtree validate`)")
+    inherited = report.get("diagnosticsOnBase") or []
+    if inherited:
+        line = f"{_problems(len(inherited))} already on the base branch (left out of both plans; `jobtree validate` lists them)."
+        head += [line, ""]
+        room -= len(line) + 2
     if not report["changes"]:
         text = "\n".join([*head, "No change: merging this moves no GPU, reservation or budget.", ""])
         return text + _overflow(left_out)
@@ -135,6 +140,10 @@ def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int | Non
     return "\n".join([*head, *body, ""]) + _overflow(left_out)
 
 
+def _problems(n: int) -> str:
+    return f"{n} problem" if n == 1 else f"{n} problems"
+
+
 def _overflow(left_out: list[str]) -> str:
     if not left_out:
         return ""
@@ -147,6 +156,7 @@ def _overflow(left_out: list[str]) -> str:
 def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:
     lines = [f"plan {report['base'][:12]} -> {report['head'][:12]} at {report['now']}"]
     lines += [f"invalid: {d}" for d in diagnostics]
+    lines += [f"invalid, already on the base branch: {d}" for d in report.get("diagnosticsOnBase") or []]
     if not report["changes"]:
         return "\n".join([*lines, "no change"]) + "\n"
     for s in report["starts"]:

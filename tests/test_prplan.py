@@ -223,6 +223,28 @@ def test_invalid_head_files_are_listed_and_exit_three(fleet: pygit2.Repository) 
     assert "runs/t/broken.yaml:" in out and "Invalid files" in out
 
 
+def test_a_problem_already_on_the_base_branch_is_listed_but_fails_only_the_change_that_made_it(
+    fleet: pygit2.Repository,
+) -> None:
+    broken = {"runs/t/broken.yaml": b"kind: Run\nmetadata: {name: broken, namespace: t}\nspec: [\n"}
+    commit(fleet, broken, "broken run on main\n")  # pushed to main directly, past the check
+    fleet.references["refs/heads/pr"].set_target(fleet.references["refs/heads/main"].target)
+    commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")  # an unrelated, valid change
+    code, out = plan(fleet, "--format", "markdown", "--exit-code")
+    assert code == 1, out  # its changes, not exit 3: the broken file is not this change's
+    assert "1 problem already on the base branch" in out and "Invalid files" not in out
+    code, out = plan(fleet, "--format", "json")
+    report = json.loads(out)
+    assert report["diagnostics"] == [] and [d.split(":")[0] for d in report["diagnosticsOnBase"]] == [
+        "runs/t/broken.yaml"
+    ]
+    code, out = plan(fleet)
+    assert "invalid, already on the base branch: runs/t/broken.yaml:" in out
+    commit(fleet, {"runs/t/also-broken.yaml": broken["runs/t/broken.yaml"]}, "another\n", "pr")
+    code, out = plan(fleet, "--exit-code")
+    assert code == 3 and "invalid: runs/t/also-broken.yaml:" in out
+
+
 def test_markdown_for_a_huge_change_fits_one_comment_with_a_note(fleet: pygit2.Repository) -> None:
     many = {f"runs/t/run-{i:04d}.yaml": run(f"run-{i:04d}", 8) for i in range(1500)}
     commit(fleet, many, "many\n", "pr")
