@@ -162,7 +162,7 @@ def plan_once(
     say(
         f"rendered {len(tree.blobs)} files, {len(tree.contents)} written anew, "
         f"{len(tree.meaningful)} with changed decisions"
-        + (f", {len(restored)} hand-edited ones written back" if restored else "")
+        + (f", {_files(len(restored))} changed by hand written back" if restored else "")
     )
     return Planned(head, spec, tree, result, source, parsed, start, restored)
 
@@ -203,9 +203,9 @@ def _summary(planned: Planned) -> list[str]:
     shown, more = restored[: gitsink.MAX_MESSAGE_LINES], len(restored) - gitsink.MAX_MESSAGE_LINES
     edits = ", ".join(sha[:12] for sha in start.edited_in[:5]) + (", ..." if len(start.edited_in) > 5 else "")
     return [
-        f"wrote back {_files(len(restored))} changed by hand in {edits} (state/ and rendered/ "
-        f"are written only by jobtree; planned from its {str(start.commit.id)[:12]})",
+        f"wrote back {_files(len(restored))} changed by hand in {edits}",
         *lines,
+        f"planned from jobtree's own {str(start.commit.id)[:12]}: state/ and rendered/ are written only by jobtree",
         *(f"{path} written back" for path in shown),
         *([f"... and {more} more"] if more > 0 else []),
     ]
