@@ -111,6 +111,9 @@ def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int | Non
         room -= len("\n".join(block)) + 1
         if more:
             left_out.append(f"{more} more invalid-file lines (run `jobtree validate`)")
+    for line in report.get("stalled") or []:
+        head += [f"**{line}.**", ""]
+        room -= len(line) + 7
     inherited = report.get("diagnosticsOnBase") or []
     if inherited:
         line = f"{_problems(len(inherited))} already on the base branch (left out of both plans; `jobtree validate` lists them)."
@@ -157,6 +160,7 @@ def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:
     lines = [f"plan {report['base'][:12]} -> {report['head'][:12]} at {report['now']}"]
     lines += [f"invalid: {d}" for d in diagnostics]
     lines += [f"invalid, already on the base branch: {d}" for d in report.get("diagnosticsOnBase") or []]
+    lines += [f"stalled: {line}" for line in report.get("stalled") or []]
     if not report["changes"]:
         return "\n".join([*lines, "no change"]) + "\n"
     for s in report["starts"]:

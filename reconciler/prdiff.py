@@ -98,6 +98,10 @@ def _usage(plan: Plan) -> dict[str, dict[str, int]]:
     return out
 
 
+NOTHING_PLANNED: dict[str, Any] = {"starts": {}, "ends": {}, "reserved": {}, "conflicts": {}, "usage": {}}
+"""The outline of a side reconcile plans nothing on (its jobtree.yaml or inventory is invalid)."""
+
+
 def outline(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, Any]:
     """What `compare` reads of one plan, as plain data (so a forked worker can hand it over)."""
     return {

@@ -32,8 +32,10 @@ def command(**options: Any) -> None:
 
     Problems in the fleet files are printed to stderr as `jobtree validate` prints them (even with
     --quiet: they are problems, not progress); the objects concerned are left out and the valid
-    ones reconciled, so the exit code stays 0. With --interval a pass prints
-    them when they differ from the last pass's, not every time.
+    ones reconciled, so the exit code stays 0. An invalid jobtree.yaml or inventory/nodes.yaml is
+    different: every object depends on them, so the pass plans and commits nothing and exits 3
+    (what runs keeps running). With --interval a pass prints problems when they differ from the
+    last pass's, not every time.
     """
     early = specprefetch.start(options["repo"])
     from reconciler import reconciliation  # imported while the child parses (module docstring)

@@ -42,10 +42,11 @@ from reconciler.gitstore import GitStoreError, PermanentGitError, TemporaryGitEr
 from reconciler.writerlock import writer_lock
 from schemas.common import format_time, parse_duration, parse_time
 from schemas.diagnostics import Diagnostic
+from schemas.layout import FLEET_FILE, INVENTORY_FILE, SPEC_FILES
 
 DIAGNOSTICS_SHOWN = 50
 SUMMARY_SHOWN = 3  # commit message lines repeated on stdout  # problem lines printed per pass; `jobtree validate` lists them all
-EXIT_OTHER = 4
+EXIT_INVALID, EXIT_OTHER = 3, 4
 TOKEN_ENV = "JOBTREE_GIT_TOKEN"
 
 
@@ -106,6 +107,27 @@ def _due(plan_state: FleetState, spec: pipeline.Spec, now: int) -> int | None:
     return min(later) if later else None
 
 
+class FleetInvalid(Exception):
+    """jobtree.yaml or inventory/nodes.yaml does not validate: every object depends on them (tenants,
+    accounting and the Git identity; the embedded cluster's nodes), so a pass plans and commits
+    nothing, and what runs keeps running as the last state commit says."""
+
+    WHAT = {
+        FLEET_FILE: "tenants, accounting and the Git identity",
+        INVENTORY_FILE: "the embedded cluster's nodes",
+    }
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        files = sorted({d.path for d in diagnostics if d.path in SPEC_FILES})
+        named = " and ".join(files)
+        super().__init__(
+            f"{named} {'is' if len(files) == 1 else 'are'} invalid, so nothing was planned or committed: "
+            f"{'; '.join(self.WHAT[f] for f in files)} come from {'it' if len(files) == 1 else 'them'}, "
+            f"and what runs keeps running as the last state commit says; fix {named} and push"
+        )
+        self.diagnostics = diagnostics
+
+
 @dataclass(slots=True)
 class Planned:
     head: pygit2.Commit
@@ -136,6 +158,8 @@ def plan_once(
         f"read {count} spec files at {str(head.id)[:12]} ({parsed} parsed, {count - parsed} cached): "
         f"{len(spec.budgets)} budgets, {len(spec.runs)} runs valid, {len(spec.diagnostics)} problems"
     )
+    if any(d.path in SPEC_FILES for d in spec.diagnostics):
+        raise FleetInvalid(spec.diagnostics)
     start = handedits.state_start(repo, head)
     if start.files:
         say(
@@ -399,6 +423,15 @@ def run(
             click.echo(f"jobtree: {err}", err=True)
             if every is None:
                 sys.exit(EXIT_OTHER)
+            outcome = Outcome()
+        except FleetInvalid as err:
+            if err.diagnostics != shown:
+                for line in problem_lines(err.diagnostics)[:-1]:  # not "the valid ones were reconciled"
+                    click.echo(line, err=True)
+                shown = err.diagnostics
+            click.echo(f"jobtree: {err}", err=True)
+            if every is None:
+                sys.exit(EXIT_INVALID)
             outcome = Outcome()
         except pipeline.InvariantViolation as err:
             click.echo(f"jobtree: {err}", err=True)

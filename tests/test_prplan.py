@@ -245,6 +245,47 @@ def test_a_problem_already_on_the_base_branch_is_listed_but_fails_only_the_chang
     assert code == 3 and "invalid: runs/t/also-broken.yaml:" in out
 
 
+def test_a_change_that_breaks_the_inventory_shows_no_cuts_and_fails_saying_reconcile_would_stall(
+    fleet: pygit2.Repository,
+) -> None:
+    commit(fleet, {"inventory/nodes.yaml": INVENTORY + b"  - {oops: [\n"}, "break\n", "pr")
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    report = json.loads(out)
+    assert code == 3
+    # reconcile would plan nothing (not stop every run for want of nodes), so nothing changes
+    assert not report["changes"] and report["cuts"] == []
+    assert report["stalled"] == [
+        "inventory/nodes.yaml invalid at head: reconcile plans nothing there until fixed"
+    ]
+    assert report["diagnostics"][0].startswith("inventory/nodes.yaml:")
+    code, out = plan(fleet, "--format", "markdown")
+    assert "**inventory/nodes.yaml invalid at head: reconcile plans nothing there until fixed.**" in out
+
+
+def test_a_change_that_fixes_a_broken_inventory_on_the_base_shows_what_reconcile_then_does(
+    fleet: pygit2.Repository,
+) -> None:
+    commit(fleet, {"inventory/nodes.yaml": INVENTORY + b"  - {oops: [\n"}, "broken on main\n")
+    fleet.references["refs/heads/pr"].set_target(fleet.references["refs/heads/main"].target)
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    assert code == 0 and json.loads(out)["stalled"] == [
+        "inventory/nodes.yaml invalid at base: reconcile plans nothing there until fixed",
+        "inventory/nodes.yaml invalid at head: reconcile plans nothing there until fixed",
+    ]
+    commit(fleet, {"inventory/nodes.yaml": INVENTORY, "runs/t/r3.yaml": run("r3", 8)}, "fix\n", "pr")
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    report = json.loads(out)
+    assert (
+        code == 1
+        and report["diagnostics"] == []
+        and report["stalled"]
+        == ["inventory/nodes.yaml invalid at base: reconcile plans nothing there until fixed"]
+    )
+    # the base plans nothing, so every decision of the first pass after the fix is this change's;
+    # the running r1/r2 keep their leases: no cut
+    assert report["cuts"] == [] and "t/r3" in [r["run"] for r in report["reserved"] + report["starts"]]
+
+
 def test_markdown_for_a_huge_change_fits_one_comment_with_a_note(fleet: pygit2.Repository) -> None:
     many = {f"runs/t/run-{i:04d}.yaml": run(f"run-{i:04d}", 8) for i in range(1500)}
     commit(fleet, many, "many\n", "pr")

@@ -462,6 +462,36 @@ def test_reconcile_prints_every_spec_problem_as_validate_does_and_still_plans_th
     assert "4 problems in the fleet files" in result.stderr
 
 
+@pytest.mark.parametrize("path", ["jobtree.yaml", "inventory/nodes.yaml"])
+def test_an_invalid_fleet_or_inventory_file_plans_and_commits_nothing_and_exits_three(
+    tmp_path: Path, path: str
+) -> None:
+    # every object depends on these two: with jobtree.yaml broken no run has a tenant, with the
+    # inventory broken no node exists, and planning anyway would stop every running run
+    remote = bare_remote(tmp_path, steady_files())
+    work = clone(remote, tmp_path / "work")
+    assert reconcile_once(tmp_path / "work", now=T0, push=True).pushed
+    fleet = gitstore.read_file(work, "main", path)
+    assert fleet is not None
+    broken = commit_spec(work, {path: fleet + b"  - {oops: [\n"}, "break a file\n")
+    assert gitstore.push(work, "origin", "main", str(work.head.peel(pygit2.Commit).parent_ids[0])).ok
+    state_before = state_at(work)
+    args = [str(tmp_path / "work"), "--once", "--push", "--now", "2026-03-02T09:10:00Z"]
+    result = CliRunner().invoke(command, args)
+    assert result.exit_code == 3, result.output
+    assert f"{path}:" in result.stderr and "JT001" in result.stderr
+    assert f"{path} is invalid, so nothing was planned or committed" in result.stderr
+    assert "the valid ones were reconciled" not in result.stderr and "Traceback" not in result.output
+    served = pygit2.Repository(str(remote))
+    assert str(served.references["refs/heads/main"].target) == broken  # no state commit on top of it
+    assert str(work.references["refs/heads/main"].target) == broken
+    # fixed: the next pass finds the fleet as the last state commit left it (nothing moved meanwhile)
+    commit_spec(work, {path: fleet}, "fix it\n")
+    assert gitstore.push(work, "origin", "main", broken).ok
+    assert reconcile_once(tmp_path / "work", now=T0 + 600, push=True).commit is None
+    assert state_at(work).leases == state_before.leases
+
+
 def test_reconcile_caps_the_problems_it_prints_and_points_to_validate(tmp_path: Path) -> None:
     files = steady_files() | {f"runs/media-audio/bad{i:02d}.yaml": bad_run(f"bad{i:02d}") for i in range(30)}
     bare_remote(tmp_path, files)
