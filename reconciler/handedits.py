@@ -3,8 +3,9 @@
 `reconcile` plans from the state jobtree itself last committed (the newest first-parent commit
 that names its `Spec-Commit`), not from files someone changed after it: a deleted lease file must
 not read as a run that stopped, nor an edited one as GPUs that moved. The next state commit writes
-those files back. Only compares trees and names what differs; deciding what a pass writes is the
-planner's, refusing hand edits on a pull request branch is `plan`'s (`provenance`).
+those files back (`write_back` marks them as changes due, `summary` words them). Compares trees and
+names what differs; what a pass writes is the planner's and `gitsink`'s business, and refusing hand
+edits on a pull request branch is `plan`'s.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pygit2
+from pygit2.enums import FileMode
 
-from reconciler import gitstore, passmemo
+from reconciler import gitsink, gitstore, passmemo
 
 WALK_LIMIT = 10_000  # first-parent commits looked at for jobtree's last state commit
+EDITS_NAMED = 5  # commits named in the summary line
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,3 +55,35 @@ def _differing(old: pygit2.Tree, new: pygit2.Tree) -> tuple[str, ...]:
     subtrees are not entered)."""
     paths = {p for d in old.diff_to_tree(new).deltas for p in (d.old_file.path, d.new_file.path)}
     return tuple(sorted(p for p in paths if p.startswith(gitstore.OWNED_PREFIXES)))
+
+
+def write_back(head: pygit2.Commit, tree: gitsink.NextTree, start: Start) -> list[str]:
+    """Hand-edited files the next tree puts back as jobtree computes them; they count as meaningful
+    changes (`tree.meaningful`), so the commit is made even when no decision changed."""
+    if not start.files:
+        return []
+
+    def written(path: str) -> tuple[str, int] | None:
+        blob = tree.blobs.get(path)
+        return (blob, int(FileMode.BLOB)) if blob is not None else None
+
+    def held(path: str) -> tuple[str, int] | None:
+        entry = gitstore.entry_at(head.tree, path)
+        return (str(entry[0]), entry[1]) if entry is not None else None
+
+    restored = [p for p in start.files if written(p) != held(p)]
+    tree.meaningful = sorted({*tree.meaningful, *restored})
+    return restored
+
+
+def summary(start: Start, restored: list[str]) -> list[str]:
+    """Commit message lines: one for the subject, then why and which files (capped)."""
+    shown, more = restored[: gitsink.MAX_MESSAGE_LINES], len(restored) - gitsink.MAX_MESSAGE_LINES
+    edits = ", ".join(sha[:12] for sha in start.edited_in[:EDITS_NAMED])
+    edits += ", ..." if len(start.edited_in) > EDITS_NAMED else ""
+    return [
+        f"wrote back {len(restored)} file{'s' * (len(restored) != 1)} changed by hand in {edits}",
+        f"planned from jobtree's own {str(start.commit.id)[:12]}: state/ and rendered/ are written only by jobtree",
+        *(f"{path} written back" for path in shown),
+        *([f"... and {more} more"] if more > 0 else []),
+    ]

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 import click
 import pygit2
-from pygit2.enums import FileMode
 
 from planner.plan import Plan
 from planner.world import FleetState
@@ -44,8 +43,8 @@ from schemas.common import format_time, parse_duration, parse_time
 from schemas.diagnostics import Diagnostic
 from schemas.layout import FLEET_FILE, INVENTORY_FILE, SPEC_FILES
 
-DIAGNOSTICS_SHOWN = 50
-SUMMARY_SHOWN = 3  # commit message lines repeated on stdout  # problem lines printed per pass; `jobtree validate` lists them all
+DIAGNOSTICS_SHOWN = 50  # problem lines printed per pass; `jobtree validate` lists them all
+SUMMARY_SHOWN = 3  # commit message lines repeated on stdout
 EXIT_INVALID, EXIT_OTHER = 3, 4
 TOKEN_ENV = "JOBTREE_GIT_TOKEN"
 
@@ -182,33 +181,13 @@ def plan_once(
     for _, problem in result.node_problems:
         say(f"node left out: {problem}")
     tree = gitsink.next_tree(result, memo, lambda oid: gitstore.read_blob(repo, oid))
-    restored = _restored(repo, head, tree, start)
+    restored = handedits.write_back(head, tree, start)
     say(
         f"rendered {len(tree.blobs)} files, {len(tree.contents)} written anew, "
         f"{len(tree.meaningful)} with changed decisions"
         + (f", {_files(len(restored))} changed by hand written back" if restored else "")
     )
     return Planned(head, spec, tree, result, source, parsed, start, restored)
-
-
-def _restored(
-    repo: pygit2.Repository, head: pygit2.Commit, tree: gitsink.NextTree, start: handedits.Start
-) -> list[str]:
-    """Hand-edited files the next tree writes back (they count as meaningful: the commit is due)."""
-    if not start.files:
-        return []
-
-    def written(path: str) -> tuple[str, int] | None:
-        blob = tree.blobs.get(path)
-        return (blob, int(FileMode.BLOB)) if blob is not None else None
-
-    def held(path: str) -> tuple[str, int] | None:
-        entry = gitstore.entry_at(head.tree, path)
-        return (str(entry[0]), entry[1]) if entry is not None else None
-
-    restored = [p for p in start.files if written(p) != held(p)]
-    tree.meaningful = sorted({*tree.meaningful, *restored})
-    return restored
 
 
 def _changed_files(tree: gitsink.NextTree, restored: list[str]) -> int:
@@ -223,16 +202,8 @@ def _summary(planned: Planned) -> list[str]:
     lines = gitsink.summary(planned.plan)
     if not planned.restored:
         return lines
-    start, restored = planned.start, planned.restored
-    shown, more = restored[: gitsink.MAX_MESSAGE_LINES], len(restored) - gitsink.MAX_MESSAGE_LINES
-    edits = ", ".join(sha[:12] for sha in start.edited_in[:5]) + (", ..." if len(start.edited_in) > 5 else "")
-    return [
-        f"wrote back {_files(len(restored))} changed by hand in {edits}",
-        *lines,
-        f"planned from jobtree's own {str(start.commit.id)[:12]}: state/ and rendered/ are written only by jobtree",
-        *(f"{path} written back" for path in shown),
-        *([f"... and {more} more"] if more > 0 else []),
-    ]
+    head, *details = handedits.summary(planned.start, planned.restored)
+    return [head, *lines, *details]
 
 
 def _files(n: int) -> str:
