@@ -27,7 +27,8 @@ class GitReadError(Exception):
 
 
 def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
-    """Spec files of a folder, keyed by POSIX path relative to it. Symlinks are skipped, as in --rev."""
+    """Spec files of a folder, keyed by POSIX path relative to it. A symlinked file is handed over as a
+    `load.Symlink` (validation reports it), as in --rev; symlinked folders are not entered."""
     root = Path(path)
     if not root.is_dir():
         raise GitReadError(f"{root} is not a directory; pass the fleet repository's folder")
@@ -38,7 +39,9 @@ def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for name in SPEC_FILES:
         file = root / name
-        if file.is_file() and not file.is_symlink():
+        if file.is_symlink():
+            out[name] = load.Symlink(os.fsencode(os.readlink(file)))
+        elif file.is_file():
             out[name] = _read(file)
     for top in SPEC_DIRS:
         base = root / top
@@ -48,7 +51,11 @@ def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
             dirnames[:] = sorted(d for d in dirnames if not (Path(dirpath) / d).is_symlink())
             for name in sorted(filenames):
                 file = Path(dirpath) / name
-                if name.endswith(YAML_SUFFIXES) and file.is_file() and not file.is_symlink():
+                if not name.endswith(YAML_SUFFIXES):
+                    continue
+                if file.is_symlink():  # reported, never read through
+                    out[file.relative_to(root).as_posix()] = load.Symlink(os.fsencode(os.readlink(file)))
+                elif file.is_file():
                     out[file.relative_to(root).as_posix()] = _read(file)
     return out
 
@@ -97,9 +104,9 @@ def _blob(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> bytes | None
         entry = tree[path]
     except KeyError:
         return None
-    if entry.type != ObjectType.BLOB or entry.filemode == FileMode.LINK:
+    if entry.type != ObjectType.BLOB:
         return None
-    return _data(repo, entry.id)
+    return _data(repo, entry.id, entry.filemode == FileMode.LINK)
 
 
 def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, out: dict[str, bytes]) -> None:
@@ -116,17 +123,14 @@ def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, out: dict[str
             path = f"{base}/{entry.name}"
             if entry.type == ObjectType.TREE:
                 stack.append((path, repo[entry.id].peel(pygit2.Tree)))
-            elif (
-                entry.type == ObjectType.BLOB
-                and entry.filemode != FileMode.LINK
-                and path.endswith(YAML_SUFFIXES)
-            ):
-                out[path] = _data(repo, entry.id)
+            elif entry.type == ObjectType.BLOB and path.endswith(YAML_SUFFIXES):
+                out[path] = _data(repo, entry.id, entry.filemode == FileMode.LINK)
 
 
-def _data(repo: pygit2.Repository, oid: pygit2.Oid) -> bytes:
+def _data(repo: pygit2.Repository, oid: pygit2.Oid, link: bool = False) -> bytes:
+    """A blob's bytes (capped), or for a symbolic link its target's name, marked as such."""
     blob = repo[oid]
     if not isinstance(blob, pygit2.Blob):
         raise GitReadError(f"{oid} is not a file")
     data: bytes = blob.data
-    return data[: MAX_FILE_BYTES + 1]
+    return load.Symlink(data[:4096]) if link else data[: MAX_FILE_BYTES + 1]

@@ -40,7 +40,6 @@ from reconciler import (
 from reconciler.embedded import EmbeddedCluster, nodes_from_inventory
 from schemas.common import parse_time
 from schemas.fleet import GitAuthor
-from schemas.layout import SPEC_FILES
 
 EXIT_CHANGES, EXIT_USAGE, EXIT_INVALID, EXIT_OTHER = 1, 2, 3, 4
 MAX_RECOMPUTED = 20  # commits off the fleet's branch proven by recomputing a pass each (seconds apiece)
@@ -271,16 +270,18 @@ def _plan(
 
     # reconcile plans nothing while jobtree.yaml or the inventory is invalid (`FleetInvalid`): a side
     # whose one is plans nothing, and a head that breaks one changes nothing but fails the check
-    stalled = {side: _stalled(spec) for side, spec in (("base", base_spec), ("head", head_spec))}
+    stalled = {
+        side: pipeline.stalled(spec, state) for side, spec in (("base", base_spec), ("head", head_spec))
+    }
     base_side = forkmap.start(outlines, [] if stalled["base"] else [base_spec], least=1)  # forked meanwhile
     head_side = [] if stalled["head"] else outlines([head_spec])
     before = base_side.wait()[0] if not stalled["base"] else prdiff.NOTHING_PLANNED
     after = head_side[0] if head_side else before
     report = prdiff.compare(before, after, base=str(base_commit.id), head=str(head_commit.id), now=now)
     report["stalled"] = [
-        f"{', '.join(files)} invalid at {side}: reconcile plans nothing there until fixed"
+        f"{path} {why} at {side}: reconcile plans nothing there until fixed"
         for side, files in stalled.items()
-        if files
+        for path, why in files.items()
     ]
     # a problem the base already has is not this change's: it is shown, but fails nothing
     on_base = {(d.path, d.code, d.message) for d in base_spec.diagnostics}
@@ -290,11 +291,6 @@ def _plan(
         str(d) for d in head_spec.diagnostics if (d.path, d.code, d.message) in on_base
     ]
     return report, diagnostics
-
-
-def _stalled(spec: pipeline.Spec) -> list[str]:
-    """The files every object depends on that do not validate in `spec` (reconcile stops on them)."""
-    return sorted({d.path for d in spec.diagnostics if d.path in SPEC_FILES})
 
 
 def _render(report: dict[str, object], diagnostics: list[str], fmt: str) -> str:

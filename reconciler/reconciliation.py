@@ -41,7 +41,7 @@ from reconciler.gitstore import GitStoreError, PermanentGitError, TemporaryGitEr
 from reconciler.writerlock import writer_lock
 from schemas.common import format_time, parse_duration, parse_time
 from schemas.diagnostics import Diagnostic
-from schemas.layout import FLEET_FILE, INVENTORY_FILE, SPEC_FILES
+from schemas.layout import FLEET_FILE, INVENTORY_FILE
 
 DIAGNOSTICS_SHOWN = 50  # problem lines printed per pass; `jobtree validate` lists them all
 SUMMARY_SHOWN = 3  # commit message lines repeated on stdout
@@ -107,20 +107,18 @@ def _due(plan_state: FleetState, spec: pipeline.Spec, now: int) -> int | None:
 
 
 class FleetInvalid(Exception):
-    """jobtree.yaml or inventory/nodes.yaml does not validate: every object depends on them (tenants,
-    accounting and the Git identity; the embedded cluster's nodes), so a pass plans and commits
-    nothing, and what runs keeps running as the last state commit says."""
+    """jobtree.yaml or inventory/nodes.yaml stops the pass (`pipeline.stalled`): every object depends
+    on them, so it plans and commits nothing, and what runs keeps running as the last state commit says."""
 
     WHAT = {
         FLEET_FILE: "tenants, accounting and the Git identity",
         INVENTORY_FILE: "the embedded cluster's nodes",
     }
 
-    def __init__(self, diagnostics: list[Diagnostic]) -> None:
-        files = sorted({d.path for d in diagnostics if d.path in SPEC_FILES})
+    def __init__(self, files: dict[str, str], diagnostics: list[Diagnostic]) -> None:
         named = " and ".join(files)
         super().__init__(
-            f"{named} {'is' if len(files) == 1 else 'are'} invalid, so nothing was planned or committed: "
+            f"{'; '.join(f'{f} {why}' for f, why in files.items())}, so nothing was planned or committed: "
             f"{'; '.join(self.WHAT[f] for f in files)} come from {'it' if len(files) == 1 else 'them'}, "
             f"and what runs keeps running as the last state commit says; fix {named} and push"
         )
@@ -157,8 +155,6 @@ def plan_once(
         f"read {count} spec files at {str(head.id)[:12]} ({parsed} parsed, {count - parsed} cached): "
         f"{len(spec.budgets)} budgets, {len(spec.runs)} runs valid, {len(spec.diagnostics)} problems"
     )
-    if any(d.path in SPEC_FILES for d in spec.diagnostics):
-        raise FleetInvalid(spec.diagnostics)
     start = handedits.state_start(repo, head)
     if start.files:
         say(
@@ -176,6 +172,9 @@ def plan_once(
         f"read state ({source}): {sum(1 for x in state.leases if x.open)} open leases, "
         f"{len(state.reservations)} reservations"
     )
+    stops = pipeline.stalled(spec, state)
+    if stops:
+        raise FleetInvalid(stops, spec.diagnostics)
     result = pipeline.run_pass(spec, EmbeddedCluster(spec.inventory), state, now)
     say(f"planned: {len(result.events)} lease events")
     for _, problem in result.node_problems:

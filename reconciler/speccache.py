@@ -20,6 +20,8 @@ import pygit2
 
 from reconciler import forkmap, gitstore, lastvalid, passcache, pipeline
 from reconciler.specprefetch import CACHE_NAME, Prefetch, parse, spec_blobs
+from schemas.layout import MAX_FILE_BYTES
+from schemas.load import Symlink
 from schemas.yamldoc import Document
 
 
@@ -36,15 +38,19 @@ def read_spec(
         known_docs, known_trees = dict(known_docs), dict(known_trees)
     except (TypeError, ValueError):
         known_docs, known_trees = {}, {}
-    blobs, trees = spec_blobs(repo, commit, known_trees)
-    files: dict[str, bytes] = {}
+    blobs, links, trees = spec_blobs(repo, commit, known_trees)
+    files: dict[str, bytes] = {path: Symlink(gitstore.read_blob(repo, oid)) for path, oid in links.items()}
     parsed: dict[str, list[Document]] = {}
     docs_by_blob: dict[str, Any] = {oid: known_docs[oid] for oid in blobs.values() if oid in known_docs}
     fresh = len(blobs) - len(docs_by_blob)
     if early is not None and fresh:
         head_start = early.rows()
         docs_by_blob.update((oid, head_start[oid]) for oid in blobs.values() if oid in head_start)
-    todo = [(path, gitstore.read_blob(repo, oid)) for path, oid in blobs.items() if oid not in docs_by_blob]
+    todo = [  # capped as `jobtree validate` reads: past the limit is reported, not parsed
+        (path, gitstore.read_blob(repo, oid)[: MAX_FILE_BYTES + 1])
+        for path, oid in blobs.items()
+        if oid not in docs_by_blob
+    ]
     for (path, data), rows in zip(todo, forkmap.map_chunks(parse, todo), strict=True):
         if rows is None:
             files[path] = data  # validation reports it, with its own line and column
@@ -61,4 +67,4 @@ def read_spec(
     spec = lastvalid.keep_budgets(repo, commit, pipeline.read_spec(files, parsed, memo), files, parsed, memo)
     if fresh or trees.keys() != known_trees.keys():
         passcache.save(where, CACHE_NAME, (docs_by_blob, trees))
-    return spec, len(blobs), fresh
+    return spec, len(blobs) + len(links), fresh

@@ -19,32 +19,35 @@ from functools import partial
 from typing import Any
 
 import pygit2
-from pygit2.enums import ObjectType
+from pygit2.enums import FileMode, ObjectType
 
 from reconciler import forkmap, gitstore, passcache
-from schemas.layout import SPEC_DIRS, SPEC_FILES, spec_kind
+from schemas.layout import MAX_FILE_BYTES, SPEC_DIRS, SPEC_FILES, spec_kind
 from schemas.yamldoc import parse_all
 
 CACHE_NAME = "spec-documents"  # the parse cache `speccache` keeps in `passcache.directory`
 
-Listing = tuple[tuple[str, str], ...]  # (path below a tree, blob id)
+Listing = tuple[tuple[str, str, bool], ...]  # (path below a tree, blob id, a symbolic link?)
 Rows = tuple[tuple[int, Any, int, int, bytes], ...]  # per document: index, data, line, col, positions
 
 
 def _listing(
     repo: pygit2.Repository, tree: pygit2.Tree, known: dict[str, Listing], seen: dict[str, Listing]
 ) -> Listing:
-    """Every blob below `tree` as (relative path, blob id); subtrees listed before are reused by id."""
+    """Every blob below `tree` as (relative path, blob id, symbolic link?); subtrees listed before
+    are reused by id."""
     tid = str(tree.id)
     hit = known.get(tid) or seen.get(tid)
     if hit is None:
-        rows: list[tuple[str, str]] = []
+        rows: list[tuple[str, str, bool]] = []
         for entry in tree:
             if entry.type == ObjectType.TREE:
                 sub = repo[entry.id].peel(pygit2.Tree)
-                rows += [(f"{entry.name}/{p}", oid) for p, oid in _listing(repo, sub, known, seen)]
+                rows += [
+                    (f"{entry.name}/{p}", oid, link) for p, oid, link in _listing(repo, sub, known, seen)
+                ]
             elif entry.type == ObjectType.BLOB:
-                rows.append((str(entry.name), str(entry.id)))
+                rows.append((str(entry.name), str(entry.id), entry.filemode == FileMode.LINK))
         hit = tuple(rows)
     seen[tid] = hit
     return hit
@@ -52,10 +55,12 @@ def _listing(
 
 def spec_blobs(
     repo: pygit2.Repository, commit: pygit2.Commit, known: dict[str, Listing]
-) -> tuple[dict[str, str], dict[str, Listing]]:
-    """`{path: blob id}` of the files validation reads, and the subtree listings used (to cache)."""
+) -> tuple[dict[str, str], dict[str, str], dict[str, Listing]]:
+    """`{path: blob id}` of the files validation reads, `{path: blob id}` of spec paths that are
+    symbolic links (validation reports them; their blob is the target's name), and the subtree
+    listings used (to cache)."""
     root = commit.tree
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, bool]] = {}
     seen: dict[str, Listing] = {}
     for name in SPEC_FILES:
         parts = name.split("/")
@@ -63,25 +68,32 @@ def spec_blobs(
         if parent is not None and parts[-1] in parent:
             entry = parent[parts[-1]]
             if entry.type == ObjectType.BLOB:
-                out[name] = str(entry.id)
+                out[name] = (str(entry.id), entry.filemode == FileMode.LINK)
     for top in SPEC_DIRS:
         sub = gitstore.subtree(repo, root, [top])
         if sub is not None:
             out.update(
-                (f"{top}/{p}", oid) for p, oid in _listing(repo, sub, known, seen) if spec_kind(f"{top}/{p}")
+                (f"{top}/{p}", (oid, link))
+                for p, oid, link in _listing(repo, sub, known, seen)
+                if spec_kind(f"{top}/{p}")
             )
-    return dict(sorted(out.items())), seen
+    files = {path: oid for path, (oid, link) in sorted(out.items()) if not link}
+    links = {path: oid for path, (oid, link) in sorted(out.items()) if link}
+    return files, links, seen
 
 
 def parse(items: Sequence[tuple[str, bytes]]) -> list[Rows | None]:
-    """Per file, its documents as cacheable rows, or None when it does not parse (validation then
-    reads its bytes and reports it with its own line and column)."""
+    """Per file, its documents as cacheable rows, or None when validation must see its bytes to
+    report it with its own line and column: it does not parse, holds no document, or is too large."""
     out: list[Rows | None] = []
     for path, data in items:
+        if len(data) > MAX_FILE_BYTES:
+            out.append(None)
+            continue
         docs, bad = parse_all(data, path)
         out.append(
             None
-            if bad
+            if bad or not docs
             else tuple((d.index, d.data, d.line, d.col, marshal.dumps(dict(d.positions))) for d in docs)
         )
     return out
@@ -119,7 +131,7 @@ def start(path: str | os.PathLike[str], least: int = forkmap.MIN_ITEMS) -> Prefe
         return None
     if (passcache.directory(repo) / CACHE_NAME).exists():
         return None
-    blobs, _ = spec_blobs(repo, head, {})
+    blobs, _, _ = spec_blobs(repo, head, {})
     items = list(blobs.items())
     if len(items) < max(least, 1):
         return None

@@ -22,6 +22,7 @@ from schemas.layout import FLEET_FILE, INVENTORY_FILE, spec_kind
 from schemas.load import (
     MAX_FILE_BYTES,
     Loaded,
+    Symlink,
     bad_document_diagnostic,
     load_object,
     validate_document,
@@ -173,13 +174,13 @@ def check_fleet(
     )
 
 
-_PARSED: dict[tuple[str, str, bytes], list[_Entry]] = {}
+_PARSED: dict[tuple[str, str, bool, bytes], list[_Entry]] = {}
 _PARSED_LIMIT = 50_000
 
 
 def _load_file(path: str, kind: str, text: bytes) -> list[_Entry]:
     """Parse cache by content: an unchanged file (the same Git blob) is parsed once per process."""
-    key = (path, kind, text)
+    key = (path, kind, isinstance(text, Symlink), text)
     hit = _PARSED.get(key)
     if hit is None:
         if len(_PARSED) >= _PARSED_LIMIT:
@@ -189,6 +190,10 @@ def _load_file(path: str, kind: str, text: bytes) -> list[_Entry]:
 
 
 def _parse_file(path: str, kind: str, text: bytes) -> list[_Entry]:
+    if isinstance(text, Symlink):
+        target = text[:200].decode("utf-8", "replace")
+        return [_file_entry(kind, path, b"", f"the file is a symbolic link (to {target}); Git keeps only the "
+                            "target's name and jobtree reads no file through it: commit the file itself")]  # fmt: skip
     if len(text) > MAX_FILE_BYTES:
         return [_file_entry(kind, path, text[:4096], f"the file is larger than {MAX_FILE_BYTES // 2**20} MiB; "
                             "a fleet file holds a few objects, so split it or remove what does not belong")]  # fmt: skip

@@ -13,6 +13,7 @@ SPEC_KINDS = (("budgets/", "Budget"), ("runs/", "Run"))
 SPEC_DIRS = tuple(prefix.rstrip("/") for prefix, _ in SPEC_KINDS)
 # what people write, as path prefixes: the settings file and the spec directories
 SPEC_PREFIXES = (FLEET_FILE, *(prefix for prefix, _ in SPEC_KINDS), INVENTORY_FILE.split("/")[0] + "/")
+MAX_FILE_BYTES = 8 * 2**20  # a fleet file past this is a mistake or an attack, not a manifest
 
 
 def spec_kind(path: str) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from schemas import diagnostics as codes
-from schemas import messages
+from schemas import layout, messages
 from schemas.budget import Budget
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import FleetConfig, Inventory
@@ -32,7 +32,12 @@ KINDS: dict[str, type[BaseModel]] = {
     "FleetConfig": FleetConfig,
     "Scenario": Scenario,
 }
-MAX_FILE_BYTES = 8 * 2**20  # a fleet file past this is a mistake or an attack, not a manifest
+MAX_FILE_BYTES = layout.MAX_FILE_BYTES  # re-exported: readers cap what they read at it
+
+
+class Symlink(bytes):
+    """A spec path held as a symbolic link: its bytes are the target's name, never read through.
+    Readers hand it over as such, and validation reports the path instead of parsing it."""
 
 
 @dataclass(slots=True)

@@ -8,6 +8,7 @@ import pygit2
 import pytest
 
 from reconciler import gitread
+from schemas import load
 
 
 def _fleet(root: Path) -> None:
@@ -26,12 +27,18 @@ def _fleet(root: Path) -> None:
     (root / "runs" / "ns" / "link.yaml").symlink_to(root / "budgets" / "a.yaml")
 
 
-WANT = {"jobtree.yaml", "budgets/a.yaml", "runs/ns/deep/r.yml", "inventory/nodes.yaml"}
+WANT = {"jobtree.yaml", "budgets/a.yaml", "runs/ns/deep/r.yml", "inventory/nodes.yaml", "runs/ns/link.yaml"}
 
 
-def test_the_worktree_reader_returns_only_spec_yaml_and_skips_symlinks(tmp_path: Path) -> None:
+def test_the_worktree_reader_returns_only_spec_yaml_and_marks_symlinks_unread(tmp_path: Path) -> None:
     _fleet(tmp_path)
-    assert set(gitread.read_worktree(tmp_path)) == WANT
+    files = gitread.read_worktree(tmp_path)
+    assert set(files) == WANT
+    link = files["runs/ns/link.yaml"]  # the target's name, for validation to report, not its content
+    assert isinstance(link, load.Symlink) and link == str(tmp_path / "budgets" / "a.yaml").encode()
+    assert not any(
+        isinstance(data, load.Symlink) for path, data in files.items() if path != "runs/ns/link.yaml"
+    )
 
 
 def test_a_commit_reads_exactly_what_its_working_tree_reads(tmp_path: Path) -> None:
@@ -41,7 +48,9 @@ def test_a_commit_reads_exactly_what_its_working_tree_reads(tmp_path: Path) -> N
     repo.index.write()
     sig = pygit2.Signature("t", "t@example.com", 1767225600, 0)
     repo.create_commit("HEAD", sig, sig, "fleet", repo.index.write_tree(), [])
-    assert gitread.read_tree(tmp_path, "HEAD") == gitread.read_worktree(tmp_path)
+    committed, on_disk = gitread.read_tree(tmp_path, "HEAD"), gitread.read_worktree(tmp_path)
+    assert committed == on_disk
+    assert {p for p, d in committed.items() if isinstance(d, load.Symlink)} == {"runs/ns/link.yaml"}
 
 
 def test_an_empty_repository_has_no_revision_to_read(tmp_path: Path) -> None:

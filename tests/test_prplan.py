@@ -255,11 +255,11 @@ def test_a_change_that_breaks_the_inventory_shows_no_cuts_and_fails_saying_recon
     # reconcile would plan nothing (not stop every run for want of nodes), so nothing changes
     assert not report["changes"] and report["cuts"] == []
     assert report["stalled"] == [
-        "inventory/nodes.yaml invalid at head: reconcile plans nothing there until fixed"
+        "inventory/nodes.yaml is invalid at head: reconcile plans nothing there until fixed"
     ]
     assert report["diagnostics"][0].startswith("inventory/nodes.yaml:")
     code, out = plan(fleet, "--format", "markdown")
-    assert "**inventory/nodes.yaml invalid at head: reconcile plans nothing there until fixed.**" in out
+    assert "**inventory/nodes.yaml is invalid at head: reconcile plans nothing there until fixed.**" in out
 
 
 def test_a_change_that_fixes_a_broken_inventory_on_the_base_shows_what_reconcile_then_does(
@@ -269,8 +269,8 @@ def test_a_change_that_fixes_a_broken_inventory_on_the_base_shows_what_reconcile
     fleet.references["refs/heads/pr"].set_target(fleet.references["refs/heads/main"].target)
     code, out = plan(fleet, "--format", "json", "--exit-code")
     assert code == 0 and json.loads(out)["stalled"] == [
-        "inventory/nodes.yaml invalid at base: reconcile plans nothing there until fixed",
-        "inventory/nodes.yaml invalid at head: reconcile plans nothing there until fixed",
+        "inventory/nodes.yaml is invalid at base: reconcile plans nothing there until fixed",
+        "inventory/nodes.yaml is invalid at head: reconcile plans nothing there until fixed",
     ]
     commit(fleet, {"inventory/nodes.yaml": INVENTORY, "runs/t/r3.yaml": run("r3", 8)}, "fix\n", "pr")
     code, out = plan(fleet, "--format", "json", "--exit-code")
@@ -279,7 +279,7 @@ def test_a_change_that_fixes_a_broken_inventory_on_the_base_shows_what_reconcile
         code == 1
         and report["diagnostics"] == []
         and report["stalled"]
-        == ["inventory/nodes.yaml invalid at base: reconcile plans nothing there until fixed"]
+        == ["inventory/nodes.yaml is invalid at base: reconcile plans nothing there until fixed"]
     )
     # the base plans nothing, so every decision of the first pass after the fix is this change's;
     # the running r1/r2 keep their leases: no cut

@@ -492,6 +492,29 @@ def test_an_invalid_fleet_or_inventory_file_plans_and_commits_nothing_and_exits_
     assert state_at(work).leases == state_before.leases
 
 
+def test_a_deleted_inventory_stops_the_pass_instead_of_failing_every_running_run(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path, steady_files())
+    work = clone(remote, tmp_path / "work")
+    assert reconcile_once(tmp_path / "work", now=T0).commit is not None
+    before = state_at(work)
+    parent = work.references["refs/heads/main"].peel(pygit2.Commit)
+    files = {p: b for p, b in gitstore.read_files(work, "main").items() if p != "inventory/nodes.yaml"}
+    work.create_commit(
+        "refs/heads/main", HUMAN, HUMAN, "drop the inventory\n", write_tree(work, files), [parent.id]
+    )
+    work.checkout_head(strategy=pygit2.GIT_CHECKOUT_FORCE)
+    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--once", "--now", "2026-03-02T09:10:00Z"])
+    assert result.exit_code == 3, result.output
+    assert (
+        f"inventory/nodes.yaml is missing or lists no node while {len([x for x in before.leases if x.open])} "
+        "leases are open, so nothing was planned or committed" in result.stderr
+    )
+    assert (
+        state_at(work).leases == before.leases
+        and work.head.peel(pygit2.Commit).message == "drop the inventory\n"
+    )
+
+
 def test_reconcile_caps_the_problems_it_prints_and_points_to_validate(tmp_path: Path) -> None:
     files = steady_files() | {f"runs/media-audio/bad{i:02d}.yaml": bad_run(f"bad{i:02d}") for i in range(30)}
     bare_remote(tmp_path, files)

@@ -1,0 +1,77 @@
+"""Hostile spec files met by `reconcile` as `jobtree validate` meets them: the same problems, named
+by file and line, and nothing running touched.
+
+Reconcile reads spec files by blob id through its parse cache (`speccache`), validate through
+`gitread`; both must see a symbolic link, a file past the size limit and an empty file alike.
+The template fleet (see test_reconcile.py) runs five runs after its first pass.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pygit2
+from click.testing import CliRunner
+
+from reconciler import gitstore
+from reconciler.cli import main
+from reconciler.reconcile import command
+from reconciler.reconciliation import reconcile_once
+from schemas.layout import MAX_FILE_BYTES
+from tests.test_reconcile import T0, bare_remote, clone, state_at, steady_files
+
+RUNNING = "runs/media-audio/whisper-finetune.yaml"
+
+
+def git(work: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=Ada", "-c", "user.email=ada@example.com", *args],
+        cwd=work, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def test_symlinks_huge_and_empty_files_are_reported_as_validate_reports_them_and_nothing_running_moves(
+    tmp_path: Path,
+) -> None:
+    bare_remote(tmp_path, steady_files())
+    work = tmp_path / "work"
+    repo = clone(tmp_path / "fleet.git", work)
+    assert reconcile_once(work, now=T0).commit is not None
+    before = {x.run: x.slots for x in state_at(repo).leases if x.open}
+    neighbour = (work / RUNNING).read_bytes().replace(b"whisper-finetune", b"neighbour")
+    (work / "runs/media-audio/neighbour.yaml").write_bytes(neighbour)  # valid: it must still start
+    os.symlink("/etc/passwd", work / "runs/media-audio/passwd.yaml")
+    (work / RUNNING).unlink()
+    os.symlink("../rai-sys/moe-spares.yaml", work / RUNNING)  # a running run's file becomes a link
+    (work / "runs/media-audio/huge.yaml").write_bytes(
+        neighbour.replace(b"neighbour", b"huge") + b"# " + b"x" * MAX_FILE_BYTES + b"\n"
+    )
+    (work / "runs/media-audio/empty.yaml").write_bytes(b"")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "hostile files")
+
+    checked = CliRunner().invoke(main, ["validate", str(work), "--rev", "HEAD"])
+    assert checked.exit_code == 3, checked.output
+    want = sorted(line for line in checked.output.splitlines() if line.startswith("runs/"))
+    assert [line.split(":")[0] for line in want] == [
+        "runs/media-audio/empty.yaml",
+        "runs/media-audio/huge.yaml",
+        "runs/media-audio/passwd.yaml",
+        "runs/media-audio/whisper-finetune.yaml",
+    ]
+    assert "symbolic link (to /etc/passwd)" in want[2] and "root:" not in checked.output  # never read through
+    assert "larger than 8 MiB" in want[1] and "holds no object" in want[0]
+
+    result = CliRunner().invoke(command, [str(work), "--once", "--now", "2026-03-02T09:10:00Z", "--quiet"])
+    assert result.exit_code == 0, result.output  # the valid ones were reconciled
+    assert sorted(line for line in result.stderr.splitlines() if line.startswith("runs/")) == want
+    after = state_at(repo)
+    assert {x.run: x.slots for x in after.leases if x.open and x.run in before} == before  # nothing moved
+    assert "media-audio/neighbour" in {x.run for x in after.leases if x.open}
+    assert "media-audio/huge" not in {x.run for x in after.leases}
+    status = gitstore.read_file(repo, "main", "state/status/runs/media-audio/whisper-finetune.yaml")
+    assert status is not None and b"spec invalid: fix runs/media-audio/whisper-finetune.yaml" in status
+    assert str(repo.head.target) == str(repo.references["refs/heads/main"].target)
+    assert isinstance(repo.head.peel(pygit2.Commit), pygit2.Commit)
