@@ -5,7 +5,9 @@ and every lease they pay for would turn unfunded (the first capacity the resolve
 each Budget rejected at the head, the most recent version of its file on the branch's first-parent
 history that validates (with every other spec file as at the head) is planned in its place, frozen
 (`World.frozen_budgets`): its claims stay funded, and its status names the file to fix. A budget
-with no valid version within `MAX_BACK` commits stays out. Reads Git; never writes.
+rejected only with another file (its untouched partner in a parent cycle typed into that file) is
+kept as it validates once the broken files' last valid versions are in place. A budget with no
+valid version within `MAX_BACK` commits stays out. Reads Git; never writes.
 """
 
 from __future__ import annotations
@@ -41,12 +43,23 @@ def keep_budgets(
     broken = {key.split(" ", 1)[1]: path for key, path in spec.rejected.items() if key.startswith("Budget ")}
     if not broken:
         return spec
-    kept = []
+    kept: dict[str, Budget] = {}
+    versions: dict[str, bytes] = {}  # path -> the older version a kept budget came from
     for name, path in sorted(broken.items()):
         found = _last_valid(repo, head, name, path, files, parsed, memo)
         if found is not None:
-            kept.append(found)
-    return dataclasses.replace(spec, kept=kept)
+            kept[name], versions[path] = found
+    collateral = {name for name, path in broken.items() if name not in kept and path not in versions}
+    if collateral and versions:
+        # rejected only with another file (a parent cycle typed into one budget names its untouched
+        # partner too): with the broken files' last valid versions in place, the partner validates
+        spec_then = pipeline.read_spec(
+            {**{p: d for p, d in files.items() if p not in versions}, **versions},
+            {p: d for p, d in parsed.items() if p not in versions},
+            memo,
+        )
+        kept.update((b.metadata.name, b) for b in spec_then.budgets if b.metadata.name in collateral)
+    return dataclasses.replace(spec, kept=[kept[name] for name in sorted(kept)])
 
 
 def _last_valid(
@@ -57,7 +70,9 @@ def _last_valid(
     files: Mapping[str, bytes],
     parsed: Mapping[str, list[Document]],
     memo: dict[str, Any],
-) -> Budget | None:
+) -> tuple[Budget, bytes] | None:
+    """The most recent valid version of Budget `name` in `path` on the first-parent line, and the
+    file's bytes then; None when none is within `MAX_BACK` commits."""
     others = {p: d for p, d in files.items() if p != path}
     others_parsed = {p: d for p, d in parsed.items() if p != path}
     tried = {gitstore.read_file(repo, str(head.id), path)}
@@ -73,5 +88,5 @@ def _last_valid(
         spec = pipeline.read_spec({**others, path: data}, others_parsed, memo)
         found = [b for b in spec.budgets if b.metadata.name == name]
         if found:
-            return found[0]
+            return found[0], data
     return None

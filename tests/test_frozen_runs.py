@@ -221,3 +221,38 @@ def test_a_typo_in_a_budget_file_keeps_the_funding_of_what_it_pays_for(tmp_path:
     reconcile_once(path, now=T0 + 2400)
     assert "message" not in status_of(repo, statefiles.BUDGET, budget_path)["status"]
     assert gpus_of(status_of(repo, statefiles.RUN, run_path)["status"]["funding"]) == want_funding
+
+
+RAI_SYS = ("rai-sys/moe-spares", "rai-sys/train-cofunded")
+
+
+def test_a_parent_cycle_typed_into_one_budget_leaves_its_untouched_partner_funding_its_runs(
+    tmp_path: Path,
+) -> None:
+    # budgets/rai.yaml names rai-sys (its own child) as its parent: validation names the cycle on
+    # both files, but rai-sys.yaml did not change. rai's last valid version is planned in its place,
+    # and with it rai-sys validates, so rai-sys's running runs stay funded (none turns unfunded).
+    bare_remote(tmp_path, steady_files())
+    path = tmp_path / "work"
+    repo = clone(tmp_path / "fleet.git", path)
+    assert reconcile_once(path, now=T0).commit is not None
+    statuses = {run: f"state/status/runs/{run}.yaml" for run in RAI_SYS}
+    want = {
+        run: gpus_of(status_of(repo, statefiles.RUN, p)["status"]["funding"]) for run, p in statuses.items()
+    }
+    assert all(f["unfundedGPUs"] == 0 and f["ownedGPUs"] + f["borrowedGPUs"] > 0 for f in want.values())
+    good = gitstore.read_files(repo, "main", ["budgets/rai.yaml"])["budgets/rai.yaml"]
+    cyclic = good.replace(b'parents: ["org:acme"]', b'parents: ["org:acme:rai:sys"]')
+    assert cyclic != good
+    commit_spec(repo, "budgets/rai.yaml", cyclic, "rai: a parent cycle\n")
+
+    outcome = reconcile_once(path, now=T0 + 600)
+    assert {d.path for d in outcome.diagnostics if d.code == "JT030"} == {
+        "budgets/rai.yaml",
+        "budgets/rai-sys.yaml",
+    }
+    got = {
+        run: gpus_of(status_of(repo, statefiles.RUN, p)["status"]["funding"]) for run, p in statuses.items()
+    }
+    assert got == want
+    assert not any("unfunded" in line for line in outcome.summary)
