@@ -58,6 +58,15 @@ def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
                 rows,
             )
         )
+    if report.get("unfunded"):
+        rows = [f"| `{u['run']}` | {u['groupsBefore']} | {u['groupsAfter']} |" for u in report["unfunded"]]
+        out.append(
+            (
+                "Funding of running runs (unfunded groups run charged to nobody and are reclaimed first)",
+                ["| run | unfunded groups before | after |", "|---|---:|---:|"],
+                rows,
+            )
+        )
     if report["budgets"]:
         rows = [
             f"| `{b['envelope']}` | {_usage(b['before'])} | {_usage(b['after'])} |" for b in report["budgets"]
@@ -178,6 +187,10 @@ def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:
         lines.append(f"eta      {e['text']}")
     for c in report["conflicts"]:
         lines.append(f"conflict {c['run']}: {', '.join(c['reservations'])}")
+    for u in report.get("unfunded") or []:
+        lines.append(
+            f"unfunded {u['run']}: {u['groupsBefore']} -> {u['groupsAfter']} groups charged to nobody"
+        )
     for b in report["budgets"]:
         lines.append(f"budget   {b['envelope']}: {_usage(b['before'])} -> {_usage(b['after'])}")
     return "\n".join(lines) + "\n"

@@ -2,7 +2,8 @@
 
 Pure comparison of two `Plan`s into a versioned report (a plain dict, JSON-ready, sorted): runs
 that start, reservations with their ETA and remedies, cuts and shrinks, conflict-set warnings,
-budget usage before and after, and how other runs' ETAs move. Reads no Git and renders nothing.
+running runs left charged to nobody (or funded again), budget usage before and after, and how
+other runs' ETAs move. Reads no Git and renders nothing.
 """
 
 from __future__ import annotations
@@ -83,6 +84,15 @@ def _conflicts(plan: Plan) -> dict[str, list[str]]:
     return out
 
 
+def _unfunded(plan: Plan) -> dict[str, int]:
+    """Running runs with groups charged to nobody after the plan (reclaimed first), groups per run."""
+    running = {(x.run, x.group) for x in plan.open_leases}
+    out: dict[str, int] = defaultdict(int)
+    for run, _ in sorted(plan.state.unfunded & running):
+        out[run] += 1
+    return dict(out)
+
+
 def _usage(plan: Plan) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for budget, status in plan.budgets.items():
@@ -98,7 +108,9 @@ def _usage(plan: Plan) -> dict[str, dict[str, int]]:
     return out
 
 
-NOTHING_PLANNED: dict[str, Any] = {"starts": {}, "ends": {}, "reserved": {}, "conflicts": {}, "usage": {}}
+NOTHING_PLANNED: dict[str, Any] = {
+    "starts": {}, "ends": {}, "reserved": {}, "conflicts": {}, "usage": {}, "unfunded": {},
+}  # fmt: skip
 """The outline of a side reconcile plans nothing on (its jobtree.yaml or inventory is invalid)."""
 
 
@@ -110,6 +122,7 @@ def outline(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, Any]:
         "reserved": _reserved(plan),
         "conflicts": _conflicts(plan),
         "usage": _usage(plan),
+        "unfunded": _unfunded(plan),
     }
 
 
@@ -153,6 +166,12 @@ def compare(
         for run in sorted(c_after)
         if c_before.get(run) != c_after[run]
     ]
+    f_before, f_after = before["unfunded"], after["unfunded"]
+    unfunded = [
+        {"run": run, "groupsBefore": f_before.get(run, 0), "groupsAfter": f_after.get(run, 0)}
+        for run in sorted(set(f_before) | set(f_after))
+        if f_before.get(run, 0) != f_after.get(run, 0)
+    ]
     u_before, u_after = before["usage"], after["usage"]
     budgets = [
         {"envelope": key, "before": u_before.get(key), "after": u_after.get(key)}
@@ -169,7 +188,9 @@ def compare(
         "cuts": cuts,
         "conflicts": conflicts,
         "eta": eta,
+        "unfunded": unfunded,
         "budgets": budgets,
     }
-    report["changes"] = any(report[k] for k in ("starts", "reserved", "cuts", "conflicts", "eta", "budgets"))
+    kinds = ("starts", "reserved", "cuts", "conflicts", "eta", "unfunded", "budgets")
+    report["changes"] = any(report[k] for k in kinds)
     return report

@@ -442,3 +442,28 @@ spec:
         and "JT034 lending.to entry 'a xxx" in out
     )
     assert "more invalid-file lines" in out and "did not fit in one comment" in out
+
+
+def test_deleting_a_budget_names_the_running_runs_it_leaves_charged_to_nobody(tmp_path: Path) -> None:
+    # The template after one pass: rai-sys's 48-GPU GB200 envelope pays moe-spares (32 GPUs in two
+    # groups of 16) and train-cofunded's own part (two groups of 16; media-vision lends it 16). With
+    # budgets/rai-sys.yaml deleted, nothing pays moe-spares' two groups, and the loan covers one of
+    # train-cofunded's: they keep running, charged to nobody (reclaimed first), and the plan says so.
+    from tests.test_reconcile import bare_remote as template_remote
+    from tests.test_reconcile import steady_files
+
+    remote = template_remote(tmp_path, steady_files())
+    assert reconcile_once(remote, now=T0).commit is not None
+    fleet = pygit2.Repository(str(remote))
+    fleet.references.create("refs/heads/pr", fleet.references["refs/heads/main"].target)
+    commit(fleet, {}, "drop rai-sys's budget\n", "pr", delete=("budgets/rai-sys.yaml",))
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    assert code == 1, out
+    assert json.loads(out)["unfunded"] == [
+        {"run": "rai-sys/moe-spares", "groupsBefore": 0, "groupsAfter": 2},
+        {"run": "rai-sys/train-cofunded", "groupsBefore": 0, "groupsAfter": 1},
+    ]
+    code, out = plan(fleet)
+    assert "unfunded rai-sys/moe-spares: 0 -> 2 groups charged to nobody" in out
+    code, out = plan(fleet, "--format", "markdown")
+    assert "| `rai-sys/train-cofunded` | 0 | 1 |" in out
