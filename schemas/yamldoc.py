@@ -344,6 +344,8 @@ def _syntax_error(err: yaml.MarkedYAMLError, data: bytes, offset: int) -> YamlEr
             "a tab character is used for indentation; YAML indents with spaces only, so replace the tab with spaces",
         )
     problem = " ".join(str(err.problem or err).split())
+    if "maximum nesting depth" in problem:  # libyaml's own limit (PyYAML 6.0.4) is far above ours
+        return YamlError(line + offset, col, f"YAML nests deeper than {MAX_DEPTH} levels; flatten it")
     context = " ".join(str(err.context or "").split())
     if (
         context
