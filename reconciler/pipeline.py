@@ -92,14 +92,13 @@ def stalled(spec: Spec, state: FleetState) -> dict[str, str]:
     """`{file: why}` for the files a pass cannot go on without: jobtree.yaml and inventory/nodes.yaml
     hold what every object depends on (tenants, accounting and the Git identity; the embedded
     cluster's nodes). While one is invalid, or the inventory is missing or lists no node while
-    leases are open (with no cluster configured it is the whole fleet), planning would re-fund or
+    leases are open (the embedded cluster is the fleet a pass observes), planning would re-fund or
     fail every running run: a pass then plans nothing."""
     out = {d.path: "is invalid" for d in spec.diagnostics if d.path in SPEC_FILES}
     open_leases = sum(1 for x in state.leases if x.open)
     inventory = spec.inventory
     if (
         INVENTORY_FILE not in out
-        and not spec.fleet.clusters
         and open_leases
         and (inventory is None or not (inventory.nodes or any(b.nodes for b in inventory.domains)))
     ):
