@@ -30,23 +30,29 @@ class Start:
     files: tuple[str, ...] = ()  # owned files that differ between `commit` and the head
 
 
-def state_start(repo: pygit2.Repository, head: pygit2.Commit) -> Start:
-    """jobtree's last state commit on `head`'s first-parent line, when the owned files at `head`
-    differ from it; else `head` itself. A branch jobtree never wrote starts from its head as it is."""
+def state_start(repo: pygit2.Repository, head: pygit2.Commit, email: str | None) -> Start:
+    """jobtree's last state commit below `head` (`gitstore.reconciler_commit` by the fleet's author
+    `email`: typed text, but the branch is where jobtree commits), when the owned files at `head`
+    differ from it; else `head` itself. The walk follows first parents, except through a merge
+    whose owned files are one parent's as they are (a `git pull` over jobtree's newer state commit):
+    then that parent. A branch jobtree never wrote (or not within `WALK_LIMIT` commits, or not under
+    this author) starts from its head as it is."""
     at_head = passmemo.owned_trees(repo, head)
-    commit, edited = head, list[str]()
+    commit, trees = head, at_head
+    edited: list[str] = []
     for _ in range(WALK_LIMIT):
-        trees = passmemo.owned_trees(repo, commit)
-        if gitstore.spec_commit_of(commit.message) is not None:
+        if gitstore.reconciler_commit(repo, commit, email):
             if trees == at_head:
                 return Start(head)
             return Start(commit, tuple(edited), _differing(commit.tree, head.tree))
         if not commit.parents:
             break
-        parent = commit.parents[0]
-        if trees != passmemo.owned_trees(repo, parent):
+        sides = [(p, passmemo.owned_trees(repo, p)) for p in commit.parents]
+        same = next(((p, t) for p, t in sides if t == trees), None)
+        if same is None:  # this commit changed owned files itself
             edited.append(str(commit.id))
-        commit = parent
+            same = sides[0]
+        commit, trees = same
     return Start(head)
 
 

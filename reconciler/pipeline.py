@@ -94,7 +94,7 @@ def stalled(spec: Spec, state: FleetState) -> dict[str, str]:
     cluster's nodes). While one is invalid, or the inventory is missing or lists no node while
     leases are open (the embedded cluster is the fleet a pass observes), planning would re-fund or
     fail every running run: a pass then plans nothing."""
-    out = {d.path: "is invalid" for d in spec.diagnostics if d.path in SPEC_FILES}
+    out = {d.path: "does not validate" for d in spec.diagnostics if d.path in SPEC_FILES}
     open_leases = sum(1 for x in state.leases if x.open)
     inventory = spec.inventory
     if (
@@ -102,7 +102,8 @@ def stalled(spec: Spec, state: FleetState) -> dict[str, str]:
         and open_leases
         and (inventory is None or not (inventory.nodes or any(b.nodes for b in inventory.domains)))
     ):
-        out[INVENTORY_FILE] = f"is missing or lists no node while {open_leases} leases are open"
+        leases = f"{open_leases} lease{'s' * (open_leases != 1)} {'are' if open_leases != 1 else 'is'}"
+        out[INVENTORY_FILE] = f"is missing or lists no node while {leases} open"
     return dict(sorted(out.items()))
 
 

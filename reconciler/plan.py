@@ -38,7 +38,9 @@ from reconciler import (
     statefiles,
 )
 from reconciler.embedded import EmbeddedCluster, nodes_from_inventory
+from schemas import diagnostics as codes
 from schemas.common import parse_time
+from schemas.diagnostics import Diagnostic
 from schemas.fleet import GitAuthor
 
 EXIT_CHANGES, EXIT_USAGE, EXIT_INVALID, EXIT_OTHER = 1, 2, 3, 4
@@ -49,11 +51,11 @@ class PlanFailure(Exception):
     """Planning could not finish; the message says what is wrong and what to do (exit 4)."""
 
 
-def _state_at(repo: pygit2.Repository, commit: pygit2.Commit) -> FleetState:
+def _state_at(repo: pygit2.Repository, commit: pygit2.Commit, email: str) -> FleetState:
     """The state `reconcile` would start from at `commit` (jobtree's last own state when files were
     changed by hand since): from the clone's pass cache when it describes that commit, else decoded
     (on every CPU). Both planning passes start from it: a pass works on copies."""
-    commit = handedits.state_start(repo, commit).commit
+    commit = handedits.state_start(repo, commit, email).commit
     try:
         return (passmemo.cached(repo, commit) or passmemo.read(repo, commit)).state()
     except Exception as err:  # noqa: BLE001 - damaged machine-written files: name the file, never a traceback
@@ -185,7 +187,11 @@ def _refuse_hand_edits(
     for sha, path, why in found:
         because = f": {why}, so its state/ and rendered/ edits are refused" if why else ""
         click.echo(f"  {path} (changed by hand in {sha[:12]}{because})", err=True)
-    where = f" (git checkout {str(fork)[:12]} -- <file>)" if fork is not None else ""
+    where = (
+        f" (git checkout {str(fork)[:12]} -- <file>, or git rm <file> for one the branch added)"
+        if fork is not None
+        else ""
+    )
     click.echo(
         f"put those files back as they were where the branch left the base{where}, or drop those "
         "commits; jobtree rewrites state/ and rendered/ after merge",
@@ -214,8 +220,8 @@ def command(
     """Plan the change HEAD makes to the fleet in REPO against BASE.
 
     Exit 0 no change (or changes without --exit-code), 1 changes with --exit-code, 2 usage error,
-    3 fleet files this change makes invalid (problems the base already has are listed, not failed)
-    or hand-edited state/ or rendered/, 4 any other failure."""
+    3 fleet files this change makes invalid (problems the base already has are listed, not failed;
+    an inventory it deletes or empties counts) or hand-edited state/ or rendered/, 4 any other failure."""
     try:
         now = parse_time(now_text) if now_text else int(time.time())
     except ValueError as err:
@@ -256,7 +262,7 @@ def _plan(
     # and so is the branch it commits to: a reconciler commit in head must have been on that branch
     _refuse_hand_edits(git, base_commit, head_commit, base_spec.fleet.git.author, base_spec.fleet.git.branch)
     head_spec, _, _ = speccache.read_spec(git, head_commit)
-    state = _state_at(git, base_commit)
+    state = _state_at(git, base_commit, base_spec.fleet.git.author.email)
     domains = {**_domains(base_spec), **_domains(head_spec)}
 
     def outlines(specs: Sequence[pipeline.Spec]) -> list[dict[str, Any]]:
@@ -286,6 +292,14 @@ def _plan(
     # a problem the base already has is not this change's: it is shown, but fails nothing
     on_base = {(d.path, d.code, d.message) for d in base_spec.diagnostics}
     diagnostics = [str(d) for d in head_spec.diagnostics if (d.path, d.code, d.message) not in on_base]
+    flagged = {d.path for d in head_spec.diagnostics}
+    diagnostics += [  # an inventory this change deletes or empties: no file diagnostic says so
+        str(
+            Diagnostic(path, 1, 1, codes.INVENTORY, f"{path} {why}: after merge reconcile would plan nothing")
+        )
+        for path, why in stalled["head"].items()
+        if path not in stalled["base"] and path not in flagged
+    ]
     report["diagnostics"] = diagnostics
     report["diagnosticsOnBase"] = [
         str(d) for d in head_spec.diagnostics if (d.path, d.code, d.message) in on_base

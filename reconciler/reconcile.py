@@ -32,9 +32,9 @@ def command(**options: Any) -> None:
 
     Problems in the fleet files are printed to stderr as `jobtree validate` prints them (even with
     --quiet: they are problems, not progress); the objects concerned are left out and the valid
-    ones reconciled, so the exit code stays 0. An invalid jobtree.yaml or inventory/nodes.yaml is
-    different: every object depends on them, so the pass plans and commits nothing and exits 3
-    (what runs keeps running). With --interval a pass prints problems when they differ from the
+    ones reconciled, so the exit code stays 0. An invalid jobtree.yaml or inventory/nodes.yaml (or
+    an inventory missing or empty while leases are open) is different: every object depends on
+    them, so the pass plans and commits nothing and exits 3 (what runs keeps running). With --interval a pass prints problems when they differ from the
     last pass's, not every time.
     """
     early = specprefetch.start(options["repo"])

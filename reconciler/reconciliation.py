@@ -155,7 +155,7 @@ def plan_once(
         f"read {count} spec files at {str(head.id)[:12]} ({parsed} parsed, {count - parsed} cached): "
         f"{len(spec.budgets)} budgets, {len(spec.runs)} runs valid, {len(spec.diagnostics)} problems"
     )
-    start = handedits.state_start(repo, head)
+    start = handedits.state_start(repo, head, spec.fleet.git.author.email)
     if start.files:
         say(
             f"{_files(len(start.files))} under state/ or rendered/ changed by hand since jobtree's "

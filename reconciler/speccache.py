@@ -39,7 +39,9 @@ def read_spec(
     except (TypeError, ValueError):
         known_docs, known_trees = {}, {}
     blobs, links, trees = spec_blobs(repo, commit, known_trees)
-    files: dict[str, bytes] = {path: Symlink(gitstore.read_blob(repo, oid)) for path, oid in links.items()}
+    files: dict[str, bytes] = {  # a link's blob is its target's name: kept short, never read through
+        path: Symlink(gitstore.read_blob(repo, oid)[:4096]) for path, oid in links.items()
+    }
     parsed: dict[str, list[Document]] = {}
     docs_by_blob: dict[str, Any] = {oid: known_docs[oid] for oid in blobs.values() if oid in known_docs}
     fresh = len(blobs) - len(docs_by_blob)

@@ -326,7 +326,7 @@ def _reconcile_for(repo: str, apply: bool, branch: str | None) -> tuple[Callable
 @click.option(
     "--branch",
     default=None,
-    help="Only pushes to this branch reconcile (default: git.branch of jobtree.yaml).",
+    help="Only pushes to this branch reconcile (default: git.branch of jobtree.yaml when the server starts).",
 )
 @click.option(
     "--apply/--no-apply", default=False, show_default=True, help="Apply the pushed commit to the cluster."

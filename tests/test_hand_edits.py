@@ -9,6 +9,7 @@ are what a careless edit would remove.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pygit2
@@ -101,3 +102,47 @@ def test_a_spec_change_after_a_hand_edit_is_planned_and_the_edit_written_back(tm
     assert {"rai-llm/pretrain-64", "media-audio/whisper-two"} <= {
         x.run for x in state_at(repo).leases if x.open
     }
+
+
+def git(work: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=Ada", "-c", "user.email=ada@example.com", *args],
+        cwd=work, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def test_a_pull_merge_over_jobtrees_newer_state_commit_is_not_a_hand_edit(tmp_path: Path) -> None:
+    # Ada commits on an old state commit, then `git pull` merges jobtree's newer one in as the
+    # merge's second parent. The merge's state/ is that commit's as it is: nothing to write back,
+    # and what the newer commit recorded (a run started at 09:10, its ledger line) stays.
+    remote = bare_remote(tmp_path, steady_files())
+    mine, theirs = clone(remote, tmp_path / "mine"), clone(remote, tmp_path / "theirs")
+    assert reconcile_once(tmp_path / "theirs", now=T0, push=True).pushed
+    git(tmp_path / "mine", "pull", "-q", "--no-rebase", "--no-edit")
+    run = gitstore.read_file(theirs, "main", "runs/media-audio/whisper-finetune.yaml")
+    assert run is not None
+    person_commits(
+        theirs, {"runs/media-audio/whisper-two.yaml": run.replace(b"whisper-finetune", b"whisper-two")}, "r\n"
+    )
+    assert gitstore.push(theirs, "origin", "main", str(theirs.head.peel(pygit2.Commit).parent_ids[0])).ok
+    newer = reconcile_once(tmp_path / "theirs", now=T0 + 600, push=True)
+    assert newer.pushed and newer.commit is not None
+    person_commits(mine, {"README.md": b"# notes\n"}, "docs\n")  # Ada's local commit on the old state
+    git(tmp_path / "mine", "pull", "-q", "--no-rebase", "--no-edit")
+    merge = mine.head.peel(pygit2.Commit)
+    assert len(merge.parents) == 2 and str(merge.parents[1].id) == newer.commit
+    ledger_before = gitstore.read_files(mine, "main", ["state/ledger/"])
+    outcome = reconcile_once(tmp_path / "mine", now=T0 + 700)
+    assert outcome.commit is None, outcome.summary  # nothing written back, nothing newly decided
+    lease = [x for x in state_at(mine).leases if x.run == "media-audio/whisper-two"]
+    assert lease and all(x.start == T0 + 600 for x in lease)
+    assert gitstore.read_files(mine, "main", ["state/ledger/"]) == ledger_before
+
+
+def test_a_persons_commit_with_a_copied_trailer_is_still_a_hand_edit(tmp_path: Path) -> None:
+    path, repo, ours = reconciled(tmp_path)
+    trailer = gitstore.spec_commit_of(repo.head.peel(pygit2.Commit).message)
+    assert trailer is not None
+    person_commits(repo, {LEASE: None}, f"jobtree: tidy\n\nSpec-Commit: {trailer}\n")  # Ada's, not jobtree's
+    assert reconcile_once(path, now=T0 + 600).commit is not None
+    assert gitstore.read_file(repo, "main", LEASE) == ours[LEASE]

@@ -255,11 +255,28 @@ def test_a_change_that_breaks_the_inventory_shows_no_cuts_and_fails_saying_recon
     # reconcile would plan nothing (not stop every run for want of nodes), so nothing changes
     assert not report["changes"] and report["cuts"] == []
     assert report["stalled"] == [
-        "inventory/nodes.yaml is invalid at head: reconcile plans nothing there until fixed"
+        "inventory/nodes.yaml does not validate at head: reconcile plans nothing there until fixed"
     ]
     assert report["diagnostics"][0].startswith("inventory/nodes.yaml:")
     code, out = plan(fleet, "--format", "markdown")
-    assert "**inventory/nodes.yaml is invalid at head: reconcile plans nothing there until fixed.**" in out
+    assert (
+        "**inventory/nodes.yaml does not validate at head: reconcile plans nothing there until fixed.**"
+        in out
+    )
+
+
+def test_a_change_that_deletes_the_inventory_fails_though_no_file_is_invalid(
+    fleet: pygit2.Repository,
+) -> None:
+    commit(fleet, {}, "drop the inventory\n", "pr", delete=("inventory/nodes.yaml",))
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    report = json.loads(out)
+    assert code == 3 and not report["changes"]  # no fake cuts: reconcile would stop instead
+    (line,) = report["diagnostics"]
+    assert line.startswith(
+        "inventory/nodes.yaml:1:1: JT060 inventory/nodes.yaml is missing or lists no node while"
+    )
+    assert line.endswith("open: after merge reconcile would plan nothing")
 
 
 def test_a_change_that_fixes_a_broken_inventory_on_the_base_shows_what_reconcile_then_does(
@@ -269,8 +286,8 @@ def test_a_change_that_fixes_a_broken_inventory_on_the_base_shows_what_reconcile
     fleet.references["refs/heads/pr"].set_target(fleet.references["refs/heads/main"].target)
     code, out = plan(fleet, "--format", "json", "--exit-code")
     assert code == 0 and json.loads(out)["stalled"] == [
-        "inventory/nodes.yaml is invalid at base: reconcile plans nothing there until fixed",
-        "inventory/nodes.yaml is invalid at head: reconcile plans nothing there until fixed",
+        "inventory/nodes.yaml does not validate at base: reconcile plans nothing there until fixed",
+        "inventory/nodes.yaml does not validate at head: reconcile plans nothing there until fixed",
     ]
     commit(fleet, {"inventory/nodes.yaml": INVENTORY, "runs/t/r3.yaml": run("r3", 8)}, "fix\n", "pr")
     code, out = plan(fleet, "--format", "json", "--exit-code")
@@ -279,7 +296,7 @@ def test_a_change_that_fixes_a_broken_inventory_on_the_base_shows_what_reconcile
         code == 1
         and report["diagnostics"] == []
         and report["stalled"]
-        == ["inventory/nodes.yaml is invalid at base: reconcile plans nothing there until fixed"]
+        == ["inventory/nodes.yaml does not validate at base: reconcile plans nothing there until fixed"]
     )
     # the base plans nothing, so every decision of the first pass after the fix is this change's;
     # the running r1/r2 keep their leases: no cut
@@ -398,9 +415,11 @@ def test_damaged_state_on_the_base_branch_is_exit_four_naming_the_file(fleet: py
     (lease_file,) = [
         p for p in gitstore.read_files(fleet, "main", ["state/leases/"]) if p.endswith("r1.yaml")
     ]
-    # damaged in a commit that claims to be jobtree's (its trailer), so the state starts from it
+    # damaged in a commit that looks like jobtree's own (its author, its trailer, only state/), so
+    # the state starts from it
     trailer = f"Spec-Commit: {fleet.references['refs/heads/main'].target}"
-    commit(fleet, {lease_file: b"garbage: [\n"}, f"jobtree: oops\n\n{trailer}\n")
+    bot = pygit2.Signature("jobtree", "jobtree@fleet.example", T0, 0)
+    commit(fleet, {lease_file: b"garbage: [\n"}, f"jobtree: oops\n\n{trailer}\n", who=bot)
     fleet.references["refs/heads/pr"].set_target(fleet.references["refs/heads/main"].target)
     code, out = plan(fleet)
     assert code == 4

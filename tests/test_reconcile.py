@@ -480,7 +480,7 @@ def test_an_invalid_fleet_or_inventory_file_plans_and_commits_nothing_and_exits_
     result = CliRunner().invoke(command, args)
     assert result.exit_code == 3, result.output
     assert f"{path}:" in result.stderr and "JT001" in result.stderr
-    assert f"{path} is invalid, so nothing was planned or committed" in result.stderr
+    assert f"{path} does not validate, so nothing was planned or committed" in result.stderr
     assert "the valid ones were reconciled" not in result.stderr and "Traceback" not in result.output
     served = pygit2.Repository(str(remote))
     assert str(served.references["refs/heads/main"].target) == broken  # no state commit on top of it
