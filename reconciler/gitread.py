@@ -48,8 +48,9 @@ def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
         if not base.is_dir() or base.is_symlink():
             continue
         for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if not (Path(dirpath) / d).is_symlink())
-            for name in sorted(filenames):
+            linked = [d for d in dirnames if (Path(dirpath) / d).is_symlink()]
+            dirnames[:] = sorted(d for d in dirnames if d not in linked)
+            for name in sorted([*filenames, *linked]):  # Git stores a link to a folder as a link too
                 file = Path(dirpath) / name
                 if not name.endswith(YAML_SUFFIXES):
                     continue

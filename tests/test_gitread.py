@@ -25,9 +25,11 @@ def _fleet(root: Path) -> None:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     (root / "runs" / "ns" / "link.yaml").symlink_to(root / "budgets" / "a.yaml")
+    (root / "runs" / "ns" / "dir.yaml").symlink_to(root / "budgets")  # a link to a folder
 
 
-WANT = {"jobtree.yaml", "budgets/a.yaml", "runs/ns/deep/r.yml", "inventory/nodes.yaml", "runs/ns/link.yaml"}
+LINKS = {"runs/ns/link.yaml", "runs/ns/dir.yaml"}
+WANT = {"jobtree.yaml", "budgets/a.yaml", "runs/ns/deep/r.yml", "inventory/nodes.yaml", *LINKS}
 
 
 def test_the_worktree_reader_returns_only_spec_yaml_and_marks_symlinks_unread(tmp_path: Path) -> None:
@@ -36,9 +38,7 @@ def test_the_worktree_reader_returns_only_spec_yaml_and_marks_symlinks_unread(tm
     assert set(files) == WANT
     link = files["runs/ns/link.yaml"]  # the target's name, for validation to report, not its content
     assert isinstance(link, load.Symlink) and link == str(tmp_path / "budgets" / "a.yaml").encode()
-    assert not any(
-        isinstance(data, load.Symlink) for path, data in files.items() if path != "runs/ns/link.yaml"
-    )
+    assert {path for path, data in files.items() if isinstance(data, load.Symlink)} == LINKS
 
 
 def test_a_commit_reads_exactly_what_its_working_tree_reads(tmp_path: Path) -> None:
@@ -50,7 +50,7 @@ def test_a_commit_reads_exactly_what_its_working_tree_reads(tmp_path: Path) -> N
     repo.create_commit("HEAD", sig, sig, "fleet", repo.index.write_tree(), [])
     committed, on_disk = gitread.read_tree(tmp_path, "HEAD"), gitread.read_worktree(tmp_path)
     assert committed == on_disk
-    assert {p for p, d in committed.items() if isinstance(d, load.Symlink)} == {"runs/ns/link.yaml"}
+    assert {p for p, d in committed.items() if isinstance(d, load.Symlink)} == LINKS
 
 
 def test_an_empty_repository_has_no_revision_to_read(tmp_path: Path) -> None:
