@@ -21,7 +21,7 @@ from schemas.scenario import Scenario
 from tests.builders import a_budget, a_run, scenario
 from tests.contract_support import A32, at, open_leases, play, starts
 from tests.git_support import write_tree
-from tests.test_reconcile import HUMAN, T0, bare_remote, clone, state_at, steady_files
+from tests.test_reconcile import HUMAN, T0, bare_remote, clone, reconciled, state_at, steady_files
 
 WHISPER = "media-audio/whisper-finetune"
 WHISPER_FILE = "runs/media-audio/whisper-finetune.yaml"
@@ -232,10 +232,7 @@ def test_a_parent_cycle_typed_into_one_budget_leaves_its_untouched_partner_fundi
     # budgets/rai.yaml names rai-sys (its own child) as its parent: validation names the cycle on
     # both files, but rai-sys.yaml did not change. rai's last valid version is planned in its place,
     # and with it rai-sys validates, so rai-sys's running runs stay funded (none turns unfunded).
-    bare_remote(tmp_path, steady_files())
-    path = tmp_path / "work"
-    repo = clone(tmp_path / "fleet.git", path)
-    assert reconcile_once(path, now=T0).commit is not None
+    path, repo = reconciled(tmp_path)
     statuses = {run: f"state/status/runs/{run}.yaml" for run in RAI_SYS}
     want = {
         run: gpus_of(status_of(repo, statefiles.RUN, p)["status"]["funding"]) for run, p in statuses.items()

@@ -20,6 +20,7 @@ from reconciler.reconcile import command
 from reconciler.reconciliation import reconcile_once
 from tests.git_support import write_tree
 from tests.test_reconcile import HUMAN, T0, bare_remote, clone, state_at, steady_files
+from tests.test_reconcile import reconciled as reconciled_template
 
 LEASE = "state/leases/rai-llm/pretrain-64.yaml"
 RENDERED = "rendered/gb-west/rai-llm/pretrain-64.yaml"
@@ -41,10 +42,7 @@ def person_commits(repo: pygit2.Repository, change: dict[str, bytes | None], mes
 
 def reconciled(tmp_path: Path) -> tuple[Path, pygit2.Repository, dict[str, bytes]]:
     """A template clone after its first pass, and the owned files jobtree committed."""
-    bare_remote(tmp_path, steady_files())
-    path = tmp_path / "work"
-    repo = clone(tmp_path / "fleet.git", path)
-    assert reconcile_once(path, now=T0).commit is not None
+    path, repo = reconciled_template(tmp_path)
     return path, repo, gitstore.read_files(repo, "main", ["state/", "rendered/"])
 
 

@@ -86,6 +86,15 @@ def clone(url: str | Path, dest: Path) -> pygit2.Repository:
     return pygit2.clone_repository(str(url), str(dest), checkout_branch="main")
 
 
+def reconciled(tmp_path: Path) -> tuple[Path, pygit2.Repository]:
+    """A clone (`work`) of the steady template fleet (bare remote `fleet.git`) after its first pass."""
+    bare_remote(tmp_path, steady_files())
+    path = tmp_path / "work"
+    repo = clone(tmp_path / "fleet.git", path)
+    assert reconcile_once(path, now=T0).commit is not None
+    return path, repo
+
+
 def state_at(repo: pygit2.Repository, rev: str = "main") -> statefiles.FleetState:
     files = gitstore.read_files(repo, rev, ["state/"])
     return statefiles.decode({p: b for p, b in files.items() if not p.startswith("state/ledger/")})

@@ -18,9 +18,8 @@ from click.testing import CliRunner
 from reconciler import gitstore
 from reconciler.cli import main
 from reconciler.reconcile import command
-from reconciler.reconciliation import reconcile_once
 from schemas.layout import MAX_FILE_BYTES
-from tests.test_reconcile import T0, bare_remote, clone, state_at, steady_files
+from tests.test_reconcile import reconciled, state_at
 
 RUNNING = "runs/media-audio/whisper-finetune.yaml"
 
@@ -35,10 +34,7 @@ def git(work: Path, *args: str) -> None:
 def test_symlinks_huge_and_empty_files_are_reported_as_validate_reports_them_and_nothing_running_moves(
     tmp_path: Path,
 ) -> None:
-    bare_remote(tmp_path, steady_files())
-    work = tmp_path / "work"
-    repo = clone(tmp_path / "fleet.git", work)
-    assert reconcile_once(work, now=T0).commit is not None
+    work, repo = reconciled(tmp_path)
     before = {x.run: x.slots for x in state_at(repo).leases if x.open}
     neighbour = (work / RUNNING).read_bytes().replace(b"whisper-finetune", b"neighbour")
     (work / "runs/media-audio/neighbour.yaml").write_bytes(neighbour)  # valid: it must still start
