@@ -11,12 +11,20 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import FileMode, ObjectType
 
-from schemas import load
+from schemas import load, strays
 
 FLEET_FILE = load.FLEET_FILE
 SPEC_FILES = (FLEET_FILE, load.INVENTORY_FILE)
 SPEC_DIRS = ("budgets", "runs")
 YAML_SUFFIXES = (".yaml", ".yml")
+_OUTPUT = ("state", "rendered")  # jobtree's own folders: never walked for spec
+
+
+def _walked(top: str) -> bool:
+    """Whether a top-level folder may hold spec (or stray spec): not hidden, not jobtree's output."""
+    return not top.startswith(".") and top not in _OUTPUT
+
+
 # Past this size a spec file is a mistake or an attack: only its first MAX_FILE_BYTES + 1 bytes are
 # read, and validation reports the file as too large (its neighbours are still checked).
 MAX_FILE_BYTES = load.MAX_FILE_BYTES
@@ -43,27 +51,26 @@ def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
             out[name] = load.Symlink(os.fsencode(os.readlink(file)))
         elif file.is_file():
             out[name] = _read(file)
-    for top in SPEC_DIRS:
-        base = root / top
-        if not base.is_dir() or base.is_symlink():
-            continue
-        for dirpath, dirnames, filenames in os.walk(base):
-            linked = [d for d in dirnames if (Path(dirpath) / d).is_symlink()]
-            dirnames[:] = sorted(d for d in dirnames if d not in linked)
-            for name in sorted([*filenames, *linked]):  # Git stores a link to a folder as a link too
-                file = Path(dirpath) / name
-                if not name.endswith(YAML_SUFFIXES):
-                    continue
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        linked = [d for d in dirnames if (here / d).is_symlink()]
+        dirnames[:] = sorted(d for d in dirnames if d not in linked and (here != root or _walked(d)))
+        for name in sorted([*filenames, *linked]):  # Git stores a link to a folder as a link too
+            file = here / name
+            rel = file.relative_to(root).as_posix()
+            if rel.split("/", 1)[0] in SPEC_DIRS and name.endswith(YAML_SUFFIXES):
                 if file.is_symlink():  # reported, never read through
-                    out[file.relative_to(root).as_posix()] = load.Symlink(os.fsencode(os.readlink(file)))
+                    out[rel] = load.Symlink(os.fsencode(os.readlink(file)))
                 elif file.is_file():
-                    out[file.relative_to(root).as_posix()] = _read(file)
+                    out[rel] = _read(file)
+            elif strays.candidate(rel) and file.is_file() and not file.is_symlink():
+                out[rel] = _read(file, strays.SNIFF_BYTES)
     return out
 
 
-def _read(file: Path) -> bytes:
+def _read(file: Path, cap: int = MAX_FILE_BYTES + 1) -> bytes:
     with file.open("rb") as f:
-        return f.read(MAX_FILE_BYTES + 1)
+        return f.read(cap)
 
 
 def read_tree(repo_path: str | os.PathLike[str], rev: str) -> dict[str, bytes]:
@@ -95,8 +102,12 @@ def read_tree(repo_path: str | os.PathLike[str], rev: str) -> dict[str, bytes]:
         blob = _blob(repo, tree, name)
         if blob is not None:
             out[name] = blob
-    for top in SPEC_DIRS:
-        _walk(repo, tree, top, out)
+    for entry in tree:
+        name = str(entry.name)
+        if entry.type == ObjectType.TREE and _walked(name):
+            _walk(repo, tree, name, out)
+        elif entry.type == ObjectType.BLOB and strays.candidate(name) and entry.filemode != FileMode.LINK:
+            out[name] = _data(repo, entry.id)[: strays.SNIFF_BYTES]
     return out
 
 
@@ -124,8 +135,12 @@ def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, out: dict[str
             path = f"{base}/{entry.name}"
             if entry.type == ObjectType.TREE:
                 stack.append((path, repo[entry.id].peel(pygit2.Tree)))
-            elif entry.type == ObjectType.BLOB and path.endswith(YAML_SUFFIXES):
+            elif entry.type != ObjectType.BLOB:
+                continue
+            elif prefix in SPEC_DIRS and path.endswith(YAML_SUFFIXES):
                 out[path] = _data(repo, entry.id, entry.filemode == FileMode.LINK)
+            elif strays.candidate(path) and entry.filemode != FileMode.LINK:
+                out[path] = _data(repo, entry.id)[: strays.SNIFF_BYTES]
 
 
 def _data(repo: pygit2.Repository, oid: pygit2.Oid, link: bool = False) -> bytes:

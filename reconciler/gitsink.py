@@ -171,8 +171,10 @@ def _same_stable(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def summary(plan: Plan) -> list[str]:
-    """One line per decision kind, then the runs concerned: what a reviewer reads in `git log`."""
+def summary(plan: Plan, meaningful: Sequence[str] = ()) -> list[str]:
+    """One line per decision kind, then the runs concerned: what a reviewer reads in `git log`.
+
+    `meaningful`: the paths the commit changes, for running runs whose pods are rendered anew."""
     started: Counter[str] = Counter()
     swapped: set[str] = set()
     ended: dict[str, set[str]] = {}
@@ -186,6 +188,7 @@ def summary(plan: Plan) -> list[str]:
     waiting = {k: r for k, r in plan.state.reservations.items() if r.state == "Pending"}
     reserved = sorted(waiting.keys() - plan.waiting_before)  # by this pass
     unfunded, refunded = _funding_changes(plan)
+    updated = _rendered_anew(plan, meaningful)
     lines: list[str] = []
     if started:
         lines.append(f"started or grew {_runs(len(started))} ({sum(started.values())} GPUs)")
@@ -202,6 +205,8 @@ def summary(plan: Plan) -> list[str]:
         lines.append(f"reserved {_runs(len(reserved))}{also}")
     elif waiting:
         lines.append(f"{_runs(len(waiting))} waiting")
+    if updated:
+        lines.append(f"rendered pods anew for {_runs(len(updated))} (spec changed, no GPU moved)")
     details = [f"{run} +{gpus} GPUs" for run, gpus in sorted(started.items())]
     details += [f"{run} swapped to spare" for run in sorted(swapped)]
     for reason, runs in sorted(ended.items()):
@@ -212,9 +217,19 @@ def summary(plan: Plan) -> list[str]:
         f"{run} reserved, ETA {format_time(waiting[run].earliest_start)}: {waiting[run].reason}"
         for run in reserved
     ]
+    details += [f"{run} pods rendered anew" for run in updated]
     if len(details) > MAX_MESSAGE_LINES:
         details = details[:MAX_MESSAGE_LINES] + [f"... and {len(details) - MAX_MESSAGE_LINES} more"]
     return lines + details
+
+
+def _rendered_anew(plan: Plan, meaningful: Sequence[str]) -> list[str]:
+    """Runs whose rendered pods changed though no lease of theirs moved: their template (image,
+    command, env) did."""
+    moved = {ev.lease.run for ev in plan.events}
+    paths = (p.split("/") for p in meaningful if p.startswith("rendered/"))
+    runs = {f"{parts[2]}/{parts[3].removesuffix('.yaml')}" for parts in paths if len(parts) == 4}
+    return sorted(runs - moved)
 
 
 def _runs(n: int) -> str:

@@ -4,7 +4,8 @@ Reads both specs and the committed `state/` at BASE through pygit2 (no checkout)
 the same `now` from that one state with the embedded cluster, and reports the difference
 (`prdiff`, rendered by `planreport`). Spec files are read as `reconcile` reads them (`speccache`:
 parsed once per blob id, a broken budget file planned as its last valid version); nothing is
-written to Git (only the parse cache in the Git dir). A head that edits `state/` or
+written to Git but the parse cache in the Git dir and, for a head that has not merged the base,
+the merge commit planned (no ref names it). A head that edits `state/` or
 `rendered/` in commits other than the reconciler's own is refused before anything is planned: its
 own commits carry the fleet's git author and a `Spec-Commit` trailer and are reachable from the base
 or from the fleet's branch (local or fetched), or, made elsewhere (`reconcile --branch pr`), hold
@@ -39,7 +40,7 @@ from reconciler import (
 )
 from reconciler.embedded import EmbeddedCluster, nodes_from_inventory
 from schemas import diagnostics as codes
-from schemas.common import parse_time
+from schemas.common import format_time, parse_time
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import GitAuthor
 
@@ -223,7 +224,7 @@ def command(
     3 fleet files this change makes invalid (problems the base already has are listed, not failed;
     an inventory it deletes or empties counts) or hand-edited state/ or rendered/, 4 any other failure."""
     try:
-        now = parse_time(now_text) if now_text else int(time.time())
+        now = parse_time(now_text) if now_text is not None else int(time.time())
     except ValueError as err:
         raise click.UsageError(f"--now {now_text!r}: {err}") from err
     try:
@@ -236,7 +237,7 @@ def command(
         sys.exit(EXIT_OTHER)
     try:
         with batchgc.paused():
-            report, diagnostics = _plan(git, base_commit, head_commit, now)
+            report, diagnostics = _plan(git, base_commit, head_commit, now, now_text is not None)
         text = _render(report, diagnostics, fmt)
         if output:
             full = planreport.as_markdown(report, diagnostics, limit=None) if fmt == "markdown" else text
@@ -255,14 +256,29 @@ def command(
 
 
 def _plan(
-    git: pygit2.Repository, base_commit: pygit2.Commit, head_commit: pygit2.Commit, now: int
+    git: pygit2.Repository, base_commit: pygit2.Commit, head_commit: pygit2.Commit, now: int, now_given: bool
 ) -> tuple[dict[str, object], list[str]]:
+    if git.merge_base(base_commit.id, head_commit.id) is None:
+        shallow = " (this clone is shallow)" if git.is_shallow else ""
+        raise PlanFailure(
+            f"{str(head_commit.id)[:12]} shares no history with the base {str(base_commit.id)[:12]}"
+            f"{shallow}: fetch the full history (actions/checkout with fetch-depth: 0, or git fetch "
+            "--unshallow) and plan again"
+        )
     base_spec, _, _ = speccache.read_spec(git, base_commit)
     # who the reconciler is comes from the base branch: a pull request cannot name itself the reconciler
     # and so is the branch it commits to: a reconciler commit in head must have been on that branch
     _refuse_hand_edits(git, base_commit, head_commit, base_spec.fleet.git.author, base_spec.fleet.git.branch)
-    head_spec, _, _ = speccache.read_spec(git, head_commit)
+    merged = _merged(git, base_commit, head_commit, base_spec.fleet.git.author, now)
+    head_spec, _, _ = speccache.read_spec(git, merged)
     state = _state_at(git, base_commit, base_spec.fleet.git.author.email)
+    if state.as_of is not None and now < state.as_of:
+        if now_given:  # leases the plan ends would end before they started
+            raise PlanFailure(
+                f"--now {format_time(now)} is before the base's last pass (asOf {format_time(state.as_of)}"
+                " in state/fleet.yaml): plan at or after it"
+            )
+        now = state.as_of  # this clock is behind the reconciler's: plan as it would, from its asOf
     domains = {**_domains(base_spec), **_domains(head_spec)}
 
     def outlines(specs: Sequence[pipeline.Spec]) -> list[dict[str, Any]]:
@@ -284,6 +300,7 @@ def _plan(
     before = base_side.wait()[0] if not stalled["base"] else prdiff.NOTHING_PLANNED
     after = head_side[0] if head_side else before
     report = prdiff.compare(before, after, base=str(base_commit.id), head=str(head_commit.id), now=now)
+    report["merged"] = str(merged.id) if merged.id not in (head_commit.id, base_commit.id) else None
     report["stalled"] = [
         f"{path} {why} at {side}: reconcile plans nothing there until fixed"
         for side, files in stalled.items()
@@ -305,6 +322,34 @@ def _plan(
         str(d) for d in head_spec.diagnostics if (d.path, d.code, d.message) in on_base
     ]
     return report, diagnostics
+
+
+def _merged(
+    git: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit, author: GitAuthor, now: int
+) -> pygit2.Commit:
+    """The commit merging head into base would make, whose spec is planned: head itself when it
+    already contains base (a rebased branch, GitHub's merge ref), base when base already contains
+    head, else the merge of the two, written as a commit no ref names (as GitHub's
+    `refs/pull/N/merge`). Planning head's own tree instead would read runs added on base since the
+    branch left it as deleted by the change, and report them cut."""
+    if head.id == base.id or git.descendant_of(head.id, base.id):
+        return head
+    if git.descendant_of(base.id, head.id):
+        return base
+    index = git.merge_commits(base, head)
+    if index.conflicts is not None:
+        paths = sorted({e.path for entries in index.conflicts for e in entries if e is not None})
+        raise PlanFailure(
+            f"{str(head.id)[:12]} does not merge cleanly into {str(base.id)[:12]} (conflicts in "
+            f"{', '.join(paths[:10])}{' and more' if len(paths) > 10 else ''}): merge the base into "
+            "the branch (or rebase it), resolve, and plan again"
+        )
+    tree = index.write_tree(git)
+    sig = pygit2.Signature(author.name, author.email, now, 0)
+    oid = git.create_commit(
+        None, sig, sig, f"jobtree plan: {head.id} merged into {base.id}\n", tree, [base.id, head.id]
+    )
+    return git[oid].peel(pygit2.Commit)
 
 
 def _render(report: dict[str, object], diagnostics: list[str], fmt: str) -> str:

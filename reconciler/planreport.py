@@ -67,6 +67,15 @@ def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
                 rows,
             )
         )
+    if report.get("updated"):
+        rows = [f"| `{u['run']}` | {u['pods']} | {', '.join(u['changed'])} |" for u in report["updated"]]
+        out.append(
+            (
+                "Running pods rendered anew (their run's template changed; no GPU moves)",
+                ["| run | pods | changed |", "|---|---:|---|"],
+                rows,
+            )
+        )
     if report["budgets"]:
         rows = [
             f"| `{b['envelope']}` | {_usage(b['before'])} | {_usage(b['after'])} |" for b in report["budgets"]
@@ -105,6 +114,7 @@ def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int | Non
         MARKER,
         f"### jobtree plan: `{report['base'][:12]}` → `{report['head'][:12]}` at {report['now']}",
         "",
+        *([_merge_note(report), ""] if report.get("merged") else []),
     ]
     note_room = 400  # the overflow note at the end
     room -= len("\n".join(head)) + 1 + note_room
@@ -129,7 +139,13 @@ def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int | Non
         head += [line, ""]
         room -= len(line) + 2
     if not report["changes"]:
-        text = "\n".join([*head, "No change: merging this moves no GPU, reservation or budget.", ""])
+        text = "\n".join(
+            [
+                *head,
+                "No change: merging this moves no GPU, reservation or budget and renders no running pod anew.",
+                "",
+            ]
+        )
         return text + _overflow(left_out)
     body: list[str] = []
     rows_left = 0
@@ -152,6 +168,13 @@ def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int | Non
     return "\n".join([*head, *body, ""]) + _overflow(left_out)
 
 
+def _merge_note(report: dict[str, Any]) -> str:
+    return (
+        f"The branch has not merged `{report['base'][:12]}`: planned as the merge of both "
+        f"(`{report['merged'][:12]}`), as it would land."
+    )
+
+
 def _problems(n: int) -> str:
     return f"{n} problem" if n == 1 else f"{n} problems"
 
@@ -167,6 +190,7 @@ def _overflow(left_out: list[str]) -> str:
 
 def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:
     lines = [f"plan {report['base'][:12]} -> {report['head'][:12]} at {report['now']}"]
+    lines += [_merge_note(report)] if report.get("merged") else []
     lines += [f"invalid: {d}" for d in diagnostics]
     lines += [f"invalid, already on the base branch: {d}" for d in report.get("diagnosticsOnBase") or []]
     lines += [f"stalled: {line}" for line in report.get("stalled") or []]
@@ -190,6 +214,10 @@ def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:
     for u in report.get("unfunded") or []:
         lines.append(
             f"unfunded {u['run']}: {u['groupsBefore']} -> {u['groupsAfter']} groups charged to nobody"
+        )
+    for u in report.get("updated") or []:
+        lines.append(
+            f"update   {u['run']}: {u['pods']} running pods rendered anew ({', '.join(u['changed'])} changed)"
         )
     for b in report["budgets"]:
         lines.append(f"budget   {b['envelope']}: {_usage(b['before'])} -> {_usage(b['after'])}")

@@ -2,8 +2,8 @@
 
 Pure comparison of two `Plan`s into a versioned report (a plain dict, JSON-ready, sorted): runs
 that start, reservations with their ETA and remedies, cuts and shrinks, conflict-set warnings,
-running runs left charged to nobody (or funded again), budget usage before and after, and how
-other runs' ETAs move. Reads no Git and renders nothing.
+running runs left charged to nobody (or funded again), running runs whose pods are rendered anew
+(image, command, env changed), budget usage before and after, and how other runs' ETAs move. Reads no Git and renders nothing.
 """
 
 from __future__ import annotations
@@ -93,6 +93,31 @@ def _unfunded(plan: Plan) -> dict[str, int]:
     return dict(out)
 
 
+def _pods(plan: Plan) -> dict[str, dict[str, Any]]:
+    """Per running run with a valid spec: its pods and what of the spec they are rendered from
+    (`manifests`), so a change to a running run's image, command or env shows although no GPU moves."""
+    pods: dict[str, set[tuple[int, str, bool]]] = defaultdict(set)
+    for lease in plan.open_leases:
+        pods[lease.run].add((lease.group, lease.node, lease.role == "Spare"))
+    out: dict[str, dict[str, Any]] = {}
+    for run, keys in sorted(pods.items()):
+        spec = plan.specs.get(run)
+        if spec is None or run in plan.frozen:  # frozen: its last rendered pods are kept as they are
+            continue
+        t, m = spec.spec.template, spec.spec.malleable
+        out[run] = {
+            "pods": len(keys),
+            "template": {
+                "image": t.image if t is not None else None,
+                "command": list(t.command) if t is not None else [],
+                "args": list(t.args) if t is not None else [],
+                "env": [[e.name, e.value] for e in t.env] if t is not None else [],
+                "worldSize": [m.minTotalGPUs, m.maxTotalGPUs] if m is not None else None,
+            },
+        }
+    return out
+
+
 def _usage(plan: Plan) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for budget, status in plan.budgets.items():
@@ -109,7 +134,7 @@ def _usage(plan: Plan) -> dict[str, dict[str, int]]:
 
 
 NOTHING_PLANNED: dict[str, Any] = {
-    "starts": {}, "ends": {}, "reserved": {}, "conflicts": {}, "usage": {}, "unfunded": {},
+    "starts": {}, "ends": {}, "reserved": {}, "conflicts": {}, "usage": {}, "unfunded": {}, "pods": {},
 }  # fmt: skip
 """The outline of a side reconcile plans nothing on (its jobtree.yaml or inventory is invalid)."""
 
@@ -123,6 +148,7 @@ def outline(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, Any]:
         "conflicts": _conflicts(plan),
         "usage": _usage(plan),
         "unfunded": _unfunded(plan),
+        "pods": _pods(plan),
     }
 
 
@@ -172,6 +198,18 @@ def compare(
         for run in sorted(set(f_before) | set(f_after))
         if f_before.get(run, 0) != f_after.get(run, 0)
     ]
+    p_before, p_after = before["pods"], after["pods"]
+    updated = [
+        {
+            "run": run,
+            "pods": p_after[run]["pods"],
+            "changed": sorted(
+                k for k, v in p_after[run]["template"].items() if p_before[run]["template"][k] != v
+            ),
+        }
+        for run in sorted(set(p_before) & set(p_after))
+        if p_before[run]["template"] != p_after[run]["template"]
+    ]
     u_before, u_after = before["usage"], after["usage"]
     budgets = [
         {"envelope": key, "before": u_before.get(key), "after": u_after.get(key)}
@@ -189,8 +227,9 @@ def compare(
         "conflicts": conflicts,
         "eta": eta,
         "unfunded": unfunded,
+        "updated": updated,
         "budgets": budgets,
     }
-    kinds = ("starts", "reserved", "cuts", "conflicts", "eta", "unfunded", "budgets")
+    kinds = ("starts", "reserved", "cuts", "conflicts", "eta", "unfunded", "updated", "budgets")
     report["changes"] = any(report[k] for k in kinds)
     return report

@@ -144,10 +144,13 @@ def plan_once(
     say: Callable[[str], None],
     memos: dict[tuple[tuple[str, str], ...], passmemo.Memo] | None = None,
     early: specprefetch.Prefetch | None = None,
+    now_given: bool = True,
 ) -> Planned:
     """Read the branch head, validate, plan: the next tree (not yet committed) and the plan.
 
     `memos`: decoded owned trees this process already holds (by tree ids), tried before the cache.
+    A pass never plans before the last one (`asOf`): a `now` or clock earlier (a reconciler that
+    lost a race to one whose clock runs ahead) plans as of `asOf`, and says so.
     """
     head = gitstore.resolve(repo, branch)
     spec, count, parsed = speccache.read_spec(repo, head, early)
@@ -172,6 +175,17 @@ def plan_once(
         f"read state ({source}): {sum(1 for x in state.leases if x.open)} open leases, "
         f"{len(state.reservations)} reservations"
     )
+    if state.as_of is not None and now < state.as_of:  # leases it closed would end before they started
+        was, then = format_time(now), format_time(state.as_of)
+        if now_given:  # said even with --quiet: the pass is not planned when it was asked for
+            click.echo(
+                f"jobtree: --now {was} is before the last pass (asOf {then} in state/fleet.yaml at "
+                f"{str(start.commit.id)[:12]}): a pass never goes back in time, so this one plans as of {then}",
+                err=True,
+            )
+        else:
+            say(f"the clock reads {was}, before the last pass's asOf {then}: planning as of {then}")
+        now = state.as_of
     stops = pipeline.stalled(spec, state)
     if stops:
         raise FleetInvalid(stops, spec.diagnostics)
@@ -198,7 +212,7 @@ def _changed_files(tree: gitsink.NextTree, restored: list[str]) -> int:
 
 def _summary(planned: Planned) -> list[str]:
     """The commit's lines: hand-edited files written back (if any), then the plan's decisions."""
-    lines = gitsink.summary(planned.plan)
+    lines = gitsink.summary(planned.plan, planned.tree.meaningful)
     if not planned.restored:
         return lines
     head, *details = handedits.summary(planned.start, planned.restored)
@@ -238,11 +252,18 @@ def reconcile_once(
             # Before anything moves the branch: files a killed pass left half written are put back
             # (those its checkout journal names, then owned ones), so they never read as local edits.
             checking = time.monotonic()
-            rewound = checkoutjournal.recover(repo)
-            repaired = sorted(set(rewound) | set(gitstore.restore_owned(repo, want_branch)))
-            if repaired:
-                say(f"restored {len(repaired)} files a killed pass left half written")
-            elif worktree.checked_out(repo, want_branch):
+            rewound = set(checkoutjournal.recover(repo))
+            owned = sorted(set(gitstore.restore_owned(repo, want_branch)) - rewound)
+            if rewound:
+                say(f"restored {_files(len(rewound))} a killed pass left half written")
+            if owned:  # jobtree owns these folders: whatever changed them, the commit is what holds
+                named = ", ".join(owned[:5]) + (f" and {len(owned) - 5} more" if len(owned) > 5 else "")
+                click.echo(  # shown even with --quiet: a person's file may be among them
+                    f"jobtree: put back {_files(len(owned))} under state/ and rendered/ as {want_branch} "
+                    f"has them (jobtree writes these folders; keep notes elsewhere): {named}",
+                    err=True,
+                )
+            if not (rewound or owned) and worktree.checked_out(repo, want_branch):
                 say(
                     f"checked out files of {want_branch} are as committed ({time.monotonic() - checking:.2f} s)"
                 )
@@ -254,7 +275,7 @@ def reconcile_once(
                 tracking = repo.references.get(f"refs/remotes/{remote}/{want_branch}")
                 expected = str(tracking.target) if tracking is not None else None
                 say(f"fetched {remote}/{want_branch}: {synced.value}")
-            planned = plan_once(repo, want_branch, moment, say, memos, early)
+            planned = plan_once(repo, want_branch, moment, say, memos, early, now_given=now is not None)
             head, spec, tree, result = planned.head, planned.spec, planned.tree, planned.plan
             outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed
             outcome.diagnostics = list(spec.diagnostics)
@@ -340,7 +361,7 @@ def run(
     """`jobtree reconcile` once its options are parsed (`reconciler.reconcile` is the verb): one pass,
     or one every --interval. `early`: spec files already being parsed for the first pass."""
     try:
-        now = parse_time(now_text) if now_text else None
+        now = parse_time(now_text) if now_text is not None else None
     except ValueError as err:
         raise click.UsageError(f"--now {now_text!r}: {err}") from err
     if once and interval is not None:
@@ -348,7 +369,7 @@ def run(
             f"--once and --interval {interval} exclude each other: --once runs one pass and exits, "
             "--interval keeps reconciling; give one of them"
         )
-    if now_text and interval is not None:
+    if now_text is not None and interval is not None:
         raise click.UsageError(
             f"--now {now_text} and --interval {interval} exclude each other: every pass would plan the "
             "same instant; --interval follows the clock, --now is for one pass (with --once)"

@@ -22,6 +22,7 @@ from reconciler import forkmap, gitstore, lastvalid, passcache, pipeline
 from reconciler.specprefetch import CACHE_NAME, Prefetch, parse, spec_blobs
 from schemas.layout import MAX_FILE_BYTES
 from schemas.load import Symlink
+from schemas.strays import SNIFF_BYTES
 from schemas.yamldoc import Document
 
 
@@ -38,10 +39,11 @@ def read_spec(
         known_docs, known_trees = dict(known_docs), dict(known_trees)
     except (TypeError, ValueError):
         known_docs, known_trees = {}, {}
-    blobs, links, trees = spec_blobs(repo, commit, known_trees)
+    blobs, links, stray, trees = spec_blobs(repo, commit, known_trees)
     files: dict[str, bytes] = {  # a link's blob is its target's name: kept short, never read through
         path: Symlink(gitstore.read_blob(repo, oid)[:4096]) for path, oid in links.items()
     }
+    files.update((path, gitstore.read_blob(repo, oid)[:SNIFF_BYTES]) for path, oid in stray.items())
     parsed: dict[str, list[Document]] = {}
     docs_by_blob: dict[str, Any] = {oid: known_docs[oid] for oid in blobs.values() if oid in known_docs}
     fresh = len(blobs) - len(docs_by_blob)

@@ -22,6 +22,7 @@ import pygit2
 from pygit2.enums import FileMode, ObjectType
 
 from reconciler import forkmap, gitstore, passcache
+from schemas import strays
 from schemas.layout import MAX_FILE_BYTES, SPEC_DIRS, SPEC_FILES, spec_kind
 from schemas.yamldoc import parse_all
 
@@ -55,10 +56,10 @@ def _listing(
 
 def spec_blobs(
     repo: pygit2.Repository, commit: pygit2.Commit, known: dict[str, Listing]
-) -> tuple[dict[str, str], dict[str, str], dict[str, Listing]]:
+) -> tuple[dict[str, str], dict[str, str], dict[str, str], dict[str, Listing]]:
     """`{path: blob id}` of the files validation reads, `{path: blob id}` of spec paths that are
-    symbolic links (validation reports them; their blob is the target's name), and the subtree
-    listings used (to cache)."""
+    symbolic links (validation reports them; their blob is the target's name), `{path: blob id}`
+    of files that may be stray spec (`strays.candidate`), and the subtree listings used (to cache)."""
     root = commit.tree
     out: dict[str, tuple[str, bool]] = {}
     seen: dict[str, Listing] = {}
@@ -69,17 +70,28 @@ def spec_blobs(
             entry = parent[parts[-1]]
             if entry.type == ObjectType.BLOB:
                 out[name] = (str(entry.id), entry.filemode == FileMode.LINK)
-    for top in SPEC_DIRS:
-        sub = gitstore.subtree(repo, root, [top])
-        if sub is not None:
-            out.update(
-                (f"{top}/{p}", (oid, link))
-                for p, oid, link in _listing(repo, sub, known, seen)
-                if spec_kind(f"{top}/{p}")
-            )
+    stray: dict[str, str] = {}
+    for item in root:
+        top = str(item.name)
+        if item.type == ObjectType.BLOB:
+            rows: Listing = (("", str(item.id), item.filemode == FileMode.LINK),)
+        elif (
+            item.type == ObjectType.TREE
+            and not top.startswith(".")
+            and f"{top}/" not in gitstore.OWNED_PREFIXES
+        ):
+            rows = _listing(repo, repo[item.id].peel(pygit2.Tree), known, seen)
+        else:
+            continue
+        for p, oid, link in rows:
+            path = f"{top}/{p}" if p else top
+            if top in SPEC_DIRS and spec_kind(path):
+                out[path] = (oid, link)
+            elif not link and strays.candidate(path):
+                stray[path] = oid
     files = {path: oid for path, (oid, link) in sorted(out.items()) if not link}
     links = {path: oid for path, (oid, link) in sorted(out.items()) if link}
-    return files, links, seen
+    return files, links, stray, seen
 
 
 def parse(items: Sequence[tuple[str, bytes]]) -> list[Rows | None]:
@@ -131,7 +143,7 @@ def start(path: str | os.PathLike[str], least: int = forkmap.MIN_ITEMS) -> Prefe
         return None
     if (passcache.directory(repo) / CACHE_NAME).exists():
         return None
-    blobs, _, _ = spec_blobs(repo, head, {})
+    blobs, _, _, _ = spec_blobs(repo, head, {})
     items = list(blobs.items())
     if len(items) < max(least, 1):
         return None

@@ -38,6 +38,7 @@ class Diagnostic:
 YAML_SYNTAX = "JT001"
 NOT_AN_OBJECT = "JT002"
 UNKNOWN_KIND = "JT003"
+NOT_READ = "JT004"  # a fleet file where jobtree does not read it (folder, extension)
 SCHEMA = "JT010"
 DUPLICATE_KEY = "JT011"
 DUPLICATE_OBJECT = "JT012"

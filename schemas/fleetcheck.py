@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas import diagnostics as codes
-from schemas import rules
+from schemas import rules, strays
 from schemas.budget import Budget
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import FleetSpec, Inventory, Tenant
@@ -106,9 +106,13 @@ def check_fleet(
     """
     entries: list[_Entry] = []
     parsed = parsed or {}
+    unread: list[Diagnostic] = []
     for path in sorted({*files, *parsed}):
         kind = spec_kind(path)
         if kind is None:
+            why = strays.misplaced(path, files[path]) if path in files else None
+            if why is not None:
+                unread.append(Diagnostic(path, 1, 1, codes.NOT_READ, f"the file {why}"))
             continue
         if path in parsed:
             docs = parsed[path]
@@ -168,7 +172,7 @@ def check_fleet(
         budgets=usable("Budget"),
         runs=usable("Run"),
         inventory=inventory if (INVENTORY_FILE, 0) in valid else None,
-        diagnostics=sorted([*missing, *(d for o in objects for d in o.diagnostics)]),
+        diagnostics=sorted([*missing, *unread, *(d for o in objects for d in o.diagnostics)]),
         rejected=_rejected_keys(objects),
         objects=objects,
     )

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pygit2
+import pytest
 from click.testing import CliRunner
 
 from reconciler import gitstore
@@ -144,3 +146,26 @@ def test_a_persons_commit_with_a_copied_trailer_is_still_a_hand_edit(tmp_path: P
     person_commits(repo, {LEASE: None}, f"jobtree: tidy\n\nSpec-Commit: {trailer}\n")  # Ada's, not jobtree's
     assert reconcile_once(path, now=T0 + 600).commit is not None
     assert gitstore.read_file(repo, "main", LEASE) == ours[LEASE]
+
+
+def test_a_pass_asked_for_before_the_last_one_plans_as_of_the_last_one_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, repo, _ = reconciled(tmp_path)  # the first pass ran at T0
+    person_commits(repo, {"runs/media-audio/whisper-finetune.yaml": None}, "drop whisper\n")
+    done = reconcile_once(path, now=T0 - 3600)  # e.g. a reconciler that lost a race to a clock ahead
+    assert (
+        "--now 2026-03-02T08:00:00Z is before the last pass (asOf 2026-03-02T09:00:00Z"
+        in capsys.readouterr().err
+    )
+    assert done.commit is not None and "media-audio/whisper-finetune RunDeleted" in done.summary
+    leases = state_at(repo).leases
+    (ended,) = [x for x in leases if x.run == "media-audio/whisper-finetune"]
+    assert ended.ended == T0 and all(x.ended is None or x.ended >= x.start for x in leases)
+    # a clock behind the last writer's (another runner's) does the same: no lease ends before it starts
+    person_commits(repo, {"runs/rai-llm/pretrain-64.yaml": None}, "drop pretrain\n")
+    monkeypatch.setattr(time, "time", lambda: float(T0 - 7200))
+    done = reconcile_once(path)
+    assert done.commit is not None and "rai-llm/pretrain-64 RunDeleted" in done.summary
+    assert 'asOf: "2026-03-02T09:00:00Z"' in (path / "state" / "fleet.yaml").read_text()
+    assert all(x.ended is None or x.ended >= x.start for x in state_at(repo).leases)

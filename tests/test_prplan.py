@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pygit2
@@ -486,3 +487,101 @@ def test_deleting_a_budget_names_the_running_runs_it_leaves_charged_to_nobody(tm
     assert "unfunded rai-sys/moe-spares: 0 -> 2 groups charged to nobody" in out
     code, out = plan(fleet, "--format", "markdown")
     assert "| `rai-sys/train-cofunded` | 0 | 1 |" in out
+
+
+def _start_small_on_main(fleet: pygit2.Repository) -> None:
+    """After `pr` left main: main widens A by a node and adds t/small (8 GPUs), which starts at 09:01."""
+    bigger = {
+        "inventory/nodes.yaml": INVENTORY.replace(b"nodes: 2", b"nodes: 3"),
+        "budgets/t.yaml": budget(now_gpus=24),
+    }
+    commit(fleet, {**bigger, "runs/t/small.yaml": run("small", 8)}, "small\n")
+    done = reconcile_once(fleet.path, now=T0 + 60)
+    assert done.commit is not None and "t/small +8 GPUs" in done.summary
+
+
+def test_a_branch_that_has_not_merged_the_base_is_planned_as_its_merge_not_as_deleting_newer_runs(
+    fleet: pygit2.Repository,
+) -> None:
+    _start_small_on_main(fleet)
+    commit(fleet, {"README.md": b"# notes\n"}, "docs\n", "pr")  # pr never saw t/small
+    code, out = plan(fleet, "--exit-code")
+    # merging pr adds a README next to t/small: nothing moves (planning pr's own tree cut t/small)
+    assert code == 0 and out.rstrip().endswith("no change"), out
+    assert "planned as the merge of both" in out
+    code, out = plan(fleet, "--format", "json")
+    merged = fleet[json.loads(out)["merged"]].peel(pygit2.Commit)
+    main, pr = (fleet.references[f"refs/heads/{b}"].target for b in ("main", "pr"))
+    assert [p.id for p in merged.parents] == [main, pr]
+    assert "runs/t/small.yaml" in gitstore.read_files(fleet, str(merged.id), ["runs/"])
+
+
+def test_a_head_the_base_already_contains_changes_nothing(fleet: pygit2.Repository) -> None:
+    _start_small_on_main(fleet)  # pr is now an ancestor of main
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    report = json.loads(out)
+    assert code == 0 and report["changes"] is False and report["merged"] is None
+
+
+def test_a_head_that_conflicts_with_the_base_is_exit_four_naming_the_file(fleet: pygit2.Repository) -> None:
+    commit(fleet, {"runs/t/r2.yaml": run("r2", 8)}, "r2 smaller on main\n")
+    commit(fleet, {"runs/t/r2.yaml": run("r2", 24)}, "r2 bigger on pr\n", "pr")
+    code, out = plan(fleet)
+    assert code == 4
+    assert "does not merge cleanly" in out and "runs/t/r2.yaml" in out and "rebase" in out
+
+
+def test_a_shallow_clone_without_the_fork_point_is_told_to_fetch_history(
+    fleet: pygit2.Repository, tmp_path: Path
+) -> None:
+    commit(fleet, {"runs/t/small.yaml": run("small", 8)}, "small\n", "pr")
+    clone = tmp_path / "shallow"
+    git = ["git", "-c", "protocol.file.allow=always"]
+    subprocess.run([*git, "clone", "-q", "--depth", "1", "--no-single-branch", f"file://{fleet.path}", str(clone)], check=True)  # fmt: skip
+    result = CliRunner().invoke(
+        command, [str(clone), "--base", "origin/main", "--head", "origin/pr", "--now", NOW]
+    )
+    assert result.exit_code == 4
+    assert (
+        "shares no history" in result.output
+        and "shallow" in result.output
+        and "fetch-depth: 0" in result.output
+    )
+    assert "changed by hand" not in result.output  # not mistaken for hand edits
+
+
+def test_a_new_image_for_a_running_run_shows_its_pods_rendered_anew_and_the_commit_says_so(
+    fleet: pygit2.Repository,
+) -> None:
+    commit(
+        fleet, {"runs/t/r1.yaml": run("r1").replace(b"busybox:1", b"busybox:2")}, "r1 on busybox:2\n", "pr"
+    )
+    code, out = plan(fleet, "--exit-code")
+    # r1 runs 16 GPUs as 2 groups of 8, one pod each; no GPU, reservation or budget moves
+    assert code == 1
+    assert "update   t/r1: 2 running pods rendered anew (image changed)" in out
+    report = json.loads(plan(fleet, "--format", "json")[1])
+    assert report["updated"] == [{"run": "t/r1", "pods": 2, "changed": ["image"]}]
+    assert report["starts"] == report["cuts"] == report["budgets"] == []
+    # merged, reconcile commits the new pods and its message names the run
+    fleet.references["refs/heads/main"].set_target(fleet.references["refs/heads/pr"].target)
+    done = reconcile_once(fleet.path, now=parse_time(NOW))
+    assert done.commit is not None
+    message = fleet[done.commit].peel(pygit2.Commit).message
+    assert "rendered pods anew for 1 run (spec changed, no GPU moved)" in message
+    assert "t/r1 pods rendered anew" in message and "no decision changed" not in message
+    pods = gitstore.read_files(fleet, done.commit, ["rendered/"])
+    (r1,) = [b for p, b in pods.items() if p.endswith("/t/r1.yaml")]
+    assert r1.count(b"busybox:2") == 2 and b"busybox:1" not in r1
+
+
+def test_a_now_before_the_bases_last_pass_is_exit_four(fleet: pygit2.Repository) -> None:
+    commit(fleet, {"runs/t/small.yaml": run("small", 8)}, "small\n", "pr")
+    result = CliRunner().invoke(
+        command, [fleet.path, "--base", "main", "--head", "pr", "--now", "2026-03-02T08:00:00Z"]
+    )
+    assert result.exit_code == 4
+    assert (
+        "--now 2026-03-02T08:00:00Z is before the base's last pass (asOf 2026-03-02T09:00:00Z"
+        in result.output
+    )

@@ -384,7 +384,7 @@ def test_remote_history_after_pushes_is_the_spec_commit_then_state_commits(tmp_p
 
 
 def test_state_files_left_half_written_in_the_checkout_are_restored_and_other_edits_kept(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bare_remote(tmp_path, steady_files())
     path = tmp_path / "work"
@@ -398,6 +398,10 @@ def test_state_files_left_half_written_in_the_checkout_are_restored_and_other_ed
     repo = pygit2.Repository(str(path))
     assert {p for p in repo.status() if p.startswith("state/")} == set()
     assert (path / "runs" / "rai-llm" / "notes.txt").exists()
+    # named, even without progress: a person's stray file under state/ is among them
+    said = capsys.readouterr().err
+    assert "put back 3 files under state/ and rendered/ as main has them" in said
+    assert "state/leases/stray.yaml" in said and "state/fleet.yaml" in said
 
 
 def test_a_spec_file_a_killed_pass_left_empty_while_fast_forwarding_is_put_back_by_the_next_pass(

@@ -1,0 +1,50 @@
+"""Stray fleet files: files a person meant as spec that jobtree does not read, named so a typo in a
+path fails review instead of leaving a run that never starts.
+
+Pure and path-first: `candidate` decides from a path alone whether a reader should hand the file
+over (and only its first `SNIFF_BYTES`), `misplaced` says why it is not read. It does not parse YAML
+(a line `kind: Run` is enough to tell a misplaced Run from a `mkdocs.yml`) and never looks inside
+`state/`, `rendered/` or hidden folders such as `.github/`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from schemas.layout import FLEET_FILE, INVENTORY_FILE, SPEC_DIRS, spec_kind
+
+SNIFF_BYTES = 4096
+_DATA_SUFFIXES = (".yaml", ".yml", ".json")
+_OWNED = ("state/", "rendered/")
+_KIND = re.compile(rb"^kind:[ \t]*[\"']?(Run|Budget|FleetConfig)[\"']?[ \t]*(?:#.*)?$", re.MULTILINE)
+_HOME = {
+    "Run": "runs/<namespace>/<name>.yaml",
+    "Budget": "budgets/<name>.yaml",
+    "FleetConfig": FLEET_FILE,
+}
+
+
+def candidate(path: str) -> bool:
+    """Whether `path` (relative, POSIX) may be a stray fleet file: a data file outside the spec."""
+    if spec_kind(path) is not None or path.startswith(_OWNED):
+        return False
+    if any(part.startswith(".") for part in path.split("/")):
+        return False
+    return path.lower().endswith(_DATA_SUFFIXES)
+
+
+def misplaced(path: str, head: bytes) -> str | None:
+    """Why the candidate at `path` (whose first bytes are `head`) is a fleet file left unread, or None."""
+    top = path.split("/", 1)[0]
+    if top in SPEC_DIRS and "/" in path:
+        return (
+            f"is not read: jobtree reads only files ending .yaml or .yml under {top}/; rename it "
+            "(or move it out of the folder if it is not a fleet object)"
+        )
+    found = _KIND.search(head[:SNIFF_BYTES])
+    if found is not None:
+        kind = found.group(1).decode()
+        return f"holds a {kind} jobtree does not read from here; move it to {_HOME[kind]}"
+    if top == INVENTORY_FILE.split("/", 1)[0] and "/" in path:
+        return f"is not read: the inventory is {INVENTORY_FILE} alone; move its nodes there"
+    return None
