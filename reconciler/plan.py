@@ -239,9 +239,6 @@ def command(
         with batchgc.paused():
             report, diagnostics = _plan(git, base_commit, head_commit, now, now_text is not None)
         text = _render(report, diagnostics, fmt)
-        if output:
-            full = planreport.as_markdown(report, diagnostics, limit=None) if fmt == "markdown" else text
-            Path(output).write_text(full, encoding="utf-8")
     except (PlanFailure, pipeline.InvariantViolation, gitstore.GitStoreError, OSError) as err:
         click.echo(f"jobtree plan: {err}", err=True)
         sys.exit(EXIT_OTHER)
@@ -249,6 +246,13 @@ def command(
         click.echo(f"jobtree plan: internal error ({type(err).__name__}: {err}); please report it", err=True)
         sys.exit(EXIT_OTHER)
     click.echo(text, nl=False)
+    if output:
+        full = planreport.as_markdown(report, diagnostics, limit=None) if fmt == "markdown" else text
+        try:
+            Path(output).write_text(full, encoding="utf-8")
+        except OSError as err:
+            click.echo(f"jobtree plan: cannot write --output {output}: {err.strerror or err}", err=True)
+            sys.exit(EXIT_OTHER)
     if diagnostics:
         sys.exit(EXIT_INVALID)
     if exit_code and report["changes"]:

@@ -210,6 +210,29 @@ def _changed_files(tree: gitsink.NextTree, restored: list[str]) -> int:
     return len(changed | set(restored))
 
 
+def _no_branch(repo: pygit2.Repository, branch: str, named: bool, remote: str | None) -> str:
+    """Why there is nothing to reconcile on `branch`, and what to do."""
+    where = repo.workdir or repo.path
+    if repo.is_empty or (
+        repo.head_is_unborn and not any(r.startswith("refs/heads/") for r in repo.references)
+    ):
+        return f"{where} has no commits yet: commit the fleet files to {branch} first"
+    nowhere = f"here or on {remote}" if remote else "here"
+    tag = (
+        f" ({branch} is a tag; jobtree commits state to a branch)"
+        if f"refs/tags/{branch}" in repo.references
+        else ""
+    )
+    if named:
+        return f"there is no branch {branch!r} {nowhere}{tag}: pass --branch with an existing branch"
+    current = "" if repo.head_is_detached or repo.head_is_unborn else repo.head.shorthand
+    hint = f", or pass --branch {current}" if current and current != branch else ""
+    return (
+        f"there is no branch {branch!r} {nowhere}{tag}, which jobtree.yaml's git.branch names (main when "
+        f"unset): set git.branch to the branch the fleet lives on{hint}"
+    )
+
+
 def _summary(planned: Planned) -> list[str]:
     """The commit's lines: hand-edited files written back (if any), then the plan's decisions."""
     lines = gitsink.summary(planned.plan, planned.tree.meaningful)
@@ -263,7 +286,8 @@ def reconcile_once(
                     f"has them (jobtree writes these folders; keep notes elsewhere): {named}",
                     err=True,
                 )
-            if not (rewound or owned) and worktree.checked_out(repo, want_branch):
+            has_branch = repo.references.get(f"refs/heads/{want_branch}") is not None
+            if not (rewound or owned) and has_branch and worktree.checked_out(repo, want_branch):
                 say(
                     f"checked out files of {want_branch} are as committed ({time.monotonic() - checking:.2f} s)"
                 )
@@ -275,6 +299,10 @@ def reconcile_once(
                 tracking = repo.references.get(f"refs/remotes/{remote}/{want_branch}")
                 expected = str(tracking.target) if tracking is not None else None
                 say(f"fetched {remote}/{want_branch}: {synced.value}")
+            if repo.references.get(f"refs/heads/{want_branch}") is None:
+                raise PermanentGitError(
+                    _no_branch(repo, want_branch, branch is not None, remote if push else None)
+                )
             planned = plan_once(repo, want_branch, moment, say, memos, early, now_given=now is not None)
             head, spec, tree, result = planned.head, planned.spec, planned.tree, planned.plan
             outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed

@@ -585,3 +585,15 @@ def test_a_now_before_the_bases_last_pass_is_exit_four(fleet: pygit2.Repository)
         "--now 2026-03-02T08:00:00Z is before the base's last pass (asOf 2026-03-02T09:00:00Z"
         in result.output
     )
+
+
+def test_an_output_file_that_cannot_be_written_is_exit_four_after_the_report(
+    fleet: pygit2.Repository, tmp_path: Path
+) -> None:
+    commit(fleet, {"runs/t/big.yaml": run("big")}, "big\n", "pr")
+    code, out = plan(fleet, "--output", str(tmp_path / "no-such-dir" / "plan.md"))
+    assert code == 4
+    assert "reserve  t/big" in out  # the report is still shown
+    assert (
+        "cannot write --output" in out and "no-such-dir/plan.md" in out and "No such file or directory" in out
+    )

@@ -605,3 +605,23 @@ def test_an_interval_keeps_reconciling_on_the_clock_committing_only_what_changed
     served = pygit2.Repository(str(remote))
     subjects = [c.message.splitlines()[0] for c in served.walk(served.head.target)]
     assert subjects[1:] == ["fleet from the template"] and subjects[0].startswith("jobtree: ")  # one commit
+
+
+def test_a_missing_branch_says_which_setting_names_it_and_what_to_do(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    pygit2.init_repository(str(empty), initial_head="main")
+    result = CliRunner().invoke(command, [str(empty), "--once", "--now", "2026-03-02T09:00:00Z"])
+    assert (
+        result.exit_code == 4 and "has no commits yet: commit the fleet files to main first" in result.output
+    )
+    # the fleet on `master` while jobtree.yaml's git.branch is unset (main)
+    repo = pygit2.init_repository(str(tmp_path / "fleet"), initial_head="master")
+    repo.create_commit("HEAD", HUMAN, HUMAN, "fleet\n", write_tree(repo, template_files()), [])
+    repo.references.create("refs/tags/v1", repo.head.target)
+    result = CliRunner().invoke(command, [str(tmp_path / "fleet"), "--once", "--now", "2026-03-02T09:00:00Z"])
+    assert result.exit_code == 4
+    assert "there is no branch 'main' here, which jobtree.yaml's git.branch names" in result.output
+    assert "or pass --branch master" in result.output and "checked out files" not in result.output
+    result = CliRunner().invoke(command, [str(tmp_path / "fleet"), "--once", "--branch", "v1"])
+    assert result.exit_code == 4 and "no branch 'v1' here (v1 is a tag" in result.output
+    assert "Traceback" not in result.output
