@@ -38,6 +38,21 @@ PACK_THREADS = 0
 PUSH_PACK_CONFIG = "[pack]\n\tbigFileThreshold = 1\n\tdeltaCacheSize = 1\n"
 
 
+TIMEOUT_ENV = "JOBTREE_GIT_TIMEOUT"  # seconds a network remote may take to connect, or stay silent
+DEFAULT_TIMEOUT = 60
+
+
+def network_timeout() -> int:
+    """Seconds a remote may take to connect or to answer (`JOBTREE_GIT_TIMEOUT`, default 60), set on
+    libgit2 so a remote that accepts a connection but never answers fails the pass (the next one
+    retries) instead of holding the clone's writer lock for ever."""
+    text = os.environ.get(TIMEOUT_ENV, "")
+    seconds = int(text) if text.isdigit() and int(text) > 0 else DEFAULT_TIMEOUT
+    pygit2.settings.server_connect_timeout = seconds * 1000
+    pygit2.settings.server_timeout = seconds * 1000
+    return seconds
+
+
 class PushStatus(enum.Enum):
     PUSHED = "pushed"
     UP_TO_DATE = "up-to-date"
@@ -117,6 +132,7 @@ def _connect(repo: pygit2.Repository, remote: pygit2.remotes.Remote, doing: str)
 
 def fetch(repo: pygit2.Repository, remote: str, branch: str, *, token: str | None = None) -> str | None:
     """Fetch `branch` into `refs/remotes/<remote>/<branch>`; the remote head's sha, None if absent."""
+    network_timeout()
     rem = _remote(repo, remote)
     tracking = f"refs/remotes/{remote}/{branch}"
     source = _connect(repo, rem, "fetch from")
@@ -152,7 +168,7 @@ def push(
     if local_ref is None:
         raise PermanentGitError(f"no local branch {branch!r} to push in {repo.path}")
     local = str(local_ref.target)
-    head = fetch(repo, remote, branch, token=token)
+    head = fetch(repo, remote, branch, token=token)  # sets the network timeout for the push too
 
     def result(status: PushStatus, remote_oid: str | None, message: str = "") -> PushResult:
         return PushResult(status, remote, branch, local, remote_oid, message)

@@ -184,7 +184,7 @@ def _overflow(left_out: list[str]) -> str:
         return ""
     return (
         f"\n> {' and '.join(left_out)} did not fit in one comment; the full report is in the job summary "
-        "(`jobtree plan --format markdown --output FILE`).\n"
+        "and the `jobtree-plan` artifact (`jobtree plan --format markdown --output FILE`).\n"
     )
 
 

@@ -47,6 +47,7 @@ DIAGNOSTICS_SHOWN = 50  # problem lines printed per pass; `jobtree validate` lis
 SUMMARY_SHOWN = 3  # commit message lines repeated on stdout
 EXIT_INVALID, EXIT_OTHER = 3, 4
 TOKEN_ENV = "JOBTREE_GIT_TOKEN"
+MAX_INTERVAL = 7 * 24 * 3600  # the longest --interval: a week
 
 
 @dataclass(slots=True)
@@ -404,10 +405,15 @@ def run(
         )
     try:
         every = parse_duration(interval) if interval else None
-    except ValueError as err:
+    except (ValueError, OverflowError) as err:
         raise click.UsageError(f"--interval {interval!r}: {err}") from err
     if every is not None and every <= 0:
         raise click.UsageError("--interval must be positive, e.g. 60s")
+    if every is not None and every > MAX_INTERVAL:
+        raise click.UsageError(
+            f"--interval {interval} is longer than {MAX_INTERVAL // 3600}h: a schedule that rare misses "
+            "budget windows and reservations falling due; use at most 168h (passes wake early when due)"
+        )
     try:
         gitstore.open_repo(repo)
     except gitstore.NotARepository as err:  # a wrong argument, as `jobtree plan` reports it
@@ -460,7 +466,8 @@ def run(
         wake = time.time() + every
         if outcome.next_due is not None:
             wake = min(wake, outcome.next_due)
-        click.echo(f"next pass at {format_time(int(wake))}", err=True)
+        if not quiet:
+            click.echo(f"next pass at {format_time(int(wake))}", err=True)
         time.sleep(max(0.0, wake - time.time()))
 
 

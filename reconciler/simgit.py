@@ -22,23 +22,18 @@ BRANCH = "refs/heads/main"
 
 
 class History:
-    """An empty (or new) repository at `path` that records passes as commits on main."""
+    """A new repository at `path` (a new or empty directory) that records passes as commits on main."""
 
     def __init__(
         self, path: str | os.PathLike[str], author: tuple[str, str] = ("jobtree", "jobtree@localhost")
     ):
         where = Path(path)
-        if where.is_dir() and any(where.iterdir()):
-            try:
-                self.repo = pygit2.Repository(str(where))
-            except pygit2.GitError as err:
-                raise ValueError(
-                    f"{where} is neither empty nor a Git repository; give --git a new directory"
-                ) from err
-            if self.repo.references.get(BRANCH) is not None:
-                raise ValueError(f"{where} already has a main branch; give --git a new directory")
-        else:
-            self.repo = pygit2.init_repository(str(where), initial_head="main")
+        if where.is_dir() and any(where.iterdir()):  # a repository too: its work tree is checked out over
+            raise ValueError(
+                f"{where} is not empty; give --git a new or empty directory (simulate writes a new "
+                "repository, and never checks out over files or history already there)"
+            )
+        self.repo = pygit2.init_repository(str(where), initial_head="main")
         self.author = author
         self.ledger: dict[str, bytes] = {}
         self.commits = 0

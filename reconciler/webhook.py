@@ -15,6 +15,7 @@ import hmac
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -129,6 +130,15 @@ class ReconcileQueue:
 Reply = tuple[int, dict[str, Any]]
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # a burst of deliveries waits in the backlog, not in SYN retries
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-request is one log line, never a traceback."""
+        err = sys.exc_info()[1]
+        LOG.warning("connection from %s ended early: %s: %s", client_address[0], type(err).__name__, err)
+
+
 class WebhookServer:
     """The HTTP server plus its reconcile queue; `start()` serves in a background thread."""
 
@@ -141,6 +151,7 @@ class WebhookServer:
         port: int = 8080,
         max_body: int = MAX_BODY,
         clock: Callable[[], float] = time.time,
+        read_timeout: float = 10.0,
     ) -> None:
         if not secret:
             raise ValueError("a webhook secret is required: unsigned pushes are never accepted")
@@ -148,8 +159,8 @@ class WebhookServer:
         self.branch = branch
         self.max_body = max_body
         self.queue = ReconcileQueue(reconcile, clock)
-        handler = type("WebhookHandler", (_Handler,), {"app": self})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
+        handler = type("WebhookHandler", (_Handler,), {"app": self, "timeout": read_timeout})
+        self.httpd = _Server((host, port), handler)
         self.httpd.daemon_threads = True
         self._serving: threading.Thread | None = None
 
@@ -244,6 +255,21 @@ class _Handler(BaseHTTPRequestHandler):
         """Any bug below answers 500 and logs one line; a request never ends in a traceback."""
         try:
             self._route(method)
+        except TimeoutError:  # a body slower than `timeout` per read, or shorter than announced
+            LOG.warning(
+                "request %s %s timed out reading its body from %s", method, self.path, self.address_string()
+            )
+            try:
+                self._reply(
+                    408,
+                    {"error": f"request body not received within {self.timeout} s; nothing was run"},
+                    close=True,
+                )
+            except OSError:
+                self.close_connection = True
+        except (ConnectionError, BrokenPipeError) as err:  # the client went away: nobody to answer
+            LOG.warning("request %s %s: client went away (%s)", method, self.path, type(err).__name__)
+            self.close_connection = True
         except Exception as err:  # noqa: BLE001 - the server must outlive any one request
             LOG.error("request %s %s failed: %s: %s", method, self.path, type(err).__name__, err)
             try:
@@ -260,13 +286,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(400, {"error": "conflicting Content-Length or Transfer-Encoding headers"}, close=True)
             return
         length = lengths[0]
-        try:
-            size = int(length)
-            if size < 0:
-                raise ValueError(length)
-        except ValueError:
+        if not (length.isascii() and length.isdigit()):  # RFC 9110: digits only (no sign, space, `_`)
             self._reply(400, {"error": f"bad Content-Length {length!r}"}, close=True)
             return
+        size = int(length)
         if size > self.app.max_body:
             self._reply(413, {"error": f"body of {size} bytes exceeds {self.app.max_body}"}, close=True)
             return
@@ -281,6 +304,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # http.server names handlers do_<METHOD>
         self._route_safely("GET")
+
+    def do_HEAD(self) -> None:  # load-balancer probes: GET's status and headers, no body
+        if self.path.split("?")[0] == "/healthz":
+            status, _ = self.app.health()
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            self._route_safely("HEAD")
 
     def do_POST(self) -> None:
         self._route_safely("POST")

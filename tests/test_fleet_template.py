@@ -149,6 +149,10 @@ ACTION_INPUTS = {
         "path", "key", "restore-keys", "enableCrossOsArchive", "fail-on-cache-miss", "lookup-only",
     },
     "actions/cache/save@v4": {"path", "key", "upload-chunk-size", "enableCrossOsArchive"},
+    "actions/upload-artifact@v4": {
+        "name", "path", "if-no-files-found", "retention-days", "compression-level", "overwrite",
+        "include-hidden-files",
+    },
     "actions/github-script@v7": {
         "script", "github-token", "debug", "user-agent", "previews", "result-encoding", "retries",
         "retry-exempt-status-codes",
@@ -218,11 +222,16 @@ def test_pull_requests_validate_with_annotations_then_plan_one_sticky_comment_an
     assert plan[plan.index("--format") + 1] == "markdown" and "--base" in plan
     text = (WORKFLOWS / "plan.yaml").read_text()
     assert "GITHUB_STEP_SUMMARY" in text and "updateComment" in text and "<!-- jobtree-plan -->" in text
+    # the full report (every row) is kept as an artifact too, whatever the plan's exit code
+    (upload,) = [s for s in flow["jobs"]["plan"]["steps"] if s.get("uses") == "actions/upload-artifact@v4"]
+    assert "plan-full.md" in upload["with"]["path"] and upload["if"].startswith("always()")
+    assert ["--output", "plan-full.md"] == plan[plan.index("--output") : plan.index("--output") + 2]
 
 
 def test_main_pushes_a_schedule_and_dispatch_reconcile_one_at_a_time() -> None:
     flow = workflow("reconcile.yaml")
     assert flow["on"]["push"]["branches"] == ["main"]
+    assert flow["on"]["push"]["paths-ignore"] == ["state/**", "rendered/**"]  # its own commits start no pass
     assert flow["on"]["schedule"] and "workflow_dispatch" in flow["on"]
     assert flow["concurrency"]["group"] and flow["concurrency"]["cancel-in-progress"] is False
     (reconcile,) = [c for c in jobtree_commands(flow) if c[0] == "reconcile"]

@@ -335,6 +335,19 @@ def test_a_lock_left_by_a_dead_process_is_taken_over(local: pygit2.Repository) -
     assert not lock.exists()
 
 
+def test_a_lock_from_another_host_waits_until_it_is_half_an_hour_old(local: pygit2.Repository) -> None:
+    lock = Path(local.path) / "jobtree.lock"
+    recent = int(time.time()) - 60
+    lock.write_text(f"pid=1 host=another-pod since={recent}\n")  # its pid cannot be checked from here
+    with pytest.raises(gitstore.LockBusy, match="on another host: it is taken over 30 minutes after"):
+        with writerlock.writer_lock(local.path):
+            pass
+    lock.write_text(f"pid=1 host=another-pod since={int(time.time()) - 31 * 60}\n")  # a rescheduled pod's
+    with writerlock.writer_lock(local.path):
+        assert f"pid={os.getpid()} " in lock.read_text()
+    assert not lock.exists()
+
+
 def test_git_locks_a_dead_writer_left_are_cleared_and_older_ones_kept(local: pygit2.Repository) -> None:
     """kill -9 mid-update leaves e.g. refs/remotes/origin/main.lock; Git would refuse every later
     fetch. Only the dead writer can have made locks since it started, so those go; older ones stay."""

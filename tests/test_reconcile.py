@@ -239,6 +239,27 @@ def test_an_unreachable_remote_is_one_clear_error_and_exit_four(tmp_path: Path) 
     assert url in result.output and "Traceback" not in result.output
 
 
+def test_a_remote_that_never_answers_times_out_and_frees_the_clone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bare_remote(tmp_path)
+    repo = clone(tmp_path / "fleet.git", tmp_path / "work")
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts (the kernel's backlog), never answers
+    url = f"git://127.0.0.1:{silent.getsockname()[1]}/fleet.git"
+    repo.remotes.set_url("origin", url)
+    monkeypatch.setenv("JOBTREE_GIT_TIMEOUT", "2")
+    try:
+        for _ in range(2):  # the first pass let go of the writer lock: the next one gets as far
+            started = time.monotonic()
+            result = CliRunner().invoke(command, [str(tmp_path / "work"), "--push", "--quiet"])
+            assert result.exit_code == 4 and time.monotonic() - started < 20
+            assert (
+                url in result.output and "timed out" in result.output and "next pass retries" in result.output
+            )
+    finally:
+        silent.close()
+
+
 def commit_spec(repo: pygit2.Repository, files: dict[str, bytes], message: str) -> str:
     """A person's spec commit on main, checked out (as `git commit` leaves it); not pushed."""
     parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
@@ -546,6 +567,19 @@ def test_a_valid_fleet_prints_no_problem_lines(tmp_path: Path) -> None:
     assert result.exit_code == 0 and result.stderr == ""
 
 
+@pytest.mark.parametrize("interval", ["300000000000s", "99999999999999h", "9999999999999999999999s", "169h"])
+def test_an_interval_too_long_to_keep_a_schedule_is_a_usage_error(tmp_path: Path, interval: str) -> None:
+    bare_remote(tmp_path, steady_files())
+    clone(tmp_path / "fleet.git", tmp_path / "work")
+    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--interval", interval])
+    assert (
+        result.exit_code == 2
+        and f"--interval {interval}" in result.stderr
+        and "Traceback" not in result.output
+    )
+    assert not (tmp_path / "work" / "state").exists()  # refused before any pass
+
+
 def test_once_with_an_interval_is_a_usage_error_not_an_endless_loop(tmp_path: Path) -> None:
     bare_remote(tmp_path, steady_files())
     clone(tmp_path / "fleet.git", tmp_path / "work")
@@ -601,7 +635,9 @@ def test_an_interval_keeps_reconciling_on_the_clock_committing_only_what_changed
         _, err = proc.communicate(timeout=30)
     assert len(lines) == 3, (lines, err)
     assert lines[0].startswith("pushed ") and all(x.startswith("no change at ") for x in lines[1:]), lines
-    assert err.count("next pass at ") >= 2  # after each pass (the third may still be printing)
+    assert "next pass at" not in err  # --quiet: no progress, nor the schedule
+    assert proc.returncode == 143  # SIGTERM stops the loop as Ctrl-C does, exiting as the signal says
+    assert not (work / ".git" / "jobtree.lock").exists()  # let go on the way out: a new pod's pass can run
     served = pygit2.Repository(str(remote))
     subjects = [c.message.splitlines()[0] for c in served.walk(served.head.target)]
     assert subjects[1:] == ["fleet from the template"] and subjects[0].startswith("jobtree: ")  # one commit
@@ -625,3 +661,27 @@ def test_a_missing_branch_says_which_setting_names_it_and_what_to_do(tmp_path: P
     result = CliRunner().invoke(command, [str(tmp_path / "fleet"), "--once", "--branch", "v1"])
     assert result.exit_code == 4 and "no branch 'v1' here (v1 is a tag" in result.output
     assert "Traceback" not in result.output
+
+
+def test_sigterm_in_the_middle_of_a_pass_lets_go_of_the_clones_lock(tmp_path: Path) -> None:
+    bare_remote(tmp_path)
+    repo = clone(tmp_path / "fleet.git", tmp_path / "work")
+    silent = socket.create_server(("127.0.0.1", 0))  # the pass waits on it, holding the lock
+    repo.remotes.set_url("origin", f"git://127.0.0.1:{silent.getsockname()[1]}/fleet.git")
+    lock = Path(repo.path) / "jobtree.lock"
+    cmd = [*RECONCILE_CLI, str(tmp_path / "work"), "--interval", "60s", "--push", "--quiet"]
+    proc = subprocess.Popen(
+        cmd, env={**cli_env(), "JOBTREE_GIT_TIMEOUT": "3"}, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert lock.exists() and f"pid={proc.pid} " in lock.read_text()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        silent.close()
+    assert proc.returncode == 143 and "Traceback" not in err
+    assert not lock.exists()

@@ -80,4 +80,14 @@ def test_git_writes_each_pass_as_a_commit_at_the_virtual_clock(tmp_path: Path) -
     )
     assert {"jobtree.yaml", "inventory/nodes.yaml"} <= set(gitstore.list_blobs(repo, "main"))
     again = CliRunner().invoke(command, [str(scenario), "--git", str(tmp_path / "h")])
-    assert again.exit_code == 2 and "already has a main branch" in again.output
+    assert again.exit_code == 2 and "is not empty; give --git a new or empty directory" in again.output
+
+
+def test_simulate_git_never_writes_into_a_persons_repository(tmp_path: Path) -> None:
+    scenario = SHARED / "01-cofunded.yaml"
+    mine = pygit2.init_repository(str(tmp_path / "mine"), initial_head="master")
+    (tmp_path / "mine" / "notes.txt").write_text("uncommitted work\n")
+    result = CliRunner().invoke(command, [str(scenario), "--git", str(tmp_path / "mine")])
+    assert result.exit_code == 2 and "is not empty" in result.output and "Traceback" not in result.output
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "uncommitted work\n"
+    assert mine.head_is_unborn and list(mine.references) == []

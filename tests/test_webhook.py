@@ -5,7 +5,9 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -351,3 +353,58 @@ def test_a_bug_while_handling_a_request_is_a_500_and_the_server_keeps_serving(
     monkeypatch.undo()
     assert deliver(server, "push", PUSH_MAIN)[0] == 202
     assert server.queue.wait_idle(5) and recorder.runs == 1
+
+
+@pytest.mark.parametrize("length", [b"+10", b"1_0", b" 10x", b"-1", b"\xd9\xa1\xd9\xa0"])
+def test_a_content_length_that_is_not_plain_digits_gets_400(server, recorder, length: bytes) -> None:
+    request = (
+        b"POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: ping\r\nContent-Length: %s\r\n\r\n{}" % length
+    )
+    reply = raw_request(server, request)
+    assert reply.startswith("HTTP/1.1 400") and "bad Content-Length" in reply
+    assert recorder.runs == 0
+
+
+def test_a_body_shorter_than_announced_gets_408_after_the_read_timeout(recorder) -> None:
+    srv = webhook.WebhookServer(recorder, SECRET, port=0, read_timeout=0.5)
+    srv.start()
+    try:
+        request = b"POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\nContent-Length: 100\r\n\r\n{"
+        reply = raw_request(srv, request)
+        assert reply.startswith("HTTP/1.1 408") and "not received within 0.5 s; nothing was run" in reply
+        assert call(srv, "GET", "/healthz")[0] == 200  # and it keeps serving
+    finally:
+        srv.shutdown()
+    assert recorder.runs == 0
+
+
+def test_a_client_that_resets_the_connection_is_one_log_line_not_a_traceback(
+    server, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    host, port = server.httpd.server_address[:2]
+    for partial in (b"", b"POST /webhook HTTP/1.1\r\nContent-Length: 50\r\n\r\n{"):
+        sock = socket.create_connection((str(host), int(port)))
+        sock.sendall(partial)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST, not FIN
+        sock.close()
+    assert call(server, "GET", "/healthz")[0] == 200
+    deadline = time.monotonic() + 5  # the handler threads see the resets in their own time
+    while (
+        caplog.text.count("client went away") + caplog.text.count("ended early") < 1
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.02)
+    time.sleep(0.2)
+    assert "Traceback" not in capfd.readouterr().err and "Traceback" not in caplog.text
+    assert "client went away" in caplog.text or "ended early" in caplog.text
+
+
+def test_head_on_health_answers_like_get_without_a_body(server) -> None:
+    host, port = server.httpd.server_address[:2]
+    conn = http.client.HTTPConnection(str(host), int(port), timeout=5)
+    try:
+        conn.request("HEAD", "/healthz")
+        resp = conn.getresponse()
+        assert resp.status == 200 and resp.read() == b""
+    finally:
+        conn.close()
