@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from planner import accounting, bind, cover, elastic, failover, forecast, pack
 from planner.context import Pass
-from planner.resolve import Resolver
+from planner.resolve import REQUEUED, Resolver
 from planner.topology import Topology
 from planner.world import Lease, Payer, Reservation
 from schemas.run import Run
@@ -202,7 +202,7 @@ def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float)
     line.held_log.extend(sc.claims)
     _hold_funding(ctx, line, srcs, need, spec)
     line.order.append((key, sc.short, res.earliest_start))
-    ctx.messages[key] = f"reserved: {res.reason}"
+    _say_reserved(ctx, key, res.reason)
 
 
 def _hold_funding(ctx: Pass, line: Line, srcs: list[pack.Source], need: int, spec: Run) -> None:
@@ -262,8 +262,23 @@ def _note_funding(ctx: Pass, res: Reservation, short: cover.Shortfall | None) ->
     res.reason, res.deficit, res.remedies = short.reason, short.deficit, (short.remedy,)
     if window is None:  # a window-aligned one keeps warning who its activation may cut
         res.conflicts = []
-    ctx.messages[res.run] = f"reserved: {short.reason}"
+    _say_reserved(ctx, res.run, short.reason)
     return True
+
+
+def _say_reserved(ctx: Pass, key: str, reason: str) -> None:
+    """The waiting run's message: why it waits, except that a run requeued by a cut keeps saying so
+    while the reservation it got then waits for the same reason (the next pass changes nothing)."""
+    rec, was = ctx.records.get(key), ctx.world.state.reservations.get(key)
+    if (
+        rec is not None
+        and rec.message.startswith(REQUEUED)
+        and was is not None
+        and was.state == "Pending"
+        and was.reason == reason
+    ):
+        return
+    ctx.messages[key] = f"reserved: {reason}"
 
 
 def settle_funding(ctx: Pass, line: Line, lookahead_hours: float) -> None:
@@ -331,7 +346,7 @@ def _activate(
     for victim in sorted(set(resolver.requeued), key=ctx.rank):
         victim_spec = ctx.specs.get(victim)
         if victim_spec is not None and ctx.records[victim].phase == "Pending":
-            why = ctx.records[victim].message  # "requeued after <reason> for reservation <key>"
+            why = ctx.records[victim].message  # REQUEUED + "<reason> for reservation <key>"
             _reserve(ctx, victim, victim_spec, line, lookahead_hours)
             ctx.messages[victim] = why
     return True

@@ -13,6 +13,8 @@ from planner.context import Pass
 from planner.lottery import draw, replay, seed_for
 from planner.world import Reservation
 
+REQUEUED = "requeued after "  # a run cut whole: "requeued after <closure> for reservation <key>"
+
 
 class Resolver:
     """One activation: what it may cut, and the cuts in order until the deficit is gone."""
@@ -81,7 +83,7 @@ class Resolver:
             ctx.by_run[run] = []
             rec.phase, rec.started = "Pending", None
             self.requeued.append(run)
-            rec.message = f"requeued after {closure} for reservation {self.res.run}"
+            rec.message = f"{REQUEUED}{closure} for reservation {self.res.run}"
         else:
             ctx.messages[run] = f"shrunk to {ctx.allocated(run)} GPUs for reservation {self.res.run}"
 

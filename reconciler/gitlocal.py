@@ -112,9 +112,11 @@ def push(
             if now != expected:
                 return False
             tx.set_target(ref, tip, message="push: jobtree")
-    except pygit2.GitError:
-        if os.path.exists(os.path.join(remote.path, *ref.split("/")) + ".lock"):
-            return False  # another writer holds the branch right now: as a server would, refuse; re-plan
+    except pygit2.GitError as err:
+        # another writer holds the branch (its lock may be gone by the time we look): as a server
+        # would, refuse; the caller re-plans
+        if "lock" in str(err) or os.path.exists(os.path.join(remote.path, *ref.split("/")) + ".lock"):
+            return False
         raise
     return True
 

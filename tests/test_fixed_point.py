@@ -46,3 +46,20 @@ def test_a_second_pass_at_the_same_instant_decides_nothing_new(seed: int, tmp_pa
     assert again.state.leases == first.state.leases
     assert again.state.reservations == first.state.reservations
     assert again.runs == first.runs
+
+
+def test_a_run_requeued_by_a_cut_keeps_its_message_so_the_next_pass_commits_nothing(tmp_path: Path) -> None:
+    """Scenario 04: at 09:55 team-c/c2 activates and the lottery cuts team-b/b1, which is requeued
+    and reserved at once. Reconciling that history again at 09:55 changes nothing: b1 keeps saying
+    it was requeued (its reservation waits for the same reason) instead of a commit for a new message."""
+    from click.testing import CliRunner
+
+    from reconciler.reconciliation import reconcile_once
+    from reconciler.simulate import command as simulate
+
+    scenario = ROOT.parent / "shared" / "scenarios" / "04-reservation-and-lottery.yaml"
+    assert CliRunner().invoke(simulate, [str(scenario), "--git", str(tmp_path / "g")]).exit_code == 0
+    done = reconcile_once(tmp_path / "g", now=parse_time("2026-03-02T09:55:00Z"))
+    assert done.commit is None, done.summary
+    status = (tmp_path / "g" / "state" / "status" / "runs" / "team-b" / "b1.yaml").read_text()
+    assert 'message: "requeued after RandomPreempt(' in status and "for reservation team-c/c2" in status

@@ -117,6 +117,26 @@ def test_a_branch_locked_by_another_writer_is_a_stale_push_to_retry_and_nothing_
     assert gitremote.push(one, "origin", "main", base).status is PushStatus.PUSHED
 
 
+def test_a_branch_lock_let_go_before_the_pusher_looks_is_still_a_stale_push(
+    origin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The racing writer may release its lock between our failed lock and our look for its lock
+    file: the failure itself says the branch was locked, so the pass re-plans rather than fails."""
+    one = clone(str(origin), tmp_path / "one.git")
+    base = remote_head(one)
+    state_commit(one, NEW_STATE, [])
+    lock = origin / "refs" / "heads" / "main.lock"
+    lock.write_text("held\n")
+    exists = os.path.exists
+    monkeypatch.setattr(
+        os.path, "exists", lambda p: not str(p).endswith(".lock") and exists(p)
+    )  # gone when we look
+    assert gitremote.push(one, "origin", "main", base).status is PushStatus.STALE
+    monkeypatch.undo()
+    lock.unlink()
+    assert gitremote.push(one, "origin", "main", base).status is PushStatus.PUSHED
+
+
 def test_a_local_head_that_does_not_descend_from_the_remote_head_is_stale(
     origin: Path, tmp_path: Path
 ) -> None:
