@@ -115,7 +115,11 @@ def push(
     except pygit2.GitError as err:
         # another writer holds the branch (its lock may be gone by the time we look): as a server
         # would, refuse; the caller re-plans
-        if "lock" in str(err) or os.path.exists(os.path.join(remote.path, *ref.split("/")) + ".lock"):
+        # (libgit2 says "failed to lock file" only when the lock exists; an unwritable or full
+        # remote fails otherwise and is raised as it is)
+        if "failed to lock file" in str(err) or os.path.exists(
+            os.path.join(remote.path, *ref.split("/")) + ".lock"
+        ):
             return False
         raise
     return True

@@ -47,7 +47,9 @@ def network_timeout() -> int:
     libgit2 so a remote that accepts a connection but never answers fails the pass (the next one
     retries) instead of holding the clone's writer lock for ever."""
     text = os.environ.get(TIMEOUT_ENV, "")
-    seconds = int(text) if text.isdigit() and int(text) > 0 else DEFAULT_TIMEOUT
+    seconds = (
+        min(int(text), 86_400) if text.isdigit() and int(text) > 0 else DEFAULT_TIMEOUT
+    )  # libgit2: ms in a C int
     pygit2.settings.server_connect_timeout = seconds * 1000
     pygit2.settings.server_timeout = seconds * 1000
     return seconds

@@ -206,7 +206,7 @@ def summary(plan: Plan, meaningful: Sequence[str] = ()) -> list[str]:
     elif waiting:
         lines.append(f"{_runs(len(waiting))} waiting")
     if updated:
-        lines.append(f"rendered pods anew for {_runs(len(updated))} (spec changed, no GPU moved)")
+        lines.append(f"rendered pods anew for {_runs(len(updated))} (no GPU moved)")
     details = [f"{run} +{gpus} GPUs" for run, gpus in sorted(started.items())]
     details += [f"{run} swapped to spare" for run in sorted(swapped)]
     for reason, runs in sorted(ended.items()):
@@ -225,7 +225,7 @@ def summary(plan: Plan, meaningful: Sequence[str] = ()) -> list[str]:
 
 def _rendered_anew(plan: Plan, meaningful: Sequence[str]) -> list[str]:
     """Runs whose rendered pods changed though no lease of theirs moved: their template (image,
-    command, env) did."""
+    command, env) did, or their nodes' cluster."""
     moved = {ev.lease.run for ev in plan.events}
     paths = (p.split("/") for p in meaningful if p.startswith("rendered/"))
     runs = {f"{parts[2]}/{parts[3].removesuffix('.yaml')}" for parts in paths if len(parts) == 4}

@@ -273,8 +273,6 @@ def _plan(
     # who the reconciler is comes from the base branch: a pull request cannot name itself the reconciler
     # and so is the branch it commits to: a reconciler commit in head must have been on that branch
     _refuse_hand_edits(git, base_commit, head_commit, base_spec.fleet.git.author, base_spec.fleet.git.branch)
-    merged = _merged(git, base_commit, head_commit, base_spec.fleet.git.author, now)
-    head_spec, _, _ = speccache.read_spec(git, merged)
     state = _state_at(git, base_commit, base_spec.fleet.git.author.email)
     if state.as_of is not None and now < state.as_of:
         if now_given:  # leases the plan ends would end before they started
@@ -283,6 +281,8 @@ def _plan(
                 " in state/fleet.yaml): plan at or after it"
             )
         now = state.as_of  # this clock is behind the reconciler's: plan as it would, from its asOf
+    merged = _merged(git, base_commit, head_commit, base_spec.fleet.git.author)
+    head_spec, _, _ = speccache.read_spec(git, merged)
     domains = {**_domains(base_spec), **_domains(head_spec)}
 
     def outlines(specs: Sequence[pipeline.Spec]) -> list[dict[str, Any]]:
@@ -329,30 +329,45 @@ def _plan(
 
 
 def _merged(
-    git: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit, author: GitAuthor, now: int
+    git: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit, author: GitAuthor
 ) -> pygit2.Commit:
     """The commit merging head into base would make, whose spec is planned: head itself when it
     already contains base (a rebased branch, GitHub's merge ref), base when base already contains
     head, else the merge of the two, written as a commit no ref names (as GitHub's
-    `refs/pull/N/merge`). Planning head's own tree instead would read runs added on base since the
-    branch left it as deleted by the change, and report them cut."""
+    `refs/pull/N/merge`), the same bytes for the same two commits. Planning head's own tree instead
+    would read runs added on base since the branch left it as deleted by the change, and report
+    them cut. Only its spec is read: `state/` and `rendered/` are taken from base where both sides
+    changed them (the branch's own state commits, `reconcile --branch`, against newer ones on base)."""
     if head.id == base.id or git.descendant_of(head.id, base.id):
         return head
     if git.descendant_of(base.id, head.id):
         return base
     index = git.merge_commits(base, head)
-    if index.conflicts is not None:
-        paths = sorted({e.path for entries in index.conflicts for e in entries if e is not None})
+    clashes = sorted({e.path for entries in (index.conflicts or ()) for e in entries if e is not None})
+    spec = [p for p in clashes if not p.startswith(gitstore.OWNED_PREFIXES)]
+    if spec:
         raise PlanFailure(
             f"{str(head.id)[:12]} does not merge cleanly into {str(base.id)[:12]} (conflicts in "
-            f"{', '.join(paths[:10])}{' and more' if len(paths) > 10 else ''}): merge the base into "
+            f"{', '.join(spec[:10])}{' and more' if len(spec) > 10 else ''}): merge the base into "
             "the branch (or rebase it), resolve, and plan again"
         )
-    tree = index.write_tree(git)
-    sig = pygit2.Signature(author.name, author.email, now, 0)
-    oid = git.create_commit(
-        None, sig, sig, f"jobtree plan: {head.id} merged into {base.id}\n", tree, [base.id, head.id]
-    )
+    for path in clashes:  # jobtree's own files: base's side (plans read state from base anyway)
+        ours = index.conflicts[path][1]
+        del index.conflicts[path]
+        if ours is not None:
+            index.add(ours)
+    when = max(base.commit_time, head.commit_time)
+    sig = pygit2.Signature(author.name, author.email, when, 0)
+    try:
+        tree = index.write_tree(git)
+        oid = git.create_commit(
+            None, sig, sig, f"jobtree plan: {head.id} merged into {base.id}\n", tree, [base.id, head.id]
+        )
+    except pygit2.GitError as err:
+        raise PlanFailure(
+            f"cannot write the merge of {str(head.id)[:12]} into {str(base.id)[:12]} to plan it ({err}); "
+            "plan in a clone you can write to, or merge the base into the branch first"
+        ) from None
     return git[oid].peel(pygit2.Commit)
 
 

@@ -48,6 +48,11 @@ SUMMARY_SHOWN = 3  # commit message lines repeated on stdout
 EXIT_INVALID, EXIT_OTHER = 3, 4
 TOKEN_ENV = "JOBTREE_GIT_TOKEN"
 MAX_INTERVAL = 7 * 24 * 3600  # the longest --interval: a week
+MAX_CLOCK_SKEW = 5 * 60  # a clock this far behind the last pass's asOf plans as of it; further is an error
+
+
+class ClockBehind(PermanentGitError):
+    """This machine's clock is far behind the last pass: planning now would go back in time."""
 
 
 @dataclass(slots=True)
@@ -136,6 +141,7 @@ class Planned:
     spec_parsed: int
     start: handedits.Start  # the commit whose state was planned from (the head unless hand-edited)
     restored: list[str]  # hand-edited files the next tree writes back
+    now: int  # the instant planned: the one asked for, or the last pass's asOf when that is later
 
 
 def plan_once(
@@ -145,13 +151,15 @@ def plan_once(
     say: Callable[[str], None],
     memos: dict[tuple[tuple[str, str], ...], passmemo.Memo] | None = None,
     early: specprefetch.Prefetch | None = None,
-    now_given: bool = True,
+    now_given: bool | None = None,
 ) -> Planned:
     """Read the branch head, validate, plan: the next tree (not yet committed) and the plan.
 
     `memos`: decoded owned trees this process already holds (by tree ids), tried before the cache.
-    A pass never plans before the last one (`asOf`): a `now` or clock earlier (a reconciler that
-    lost a race to one whose clock runs ahead) plans as of `asOf`, and says so.
+    A pass never plans before the last one (`asOf`): a `now` given earlier (`now_given`), or a clock
+    up to `MAX_CLOCK_SKEW` behind (a reconciler that lost a race to one whose clock runs ahead),
+    plans as of `asOf` and says so; a clock further behind is an error. `now_given` None: silent
+    (recomputing a recorded pass).
     """
     head = gitstore.resolve(repo, branch)
     spec, count, parsed = speccache.read_spec(repo, head, early)
@@ -178,14 +186,20 @@ def plan_once(
     )
     if state.as_of is not None and now < state.as_of:  # leases it closed would end before they started
         was, then = format_time(now), format_time(state.as_of)
-        if now_given:  # said even with --quiet: the pass is not planned when it was asked for
+        where = f"asOf {then} in state/fleet.yaml at {str(start.commit.id)[:12]}"
+        if now_given is False and state.as_of - now > MAX_CLOCK_SKEW:
+            raise ClockBehind(
+                f"the clock reads {was}, more than {MAX_CLOCK_SKEW // 60} minutes before the last pass "
+                f"({where}): fix this machine's clock, or if a pass was pushed with a --now in the "
+                f"future, reconcile with --now {then} (or later) until the clock catches up"
+            )
+        if now_given is not None:  # said even with --quiet: the pass is not planned when asked for
+            asked = f"--now {was}" if now_given else f"the clock ({was})"
             click.echo(
-                f"jobtree: --now {was} is before the last pass (asOf {then} in state/fleet.yaml at "
-                f"{str(start.commit.id)[:12]}): a pass never goes back in time, so this one plans as of {then}",
+                f"jobtree: {asked} is before the last pass ({where}): a pass never goes back in time, "
+                f"so this one plans as of {then}",
                 err=True,
             )
-        else:
-            say(f"the clock reads {was}, before the last pass's asOf {then}: planning as of {then}")
         now = state.as_of
     stops = pipeline.stalled(spec, state)
     if stops:
@@ -201,7 +215,7 @@ def plan_once(
         f"{len(tree.meaningful)} with changed decisions"
         + (f", {_files(len(restored))} changed by hand written back" if restored else "")
     )
-    return Planned(head, spec, tree, result, source, parsed, start, restored)
+    return Planned(head, spec, tree, result, source, parsed, start, restored, now)
 
 
 def _changed_files(tree: gitsink.NextTree, restored: list[str]) -> int:
@@ -236,7 +250,8 @@ def _no_branch(repo: pygit2.Repository, branch: str, named: bool, remote: str | 
 
 def _summary(planned: Planned) -> list[str]:
     """The commit's lines: hand-edited files written back (if any), then the plan's decisions."""
-    lines = gitsink.summary(planned.plan, planned.tree.meaningful)
+    restored = set(planned.restored)  # written back, not rendered anew: said by `handedits.summary`
+    lines = gitsink.summary(planned.plan, [p for p in planned.tree.meaningful if p not in restored])
     if not planned.restored:
         return lines
     head, *details = handedits.summary(planned.start, planned.restored)
@@ -308,6 +323,7 @@ def reconcile_once(
             head, spec, tree, result = planned.head, planned.spec, planned.tree, planned.plan
             outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed
             outcome.diagnostics = list(spec.diagnostics)
+            moment = planned.now
             outcome.next_due = _due(result.state, spec, moment)
             outcome.head = str(head.id)
             memo = tree.kept

@@ -130,6 +130,9 @@ class ReconcileQueue:
 Reply = tuple[int, dict[str, Any]]
 
 
+STOP_GRACE = 25.0  # seconds a stopping webhook waits for the running reconcile
+
+
 class _Server(ThreadingHTTPServer):
     request_queue_size = 128  # a burst of deliveries waits in the backlog, not in SYN retries
 
@@ -238,15 +241,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":  # HEAD: GET's status and headers (its Content-Length too), no body
+            self.wfile.write(data)
 
     def _route(self, method: str) -> None:
         allowed = {"/webhook": "POST", "/healthz": "GET"}.get(self.path.split("?")[0])
         if allowed is None:
             self._reply(404, {"error": f"no such endpoint {self.path}; try POST /webhook or GET /healthz"})
-        elif method != allowed:
+        elif method != allowed and not (method == "HEAD" and allowed == "GET"):
             self._reply(405, {"error": f"{method} not allowed on {self.path}"}, close=True, allow=allowed)
-        elif method == "GET":
+        elif method in ("GET", "HEAD"):
             self._reply(*self.app.health())
         else:
             self._webhook()
@@ -305,14 +309,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # http.server names handlers do_<METHOD>
         self._route_safely("GET")
 
-    def do_HEAD(self) -> None:  # load-balancer probes: GET's status and headers, no body
-        if self.path.split("?")[0] == "/healthz":
-            status, _ = self.app.health()
-            self.send_response(status)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-        else:
-            self._route_safely("HEAD")
+    def do_HEAD(self) -> None:  # load-balancer probes
+        self._route_safely("HEAD")
 
     def do_POST(self) -> None:
         self._route_safely("POST")
@@ -379,7 +377,9 @@ def command(repo: str, port: int, host: str, secret_env: str, branch: str | None
     click.echo(f"jobtree webhook: POST {server.url}/webhook (pushes to {branch}), GET {server.url}/healthz")
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
-        click.echo("jobtree webhook: stopping")
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (`cli`)
+        click.echo("jobtree webhook: stopping (a running reconcile may finish first)")
     finally:
-        server.shutdown()
+        # a pass holds the clone's writer lock: let it finish (within Kubernetes' default 30 s grace)
+        # rather than leave the lock behind for the next process to find
+        server.shutdown(timeout=STOP_GRACE)

@@ -1,8 +1,9 @@
 """One writer per clone (around steps 1-6 of a pass): an O_EXCL lock file in the Git dir; it never touches Git objects.
 
 `<gitdir>/jobtree.lock` holds `pid=<pid> host=<host> since=<unix time>`. A second writer gets
-`LockBusy` (temporary) naming the holder; a lock whose pid is dead on this host, or that another host
-took more than `FOREIGN_STALE_AFTER` ago (a rescheduled pod's clone on a volume), is taken over, and
+`LockBusy` (temporary) naming the holder; a lock whose pid is dead on this host (or is this
+process's own pid while this process holds no such lock: a restarted container, pid 1 again) is
+taken over, and
 the Git lock files that writer left (a ref, the index, packed-refs) since it started are removed:
 only it could have held them, and Git would refuse every later update while they stay.
 """
@@ -21,9 +22,7 @@ import pygit2
 from reconciler.gitstore import LockBusy, NotARepository
 
 LOCK_NAME = "jobtree.lock"
-# A pass holds the lock for seconds to minutes (network calls time out after a minute, retries are
-# bounded): a lock from another host (a pod that was rescheduled) this old is a dead writer's.
-FOREIGN_STALE_AFTER = 30 * 60
+_HELD: set[Path] = set()  # the lock files this process holds now (its threads take turns)
 
 
 def _gitdir(repo_path: str | os.PathLike[str]) -> Path:
@@ -58,6 +57,7 @@ def writer_lock(repo_path: str | os.PathLike[str]) -> Iterator[Path]:
             continue
         with os.fdopen(fd, "w") as fh:
             fh.write(mine)
+        _HELD.add(path)
         break
     else:
         raise _busy(path)
@@ -66,6 +66,7 @@ def writer_lock(repo_path: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         yield path
     finally:
+        _HELD.discard(path)
         try:
             if path.read_text() == mine:
                 path.unlink()
@@ -87,8 +88,8 @@ def _busy(path: Path, seen: str | None = None) -> LockBusy:
     holder = " ".join(f"{k}={v}" for k, v in fields.items()) or seen.strip() or "a writer that is starting"
     elsewhere = fields.get("host") not in (None, socket.gethostname())
     note = (
-        f" (on another host: it is taken over {FOREIGN_STALE_AFTER // 60} minutes after it was taken, or "
-        "remove it once that writer is gone)"
+        " (on another host, so jobtree cannot tell whether it still runs: once it is gone, delete the "
+        "lock file; the next pass repairs whatever that writer left half done)"
         if elsewhere
         else ""
     )
@@ -96,20 +97,17 @@ def _busy(path: Path, seen: str | None = None) -> LockBusy:
 
 
 def _take_over_if_stale(path: Path) -> int | None:
-    """Remove a lock whose holder is dead on this host, or another host's long-stale one; when so,
-    when that holder started."""
+    """Remove a lock whose holder is dead on this host; when so, when that holder started."""
     try:
         seen = path.read_text()
     except FileNotFoundError:
         return None
     fields = dict(f.split("=", 1) for f in seen.split() if "=" in f)
     pid = int(fields["pid"]) if fields.get("pid", "").isdigit() else None
-    started = int(fields["since"]) if fields.get("since", "").isdigit() else None
-    if fields.get("host") == socket.gethostname():
-        if pid is None or _alive(pid):
-            raise _busy(path, seen)
-    elif started is None or time.time() - started < FOREIGN_STALE_AFTER:
-        raise _busy(path, seen)  # its pid cannot be checked from here: wait until it is old
+    same_host = fields.get("host") == socket.gethostname()
+    mine_before = pid == os.getpid() and path not in _HELD  # left by an earlier process with our pid
+    if pid is None or not same_host or (_alive(pid) and not mine_before):
+        raise _busy(path, seen)
     grave = path.with_name(f"{LOCK_NAME}.stale.{os.getpid()}")
     try:
         os.rename(path, grave)
@@ -123,7 +121,8 @@ def _take_over_if_stale(path: Path) -> int | None:
         grave.unlink()
         return None
     grave.unlink()
-    return started if started is not None else 0
+    since = fields.get("since", "")
+    return int(since) if since.isdigit() else 0
 
 
 def _clear_git_locks(gitdir: Path, since: int) -> None:

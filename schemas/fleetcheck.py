@@ -110,9 +110,9 @@ def check_fleet(
     for path in sorted({*files, *parsed}):
         kind = spec_kind(path)
         if kind is None:
-            why = strays.misplaced(path, files[path]) if path in files else None
-            if why is not None:
-                unread.append(Diagnostic(path, 1, 1, codes.NOT_READ, f"the file {why}"))
+            stray = strays.misplaced(path, files[path]) if path in files else None
+            if stray is not None:
+                unread.append(Diagnostic(path, stray[0], 1, codes.NOT_READ, f"the file {stray[1]}"))
             continue
         if path in parsed:
             docs = parsed[path]

@@ -16,7 +16,12 @@ from schemas.layout import FLEET_FILE, INVENTORY_FILE, SPEC_DIRS, spec_kind
 SNIFF_BYTES = 4096
 _DATA_SUFFIXES = (".yaml", ".yml", ".json")
 _OWNED = ("state/", "rendered/")
-_KIND = re.compile(rb"^kind:[ \t]*[\"']?(Run|Budget|FleetConfig)[\"']?[ \t]*(?:#.*)?$", re.MULTILINE)
+# `kind: Run` on a line of its own (YAML; CRLF and a BOM too) or `"kind": "Run"` anywhere (JSON, flow)
+_KIND = re.compile(
+    rb"(?:^(?:\xef\xbb\xbf)?kind:[ \t]*[\"']?(Run|Budget|FleetConfig)[\"']?[ \t]*(?:#[^\r\n]*)?\r?$"
+    rb"|[\"']kind[\"'][ \t]*:[ \t]*[\"'](Run|Budget|FleetConfig)[\"'])",
+    re.MULTILINE,
+)
 _HOME = {
     "Run": "runs/<namespace>/<name>.yaml",
     "Budget": "budgets/<name>.yaml",
@@ -33,18 +38,21 @@ def candidate(path: str) -> bool:
     return path.lower().endswith(_DATA_SUFFIXES)
 
 
-def misplaced(path: str, head: bytes) -> str | None:
-    """Why the candidate at `path` (whose first bytes are `head`) is a fleet file left unread, or None."""
+def misplaced(path: str, head: bytes) -> tuple[int, str] | None:
+    """Where and why the candidate at `path` (whose first bytes are `head`) is a fleet file left
+    unread: (line, reason), or None. A JSON file beside the runs that declares no fleet kind (a
+    schema for an editor, say) is left alone; a `.YAML` there never is."""
     top = path.split("/", 1)[0]
-    if top in SPEC_DIRS and "/" in path:
-        return (
+    found = _KIND.search(head[:SNIFF_BYTES])
+    line = head.count(b"\n", 0, found.start()) + 1 if found is not None else 1
+    if top in SPEC_DIRS and "/" in path and (found is not None or not path.endswith(".json")):
+        return line, (
             f"is not read: jobtree reads only files ending .yaml or .yml under {top}/; rename it "
             "(or move it out of the folder if it is not a fleet object)"
         )
-    found = _KIND.search(head[:SNIFF_BYTES])
     if found is not None:
-        kind = found.group(1).decode()
-        return f"holds a {kind} jobtree does not read from here; move it to {_HOME[kind]}"
+        kind = (found.group(1) or found.group(2)).decode()
+        return line, f"holds a {kind} jobtree does not read from here; move it to {_HOME[kind]}"
     if top == INVENTORY_FILE.split("/", 1)[0] and "/" in path:
-        return f"is not read: the inventory is {INVENTORY_FILE} alone; move its nodes there"
+        return 1, f"is not read: the inventory is {INVENTORY_FILE} alone; move its nodes there"
     return None

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from reconciler import gitstore
 from reconciler.reconcile import command
-from reconciler.reconciliation import reconcile_once
+from reconciler.reconciliation import ClockBehind, reconcile_once
 from tests.git_support import write_tree
 from tests.test_reconcile import HUMAN, T0, bare_remote, clone, state_at, steady_files
 from tests.test_reconcile import reconciled as reconciled_template
@@ -162,10 +162,32 @@ def test_a_pass_asked_for_before_the_last_one_plans_as_of_the_last_one_and_says_
     leases = state_at(repo).leases
     (ended,) = [x for x in leases if x.run == "media-audio/whisper-finetune"]
     assert ended.ended == T0 and all(x.ended is None or x.ended >= x.start for x in leases)
-    # a clock behind the last writer's (another runner's) does the same: no lease ends before it starts
+    # a clock a little behind the last writer's (another runner's) does the same, and says so
     person_commits(repo, {"runs/rai-llm/pretrain-64.yaml": None}, "drop pretrain\n")
-    monkeypatch.setattr(time, "time", lambda: float(T0 - 7200))
+    monkeypatch.setattr(time, "time", lambda: float(T0 - 120))
     done = reconcile_once(path)
+    assert "the clock (2026-03-02T08:58:00Z) is before the last pass" in capsys.readouterr().err
     assert done.commit is not None and "rai-llm/pretrain-64 RunDeleted" in done.summary
+    assert repo[done.commit].peel(pygit2.Commit).commit_time == T0  # the commit's time is the pass's
     assert 'asOf: "2026-03-02T09:00:00Z"' in (path / "state" / "fleet.yaml").read_text()
     assert all(x.ended is None or x.ended >= x.start for x in state_at(repo).leases)
+    # a clock hours behind (or a pass pushed with a future --now) is an error, not a frozen fleet
+    person_commits(repo, {"runs/rai-sys/moe-spares.yaml": None}, "drop moe\n")
+    head = repo.head.target
+    monkeypatch.setattr(time, "time", lambda: float(T0 - 7200))
+    with pytest.raises(ClockBehind, match="more than 5 minutes before the last pass .* reconcile with --now"):
+        reconcile_once(path)
+    assert repo.head.target == head
+
+
+def test_a_rendered_file_written_back_is_not_called_rendered_anew(tmp_path: Path) -> None:
+    path, repo, ours = reconciled(tmp_path)
+    pods = "rendered/h100-east/media-audio/whisper-finetune.yaml"
+    person_commits(
+        repo, {pods: ours[pods].replace(b"restartPolicy: Never", b"restartPolicy: Always")}, "tweak\n"
+    )
+    done = reconcile_once(path, now=T0 + 600)
+    message = repo[done.commit].peel(pygit2.Commit).message
+    assert "wrote back 1 file changed by hand" in message and pods in message
+    assert "rendered pods anew" not in message  # the run's spec did not change
+    assert gitstore.read_file(repo, "main", pods) == ours[pods]

@@ -207,6 +207,21 @@ def test_state_commits_made_by_reconciling_the_pull_request_branch_itself_are_ac
     assert [r["run"] for r in report["reserved"]] == ["t/r3"]
 
 
+def test_a_reconciled_branch_whose_state_clashes_with_newer_state_on_the_base_still_plans(
+    fleet: pygit2.Repository, tmp_path: Path
+) -> None:
+    # the branch carries jobtree's state for its own pass; main moves on and jobtree commits newer
+    # state there: both changed state/fleet.yaml and the ledger, which is not the change's conflict
+    commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
+    assert reconcile_once(tmp_path / "fleet", now=T0 + 60, branch="pr").commit is not None
+    commit(fleet, {"budgets/t.yaml": budget(later_start="2026-03-02T09:30:00Z")}, "earlier window\n")
+    assert reconcile_once(tmp_path / "fleet", now=T0 + 120).commit is not None
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    assert code == 1, out
+    report = json.loads(out)
+    assert report["merged"] is not None and [r["run"] for r in report["reserved"]] == ["t/r3"]
+
+
 def test_an_unknown_base_revision_is_a_usage_error_naming_it(fleet: pygit2.Repository) -> None:
     result = CliRunner().invoke(command, [fleet.path, "--base", "no-such-branch", "--now", NOW])
     assert result.exit_code == 2 and "no-such-branch" in result.output and "Traceback" not in result.output
@@ -568,7 +583,7 @@ def test_a_new_image_for_a_running_run_shows_its_pods_rendered_anew_and_the_comm
     done = reconcile_once(fleet.path, now=parse_time(NOW))
     assert done.commit is not None
     message = fleet[done.commit].peel(pygit2.Commit).message
-    assert "rendered pods anew for 1 run (spec changed, no GPU moved)" in message
+    assert "rendered pods anew for 1 run (no GPU moved)" in message
     assert "t/r1 pods rendered anew" in message and "no decision changed" not in message
     pods = gitstore.read_files(fleet, done.commit, ["rendered/"])
     (r1,) = [b for p, b in pods.items() if p.endswith("/t/r1.yaml")]

@@ -30,6 +30,9 @@ STRAYS = {
     "inventory/more-nodes.yaml": b"domains: []\n",
     "typo.yaml": RUN,
     "budget.yml": b"# one more team\nkind: Budget\n",
+    "windows/run.yaml": RUN.replace(b"\n", b"\r\n"),  # written on Windows
+    "bom.yaml": b"\xef\xbb\xbf" + RUN,
+    "runs.json": b'{"apiVersion": "rq.davidlangworthy.io/v1", "kind": "Run", "metadata": {}}',
 }
 WANT = {  # path -> why, for every stray above
     "run/media-audio/typo.yaml": "holds a Run jobtree does not read from here; move it to runs/<namespace>/<name>.yaml",
@@ -38,6 +41,9 @@ WANT = {  # path -> why, for every stray above
     "inventory/more-nodes.yaml": "is not read: the inventory is inventory/nodes.yaml alone",
     "typo.yaml": "holds a Run jobtree does not read from here",
     "budget.yml": "holds a Budget jobtree does not read from here; move it to budgets/<name>.yaml",
+    "windows/run.yaml": "holds a Run jobtree does not read from here",
+    "bom.yaml": "holds a Run jobtree does not read from here",
+    "runs.json": "holds a Run jobtree does not read from here",
 }
 NOT_STRAYS = {
     "mkdocs.yml": b"site_name: fleet\nnav: []\n",
@@ -45,6 +51,7 @@ NOT_STRAYS = {
     "runs/media-audio/README.md": b"kind: Run\n",
     ".github/workflows/extra.yaml": b"kind: Run\n",
     ".ci/run.yaml": RUN,
+    "runs/media-audio/run.schema.json": b'{"$schema": "https://json-schema.org/draft/2020-12/schema"}',
 }
 
 
@@ -71,6 +78,7 @@ def test_validate_names_every_stray_file_in_a_folder_and_at_a_commit_alike(tmp_p
     found = _jt004(on_disk.stdout)
     assert found.keys() == WANT.keys()
     assert all(found[p].startswith(why) for p, why in WANT.items()), found
+    assert "budget.yml:2:1: JT004" in on_disk.stdout  # the line that says which kind it is
     repo = pygit2.init_repository(str(root), initial_head="main")
     repo.index.add_all()
     repo.index.write()

@@ -399,12 +399,17 @@ def test_a_client_that_resets_the_connection_is_one_log_line_not_a_traceback(
     assert "client went away" in caplog.text or "ended early" in caplog.text
 
 
-def test_head_on_health_answers_like_get_without_a_body(server) -> None:
+def test_head_answers_like_get_without_a_body_on_a_connection_that_stays_usable(server) -> None:
     host, port = server.httpd.server_address[:2]
     conn = http.client.HTTPConnection(str(host), int(port), timeout=5)
     try:
-        conn.request("HEAD", "/healthz")
+        for path, status in (("/healthz", 200), ("/nowhere", 404), ("/webhook", 405)):
+            conn.request("HEAD", path)
+            resp = conn.getresponse()
+            assert resp.status == status and resp.read() == b"", path
+            assert resp.getheader("Content-Type") == "application/json"
+        conn.request("GET", "/healthz")  # the same connection: no stray body bytes before this reply
         resp = conn.getresponse()
-        assert resp.status == 200 and resp.read() == b""
+        assert resp.status == 200 and json.loads(resp.read())["status"] == "ok"
     finally:
         conn.close()
