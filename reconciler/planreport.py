@@ -68,14 +68,9 @@ def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
             )
         )
     if report.get("updated"):
+        title = "Running pods rendered anew (their run's template changed; no GPU moves)"
         rows = [f"| `{u['run']}` | {u['pods']} | {', '.join(u['changed'])} |" for u in report["updated"]]
-        out.append(
-            (
-                "Running pods rendered anew (their run's template changed; no GPU moves)",
-                ["| run | pods | changed |", "|---|---:|---|"],
-                rows,
-            )
-        )
+        out.append((title, ["| run | pods | changed |", "|---|---:|---|"], rows))
     if report["budgets"]:
         rows = [
             f"| `{b['envelope']}` | {_usage(b['before'])} | {_usage(b['after'])} |" for b in report["budgets"]

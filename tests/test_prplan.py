@@ -577,6 +577,8 @@ def test_a_new_image_for_a_running_run_shows_its_pods_rendered_anew_and_the_comm
     assert "update   t/r1: 2 running pods rendered anew (image changed)" in out
     report = json.loads(plan(fleet, "--format", "json")[1])
     assert report["updated"] == [{"run": "t/r1", "pods": 2, "changed": ["image"]}]
+    markdown = plan(fleet, "--format", "markdown")[1]
+    assert "#### Running pods rendered anew" in markdown and "| `t/r1` | 2 | image |" in markdown
     assert report["starts"] == report["cuts"] == report["budgets"] == []
     # merged, reconcile commits the new pods and its message names the run
     fleet.references["refs/heads/main"].set_target(fleet.references["refs/heads/pr"].target)
