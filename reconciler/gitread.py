@@ -54,7 +54,11 @@ def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         linked = [d for d in dirnames if (here / d).is_symlink()]
-        dirnames[:] = sorted(d for d in dirnames if d not in linked and (here != root or _walked(d)))
+        dirnames[:] = sorted(  # not a nested repository (a submodule): Git does not hold its files here
+            d
+            for d in dirnames
+            if d not in linked and (here != root or _walked(d)) and not (here / d / ".git").exists()
+        )
         for name in sorted([*filenames, *linked]):  # Git stores a link to a folder as a link too
             file = here / name
             rel = file.relative_to(root).as_posix()

@@ -4,6 +4,7 @@ data files (a site config, docs, workflows, jobtree's own output) are left alone
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pygit2
@@ -73,12 +74,15 @@ def _jt004(output: str) -> dict[str, str]:
 
 def test_validate_names_every_stray_file_in_a_folder_and_at_a_commit_alike(tmp_path: Path) -> None:
     root = _fleet(tmp_path / "fleet")
+    (root / "vendor" / "lib" / ".git").mkdir(parents=True)  # a nested repository (a submodule's checkout)
+    (root / "vendor" / "lib" / "run.yaml").write_bytes(RUN)  # not the fleet's: Git does not hold it here
     on_disk = CliRunner().invoke(main, ["validate", str(root)])
     assert on_disk.exit_code == 3
     found = _jt004(on_disk.stdout)
     assert found.keys() == WANT.keys()
     assert all(found[p].startswith(why) for p, why in WANT.items()), found
     assert "budget.yml:2:1: JT004" in on_disk.stdout  # the line that says which kind it is
+    shutil.rmtree(root / "vendor")  # as Git holds the fleet: without the nested repository's files
     repo = pygit2.init_repository(str(root), initial_head="main")
     repo.index.add_all()
     repo.index.write()
