@@ -15,6 +15,7 @@ import hmac
 import json
 import logging
 import os
+import socket
 import sys
 import threading
 import time
@@ -142,6 +143,10 @@ class _Server(ThreadingHTTPServer):
         LOG.warning("connection from %s ended early: %s: %s", client_address[0], type(err).__name__, err)
 
 
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
 class WebhookServer:
     """The HTTP server plus its reconcile queue; `start()` serves in a background thread."""
 
@@ -163,14 +168,15 @@ class WebhookServer:
         self.max_body = max_body
         self.queue = ReconcileQueue(reconcile, clock)
         handler = type("WebhookHandler", (_Handler,), {"app": self, "timeout": read_timeout})
-        self.httpd = _Server((host, port), handler)
+        server = _Server6 if ":" in host else _Server  # an IPv6 address such as ::1 or ::
+        self.httpd = server((host, port), handler)
         self.httpd.daemon_threads = True
         self._serving: threading.Thread | None = None
 
     @property
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"http://[{host!s}]:{port}" if ":" in str(host) else f"http://{host!s}:{port}"
 
     def start(self) -> None:
         self.queue.start()

@@ -413,3 +413,17 @@ def test_head_answers_like_get_without_a_body_on_a_connection_that_stays_usable(
         assert resp.status == 200 and json.loads(resp.read())["status"] == "ok"
     finally:
         conn.close()
+
+
+def test_the_server_listens_on_an_ipv6_address(recorder) -> None:
+    srv = webhook.WebhookServer(recorder, SECRET, host="::1", port=0)
+    srv.start()
+    try:
+        port = srv.httpd.server_address[1]
+        assert srv.url == f"http://[::1]:{port}"
+        conn = http.client.HTTPConnection("::1", port, timeout=5)
+        conn.request("GET", "/healthz")
+        assert conn.getresponse().status == 200
+        conn.close()
+    finally:
+        srv.shutdown()
