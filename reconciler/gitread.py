@@ -1,6 +1,7 @@
 """Read a fleet repository's spec files (jobtree.yaml, budgets/, runs/, inventory) from a commit or a folder.
 
-Read-only and small: no checkout, no writes, no remote; the Git sink is `reconciler.gitstore`.
+Also the first bytes of data files that may be misplaced spec (`schemas.strays`), for validation to
+name. Read-only and small: no checkout, no writes, no remote; the Git sink is `reconciler.gitstore`.
 """
 
 from __future__ import annotations
