@@ -45,7 +45,7 @@ def misplaced(path: str, head: bytes) -> tuple[int, str] | None:
     top = path.split("/", 1)[0]
     found = _KIND.search(head[:SNIFF_BYTES])
     line = head.count(b"\n", 0, found.start()) + 1 if found is not None else 1
-    if top in SPEC_DIRS and "/" in path and (found is not None or not path.endswith(".json")):
+    if top in SPEC_DIRS and "/" in path and (found is not None or not path.lower().endswith(".json")):
         return line, (
             f"is not read: jobtree reads only files ending .yaml or .yml under {top}/; rename it "
             "(or move it out of the folder if it is not a fleet object)"
@@ -54,5 +54,5 @@ def misplaced(path: str, head: bytes) -> tuple[int, str] | None:
         kind = (found.group(1) or found.group(2)).decode()
         return line, f"holds a {kind} jobtree does not read from here; move it to {_HOME[kind]}"
     if top == INVENTORY_FILE.split("/", 1)[0] and "/" in path:
-        return 1, f"is not read: the inventory is {INVENTORY_FILE} alone; move its nodes there"
+        return 1, f"is not read: the inventory is {INVENTORY_FILE} alone; rename it, or move its nodes there"
     return None
