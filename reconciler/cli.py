@@ -9,10 +9,11 @@ import gc
 import importlib
 import importlib.util
 import os
-import signal
 import sys
 
 import click
+
+from reconciler import signals
 
 # verb -> module exposing `command` (a click.Command). Modules are imported lazily so one verb's
 # dependencies never slow or break another.
@@ -46,18 +47,6 @@ def main() -> None:
     # default cyclic-GC threshold (700) rescans them thousands of times, which measured at ~40% of a
     # 100k-GPU pass. Collect young objects every 100k allocations instead.
     gc.set_threshold(100_000, 50, 100)
-    # SIGTERM (a pod stopping, systemd) stops a verb as Ctrl-C does: `with` blocks unwind, so the
-    # clone's writer lock is let go and a long-running reconcile or webhook leaves cleanly
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _stop)
-
-
-_STOPPED_BY: list[int] = []
-
-
-def _stop(signum: int, frame: object) -> None:
-    _STOPPED_BY.append(signum)
-    raise KeyboardInterrupt
 
 
 def entry() -> None:
@@ -67,14 +56,15 @@ def entry() -> None:
     Nothing jobtree does waits for interpreter shutdown: files are closed by `with`, forked workers
     are joined, temporary directories are removed by their context managers."""
     code: object = 0
+    signals.install()  # before click resolves the verb (importing it): Ctrl-C then exits 130 too
     try:
         main()  # click's standalone mode always ends in SystemExit
     except SystemExit as done:
         code = done.code
     if isinstance(code, str):
         print(code, file=sys.stderr)
-    if _STOPPED_BY and code == 1:  # click's "Aborted!": exit as a process the signal stopped
-        code = 128 + _STOPPED_BY[0]
+    if signals.stopped() and code == 1:  # click's "Aborted!": exit as a process the signal stopped
+        code = 128 + (signals.stopped() or 0)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

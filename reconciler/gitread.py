@@ -7,6 +7,7 @@ name. Read-only and small: no checkout, no writes, no remote; the Git sink is `r
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pygit2
@@ -46,6 +47,7 @@ def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
             f"{root} is a bare Git repository with no files to read; pass --rev (e.g. --rev main)"
         )
     out: dict[str, bytes] = {}
+    ignored = _ignored_by_git(root)
     for name in SPEC_FILES:
         file = root / name
         if file.is_symlink():
@@ -68,9 +70,27 @@ def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
                     out[rel] = load.Symlink(os.fsencode(os.readlink(file)))
                 elif file.is_file():
                     out[rel] = _read(file)
-            elif strays.candidate(rel) and file.is_file() and not file.is_symlink():
+            elif strays.candidate(rel) and file.is_file() and not file.is_symlink() and not ignored(file):
                 out[rel] = _read(file, strays.SNIFF_BYTES)
     return out
+
+
+def _ignored_by_git(root: Path) -> Callable[[Path], bool]:
+    """Whether Git ignores a file below `root` (.gitignore): such a file is never committed, so it
+    is not named as stray spec. Outside a repository nothing is ignored."""
+    found = pygit2.discover_repository(str(root))
+    repo = pygit2.Repository(found) if found is not None else None
+    if repo is None or repo.workdir is None:
+        return lambda file: False
+    top = Path(repo.workdir).resolve()
+
+    def ignored(file: Path) -> bool:
+        try:
+            return bool(repo.path_is_ignored(file.resolve().relative_to(top).as_posix()))
+        except (ValueError, pygit2.GitError):
+            return False
+
+    return ignored
 
 
 def _read(file: Path, cap: int = MAX_FILE_BYTES + 1) -> bytes:

@@ -40,16 +40,23 @@ PUSH_PACK_CONFIG = "[pack]\n\tbigFileThreshold = 1\n\tdeltaCacheSize = 1\n"
 
 TIMEOUT_ENV = "JOBTREE_GIT_TIMEOUT"  # seconds a network remote may take to connect, or stay silent
 DEFAULT_TIMEOUT = 60
+MAX_TIMEOUT = 86_400
 
 
 def network_timeout() -> int:
     """Seconds a remote may take to connect or to answer (`JOBTREE_GIT_TIMEOUT`, default 60), set on
     libgit2 so a remote that accepts a connection but never answers fails the pass (the next one
     retries) instead of holding the clone's writer lock for ever."""
-    text = os.environ.get(TIMEOUT_ENV, "")
-    seconds = (
-        min(int(text), 86_400) if text.isdigit() and int(text) > 0 else DEFAULT_TIMEOUT
-    )  # libgit2: ms in a C int
+    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        seconds = DEFAULT_TIMEOUT
+    elif text.isascii() and text.isdigit() and 0 < int(text) <= MAX_TIMEOUT:  # libgit2 takes ms in a C int
+        seconds = int(text)
+    else:
+        raise PermanentGitError(
+            f"{TIMEOUT_ENV}={text!r} is not a whole number of seconds from 1 to {MAX_TIMEOUT}; "
+            f"set it so (or unset it for {DEFAULT_TIMEOUT})"
+        )
     pygit2.settings.server_connect_timeout = seconds * 1000
     pygit2.settings.server_timeout = seconds * 1000
     return seconds
@@ -104,8 +111,9 @@ def _remote(repo: pygit2.Repository, name: str) -> pygit2.remotes.Remote:
 
 
 def _unavailable(remote: pygit2.remotes.Remote, doing: str, err: Exception) -> GitUnavailable:
+    url = (remote.push_url or remote.url) if doing == "push to" else remote.url
     return GitUnavailable(
-        f"cannot {doing} remote {remote.name!r} at {remote.url}: {err}. Check the URL (`git remote -v`), "
+        f"cannot {doing} remote {remote.name!r} at {url}: {err}. Check the URL (`git remote -v`), "
         "network access and credentials; nothing was lost, the next pass retries"
     )
 

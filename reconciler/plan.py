@@ -263,12 +263,13 @@ def _plan(
     git: pygit2.Repository, base_commit: pygit2.Commit, head_commit: pygit2.Commit, now: int, now_given: bool
 ) -> tuple[dict[str, object], list[str]]:
     if git.merge_base(base_commit.id, head_commit.id) is None:
-        shallow = " (this clone is shallow)" if git.is_shallow else ""
-        raise PlanFailure(
-            f"{str(head_commit.id)[:12]} shares no history with the base {str(base_commit.id)[:12]}"
-            f"{shallow}: fetch the full history (actions/checkout with fetch-depth: 0, or git fetch "
-            "--unshallow) and plan again"
-        )
+        unrelated = f"{str(head_commit.id)[:12]} shares no history with the base {str(base_commit.id)[:12]}"
+        if git.is_shallow:
+            raise PlanFailure(
+                f"{unrelated} in this shallow clone: fetch the full history (actions/checkout with "
+                "fetch-depth: 0, or git fetch --unshallow) and plan again"
+            )
+        raise PlanFailure(f"{unrelated}: the branches are unrelated; rebase the change onto the base")
     base_spec, _, _ = speccache.read_spec(git, base_commit)
     # who the reconciler is comes from the base branch: a pull request cannot name itself the reconciler
     # and so is the branch it commits to: a reconciler commit in head must have been on that branch

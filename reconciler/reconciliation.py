@@ -31,6 +31,7 @@ from reconciler import (
     passcache,
     passmemo,
     pipeline,
+    signals,
     speccache,
     specprefetch,
     worktree,
@@ -409,6 +410,12 @@ def run(
         now = parse_time(now_text) if now_text is not None else None
     except ValueError as err:
         raise click.UsageError(f"--now {now_text!r}: {err}") from err
+    if now is not None and push and now > time.time() + MAX_CLOCK_SKEW:
+        raise click.UsageError(
+            f"--now {now_text} is ahead of this machine's clock: pushed, it would move the shared fleet's "
+            "time forward, and every scheduled pass would be refused until the clock caught up; plan "
+            "future instants without --push (a local what-if), or use `jobtree simulate`"
+        )
     if once and interval is not None:
         raise click.UsageError(
             f"--once and --interval {interval} exclude each other: --once runs one pass and exits, "
@@ -477,6 +484,8 @@ def run(
         except pipeline.InvariantViolation as err:
             click.echo(f"jobtree: {err}", err=True)
             sys.exit(EXIT_OTHER)
+        if signals.stopped():  # a signal Python could not raise where it arrived: stop here
+            sys.exit(128 + (signals.stopped() or 0))
         if every is None:
             return
         wake = time.time() + every

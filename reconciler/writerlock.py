@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pygit2
 
-from reconciler.gitstore import LockBusy, NotARepository
+from reconciler.gitstore import LockBusy, NotARepository, PermanentGitError
 
 LOCK_NAME = "jobtree.lock"
 _HELD: set[Path] = set()  # the lock files this process holds now (its threads take turns)
@@ -55,6 +55,11 @@ def writer_lock(repo_path: str | os.PathLike[str]) -> Iterator[Path]:
             since = _take_over_if_stale(path)
             dead_since = since if since is not None else dead_since
             continue
+        except OSError as err:  # a read-only or full Git dir: nothing can be committed here
+            raise PermanentGitError(
+                f"cannot create {path} ({err.strerror}): jobtree writes its lock, commits and cache in "
+                "the clone's Git directory; reconcile in a clone you can write to"
+            ) from None
         with os.fdopen(fd, "w") as fh:
             fh.write(mine)
         _HELD.add(path)

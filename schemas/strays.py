@@ -52,7 +52,10 @@ def misplaced(path: str, head: bytes) -> tuple[int, str] | None:
         )
     if found is not None:
         kind = (found.group(1) or found.group(2)).decode()
-        return line, f"holds a {kind} jobtree does not read from here; move it to {_HOME[kind]}"
+        return line, (
+            f"holds a {kind} jobtree does not read from here; move it to {_HOME[kind]} (an example "
+            "or a document: keep it in a .md file, where nobody takes it for the fleet's)"
+        )
     if top == INVENTORY_FILE.split("/", 1)[0] and "/" in path:
         return 1, f"is not read: the inventory is {INVENTORY_FILE} alone; rename it, or move its nodes there"
     return None

@@ -614,3 +614,13 @@ def test_an_output_file_that_cannot_be_written_is_exit_four_after_the_report(
     assert (
         "cannot write --output" in out and "no-such-dir/plan.md" in out and "No such file or directory" in out
     )
+
+
+def test_a_head_with_no_history_in_common_is_exit_four_saying_the_branches_are_unrelated(
+    fleet: pygit2.Repository,
+) -> None:
+    orphan = fleet.create_commit(None, HUMAN, HUMAN, "unrelated\n", write_tree(fleet, BASE_FILES), [])
+    fleet.references["refs/heads/pr"].set_target(orphan)
+    code, out = plan(fleet)
+    assert code == 4 and "shares no history with the base" in out
+    assert "the branches are unrelated; rebase the change onto the base" in out and "shallow" not in out

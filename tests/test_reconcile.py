@@ -685,3 +685,79 @@ def test_sigterm_in_the_middle_of_a_pass_lets_go_of_the_clones_lock(tmp_path: Pa
         silent.close()
     assert proc.returncode == 143 and "Traceback" not in err
     assert not lock.exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "2.5", "²", "86401"])
+def test_a_network_timeout_that_is_not_whole_seconds_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    bare_remote(tmp_path)
+    clone(tmp_path / "fleet.git", tmp_path / "work")
+    monkeypatch.setenv("JOBTREE_GIT_TIMEOUT", value)
+    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--push", "--quiet"])
+    assert result.exit_code == 4 and "Traceback" not in result.output
+    assert f"JOBTREE_GIT_TIMEOUT={value!r} is not a whole number of seconds from 1 to 86400" in result.output
+
+
+def test_a_push_url_that_never_answers_is_named_in_the_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bare_remote(tmp_path)
+    repo = clone(tmp_path / "fleet.git", tmp_path / "work")
+    silent = socket.create_server(("127.0.0.1", 0))
+    push_url = f"git://127.0.0.1:{silent.getsockname()[1]}/fleet.git"
+    repo.remotes.set_push_url("origin", push_url)  # fetched from the path, pushed over the network
+    monkeypatch.setenv("JOBTREE_GIT_TIMEOUT", "2")
+    try:
+        result = CliRunner().invoke(command, [str(tmp_path / "work"), "--push", "--quiet"])
+    finally:
+        silent.close()
+    assert result.exit_code == 4 and f"cannot push to remote 'origin' at {push_url}" in result.output
+
+
+def test_a_future_now_is_refused_with_push_and_allowed_as_a_local_what_if(tmp_path: Path) -> None:
+    bare_remote(tmp_path)
+    repo = clone(tmp_path / "fleet.git", tmp_path / "work")
+    future = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
+    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--push", "--now", future])
+    assert result.exit_code == 2 and "is ahead of this machine's clock" in result.stderr
+    assert not (tmp_path / "work" / "state").exists()
+    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--now", future, "--quiet"])
+    assert result.exit_code == 0 and gitstore.read_file(repo, "main", "state/fleet.yaml") is not None
+
+
+def test_a_git_directory_that_cannot_be_written_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bare_remote(tmp_path)
+    clone(tmp_path / "fleet.git", tmp_path / "work")
+    real_open = os.open
+
+    def read_only(path: object, flags: int, *args: object) -> int:
+        if str(path).endswith("jobtree.lock"):
+            raise OSError(30, "Read-only file system")
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", read_only)
+    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--quiet", "--now", "2026-03-02T09:00:00Z"])
+    assert result.exit_code == 4 and "Traceback" not in result.output
+    assert (
+        "jobtree.lock (Read-only file system)" in result.output
+        and "a clone you can write to" in result.output
+    )
+
+
+def test_a_signal_python_could_not_raise_still_stops_the_loop_after_its_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SIGTERM that arrived inside a weakref callback (Python prints it and carries on): remembered,
+    # so the loop stops at its next safe point instead of sleeping until the next pass
+    from reconciler import signals
+
+    bare_remote(tmp_path, steady_files())
+    clone(tmp_path / "fleet.git", tmp_path / "work")
+    monkeypatch.setattr(signals, "_received", [signal.SIGTERM])
+    started = time.monotonic()
+    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--interval", "60s", "--quiet"])
+    assert result.exit_code == 143 and time.monotonic() - started < 30
+    assert result.stdout.startswith("committed ")  # the pass itself ran to its end

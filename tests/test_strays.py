@@ -76,6 +76,10 @@ def test_validate_names_every_stray_file_in_a_folder_and_at_a_commit_alike(tmp_p
     root = _fleet(tmp_path / "fleet")
     (root / "vendor" / "lib" / ".git").mkdir(parents=True)  # a nested repository (a submodule's checkout)
     (root / "vendor" / "lib" / "run.yaml").write_bytes(RUN)  # not the fleet's: Git does not hold it here
+    pygit2.init_repository(str(root), initial_head="main")
+    (root / ".gitignore").write_text("scratch/\n")
+    (root / "scratch" / "run.yaml").parent.mkdir()
+    (root / "scratch" / "run.yaml").write_bytes(RUN)  # ignored: never committed, so not named
     on_disk = CliRunner().invoke(main, ["validate", str(root)])
     assert on_disk.exit_code == 3
     found = _jt004(on_disk.stdout)
@@ -83,7 +87,7 @@ def test_validate_names_every_stray_file_in_a_folder_and_at_a_commit_alike(tmp_p
     assert all(found[p].startswith(why) for p, why in WANT.items()), found
     assert "budget.yml:2:1: JT004" in on_disk.stdout  # the line that says which kind it is
     shutil.rmtree(root / "vendor")  # as Git holds the fleet: without the nested repository's files
-    repo = pygit2.init_repository(str(root), initial_head="main")
+    repo = pygit2.Repository(str(root))
     repo.index.add_all()
     repo.index.write()
     repo.create_commit("HEAD", HUMAN, HUMAN, "fleet\n", repo.index.write_tree(), [])
