@@ -49,11 +49,7 @@ SUMMARY_SHOWN = 3  # commit message lines repeated on stdout
 EXIT_INVALID, EXIT_OTHER = 3, 4
 TOKEN_ENV = "JOBTREE_GIT_TOKEN"
 MAX_INTERVAL = 7 * 24 * 3600  # the longest --interval: a week
-MAX_CLOCK_SKEW = 5 * 60  # a clock this far behind the last pass's asOf plans as of it; further is an error
-
-
-class ClockBehind(PermanentGitError):
-    """This machine's clock is far behind the last pass: planning now would go back in time."""
+MAX_CLOCK_SKEW = 5 * 60  # a clock further behind the last pass's asOf than this is not drift: said so
 
 
 @dataclass(slots=True)
@@ -158,9 +154,9 @@ def plan_once(
 
     `memos`: decoded owned trees this process already holds (by tree ids), tried before the cache.
     A pass never plans before the last one (`asOf`): a `now` given earlier (`now_given`), or a clock
-    up to `MAX_CLOCK_SKEW` behind (a reconciler that lost a race to one whose clock runs ahead),
-    plans as of `asOf` and says so; a clock further behind is an error. `now_given` None: silent
-    (recomputing a recorded pass).
+    behind (a reconciler that lost a race to one whose clock runs ahead, or a pass pushed with a
+    future --now) plans as of `asOf` and says so. `now_given` None: silent (recomputing a recorded
+    pass).
     """
     head = gitstore.resolve(repo, branch)
     spec, count, parsed = speccache.read_spec(repo, head, early)
@@ -188,17 +184,17 @@ def plan_once(
     if state.as_of is not None and now < state.as_of:  # leases it closed would end before they started
         was, then = format_time(now), format_time(state.as_of)
         where = f"asOf {then} in state/fleet.yaml at {str(start.commit.id)[:12]}"
-        if now_given is False and state.as_of - now > MAX_CLOCK_SKEW:
-            raise ClockBehind(
-                f"the clock reads {was}, more than {MAX_CLOCK_SKEW // 60} minutes before the last pass "
-                f"({where}): fix this machine's clock, or if a pass was pushed with a --now in the "
-                f"future, reconcile with --now {then} (or later) until the clock catches up"
-            )
         if now_given is not None:  # said even with --quiet: the pass is not planned when asked for
             asked = f"--now {was}" if now_given else f"the clock ({was})"
+            far = (
+                " (more than a clock's drift: a pass pushed with a future --now, or this clock is wrong; "
+                "reservations and windows fall due only as of that time)"
+                if not now_given and state.as_of - now > MAX_CLOCK_SKEW
+                else ""
+            )
             click.echo(
-                f"jobtree: {asked} is before the last pass ({where}): a pass never goes back in time, "
-                f"so this one plans as of {then}",
+                f"jobtree: {asked} is before the last pass ({where}){far}: a pass never goes back in "
+                f"time, so this one plans as of {then}",
                 err=True,
             )
         now = state.as_of
@@ -411,10 +407,11 @@ def run(
     except ValueError as err:
         raise click.UsageError(f"--now {now_text!r}: {err}") from err
     if now is not None and push and now > time.time() + MAX_CLOCK_SKEW:
-        raise click.UsageError(
-            f"--now {now_text} is ahead of this machine's clock: pushed, it would move the shared fleet's "
-            "time forward, and every scheduled pass would be refused until the clock caught up; plan "
-            "future instants without --push (a local what-if), or use `jobtree simulate`"
+        click.echo(
+            f"jobtree: --now {now_text} is ahead of this machine's clock: pushed, it moves the shared "
+            "fleet's time forward, and passes on the clock plan as of it (time-driven events wait) "
+            "until the clock catches up",
+            err=True,
         )
     if once and interval is not None:
         raise click.UsageError(

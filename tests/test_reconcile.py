@@ -715,15 +715,16 @@ def test_a_push_url_that_never_answers_is_named_in_the_error(
     assert result.exit_code == 4 and f"cannot push to remote 'origin' at {push_url}" in result.output
 
 
-def test_a_future_now_is_refused_with_push_and_allowed_as_a_local_what_if(tmp_path: Path) -> None:
+def test_a_future_now_pushed_is_warned_of_and_passes_on_the_clock_then_plan_as_of_it(tmp_path: Path) -> None:
     bare_remote(tmp_path)
     repo = clone(tmp_path / "fleet.git", tmp_path / "work")
     future = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
-    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--push", "--now", future])
-    assert result.exit_code == 2 and "is ahead of this machine's clock" in result.stderr
-    assert not (tmp_path / "work" / "state").exists()
-    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--now", future, "--quiet"])
-    assert result.exit_code == 0 and gitstore.read_file(repo, "main", "state/fleet.yaml") is not None
+    result = CliRunner().invoke(command, [str(tmp_path / "work"), "--push", "--now", future, "--quiet"])
+    assert result.exit_code == 0 and "is ahead of this machine's clock: pushed, it moves" in result.stderr
+    again = CliRunner().invoke(command, [str(tmp_path / "work"), "--push", "--quiet"])  # on the clock
+    assert again.exit_code == 0 and again.stdout.startswith("no change at ")
+    assert f"so this one plans as of {future}" in again.stderr
+    assert f'asOf: "{future}"' in (gitstore.read_file(repo, "main", "state/fleet.yaml") or b"").decode()
 
 
 def test_a_git_directory_that_cannot_be_written_is_one_clear_error(
