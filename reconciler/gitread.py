@@ -13,20 +13,10 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import FileMode, ObjectType
 
-from schemas import load, strays
+from schemas import layout, load, strays
 
-FLEET_FILE = load.FLEET_FILE
-SPEC_FILES = (FLEET_FILE, load.INVENTORY_FILE)
-SPEC_DIRS = ("budgets", "runs")
-YAML_SUFFIXES = (".yaml", ".yml")
-_OUTPUT = ("state", "rendered")  # jobtree's own folders: never walked for spec
-
-
-def _walked(top: str) -> bool:
-    """Whether a top-level folder may hold spec (or stray spec): not hidden, not jobtree's output."""
-    return not top.startswith(".") and top not in _OUTPUT
-
-
+FLEET_FILE, SPEC_FILES, SPEC_DIRS = layout.FLEET_FILE, layout.SPEC_FILES, layout.SPEC_DIRS
+YAML_SUFFIXES = layout.YAML_SUFFIXES
 # Past this size a spec file is a mistake or an attack: only its first MAX_FILE_BYTES + 1 bytes are
 # read, and validation reports the file as too large (its neighbours are still checked).
 MAX_FILE_BYTES = load.MAX_FILE_BYTES
@@ -60,7 +50,7 @@ def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
         dirnames[:] = sorted(  # not a nested repository (a submodule): Git does not hold its files here
             d
             for d in dirnames
-            if d not in linked and (here != root or _walked(d)) and not (here / d / ".git").exists()
+            if d not in linked and (here != root or layout.walked(d)) and not (here / d / ".git").exists()
         )
         for name in sorted([*filenames, *linked]):  # Git stores a link to a folder as a link too
             file = here / name
@@ -129,7 +119,7 @@ def read_tree(repo_path: str | os.PathLike[str], rev: str) -> dict[str, bytes]:
             out[name] = blob
     for entry in tree:
         name = str(entry.name)
-        if entry.type == ObjectType.TREE and _walked(name):
+        if entry.type == ObjectType.TREE and layout.walked(name):
             _walk(repo, tree, name, out)
         elif entry.type == ObjectType.BLOB and strays.candidate(name) and entry.filemode != FileMode.LINK:
             out[name] = _data(repo, entry.id)[: strays.SNIFF_BYTES]
@@ -174,4 +164,4 @@ def _data(repo: pygit2.Repository, oid: pygit2.Oid, link: bool = False) -> bytes
     if not isinstance(blob, pygit2.Blob):
         raise GitReadError(f"{oid} is not a file")
     data: bytes = blob.data
-    return load.Symlink(data[:4096]) if link else data[: MAX_FILE_BYTES + 1]
+    return load.Symlink(data[: layout.LINK_BYTES]) if link else data[: MAX_FILE_BYTES + 1]

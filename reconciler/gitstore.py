@@ -29,8 +29,9 @@ import pygit2
 from pygit2.enums import FileMode, ObjectType, SortMode
 
 from reconciler import gitpack
+from schemas import layout
 
-OWNED_PREFIXES: tuple[str, ...] = ("state/", "rendered/")
+OWNED_PREFIXES = layout.OWNED_PREFIXES
 TRAILER = "Spec-Commit"
 _TRAILER_RE = re.compile(rf"^{TRAILER}: ([0-9a-f]{{40}}|[0-9a-f]{{64}})$")
 _SUBJECT_MAX = 72

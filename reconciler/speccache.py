@@ -20,7 +20,7 @@ import pygit2
 
 from reconciler import forkmap, gitstore, lastvalid, passcache, pipeline
 from reconciler.specprefetch import CACHE_NAME, Prefetch, parse, spec_blobs
-from schemas.layout import MAX_FILE_BYTES
+from schemas.layout import LINK_BYTES, MAX_FILE_BYTES
 from schemas.load import Symlink
 from schemas.strays import SNIFF_BYTES
 from schemas.yamldoc import Document
@@ -41,7 +41,7 @@ def read_spec(
         known_docs, known_trees = {}, {}
     blobs, links, stray, trees = spec_blobs(repo, commit, known_trees)
     files: dict[str, bytes] = {  # a link's blob is its target's name: kept short, never read through
-        path: Symlink(gitstore.read_blob(repo, oid)[:4096]) for path, oid in links.items()
+        path: Symlink(gitstore.read_blob(repo, oid)[:LINK_BYTES]) for path, oid in links.items()
     }
     files.update((path, gitstore.read_blob(repo, oid)[:SNIFF_BYTES]) for path, oid in stray.items())
     parsed: dict[str, list[Document]] = {}

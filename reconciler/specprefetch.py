@@ -23,7 +23,7 @@ from pygit2.enums import FileMode, ObjectType
 
 from reconciler import forkmap, gitstore, passcache
 from schemas import strays
-from schemas.layout import MAX_FILE_BYTES, SPEC_DIRS, SPEC_FILES, spec_kind
+from schemas.layout import MAX_FILE_BYTES, SPEC_DIRS, SPEC_FILES, spec_kind, walked
 from schemas.yamldoc import parse_all
 
 CACHE_NAME = "spec-documents"  # the parse cache `speccache` keeps in `passcache.directory`
@@ -75,11 +75,7 @@ def spec_blobs(
         top = str(item.name)
         if item.type == ObjectType.BLOB:
             rows: Listing = (("", str(item.id), item.filemode == FileMode.LINK),)
-        elif (
-            item.type == ObjectType.TREE
-            and not top.startswith(".")
-            and f"{top}/" not in gitstore.OWNED_PREFIXES
-        ):
+        elif item.type == ObjectType.TREE and walked(top):
             rows = _listing(repo, repo[item.id].peel(pygit2.Tree), known, seen)
         else:
             continue

@@ -1,7 +1,8 @@
 """Where a fleet repository keeps its spec: the settings files and the directories of Budgets and Runs.
 
 Paths only, no parsing and no models, so the reconciler can list spec files before it imports
-anything heavy (`reconciler.specprefetch`). `fleetcheck` decides what the files hold.
+anything heavy (`reconciler.specprefetch`), and what jobtree itself writes (`OWNED_PREFIXES`).
+`fleetcheck` decides what the files hold.
 """
 
 from __future__ import annotations
@@ -14,6 +15,14 @@ SPEC_DIRS = tuple(prefix.rstrip("/") for prefix, _ in SPEC_KINDS)
 # what people write, as path prefixes: the settings file and the spec directories
 SPEC_PREFIXES = (FLEET_FILE, *(prefix for prefix, _ in SPEC_KINDS), INVENTORY_FILE.split("/")[0] + "/")
 MAX_FILE_BYTES = 8 * 2**20  # a fleet file past this is a mistake or an attack, not a manifest
+LINK_BYTES = 4096  # of a symbolic link's blob (its target's name): read only to name it
+YAML_SUFFIXES = (".yaml", ".yml")
+OWNED_PREFIXES: tuple[str, ...] = ("state/", "rendered/")  # what jobtree writes; people write the rest
+
+
+def walked(top: str) -> bool:
+    """Whether a top-level name may hold spec (or misplaced spec): not hidden, not jobtree's output."""
+    return not top.startswith(".") and f"{top}/" not in OWNED_PREFIXES
 
 
 def spec_kind(path: str) -> str | None:
@@ -23,6 +32,6 @@ def spec_kind(path: str) -> str | None:
     if path == INVENTORY_FILE:
         return "Inventory"
     for prefix, kind in SPEC_KINDS:
-        if path.startswith(prefix) and path.endswith((".yaml", ".yml")):
+        if path.startswith(prefix) and path.endswith(YAML_SUFFIXES):
             return kind
     return None

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import re
 
-from schemas.layout import FLEET_FILE, INVENTORY_FILE, SPEC_DIRS, spec_kind
+from schemas.layout import FLEET_FILE, INVENTORY_FILE, OWNED_PREFIXES, SPEC_DIRS, spec_kind
 
 SNIFF_BYTES = 4096
 _DATA_SUFFIXES = (".yaml", ".yml", ".json")
-_OWNED = ("state/", "rendered/")
 # `kind: Run` on a line of its own (YAML; CRLF and a BOM too) or `"kind": "Run"` anywhere (JSON, flow)
 _KIND = re.compile(
     rb"(?:^(?:\xef\xbb\xbf)?kind:[ \t]*[\"']?(Run|Budget|FleetConfig)[\"']?[ \t]*(?:#[^\r\n]*)?\r?$"
@@ -31,7 +30,7 @@ _HOME = {
 
 def candidate(path: str) -> bool:
     """Whether `path` (relative, POSIX) may be a stray fleet file: a data file outside the spec."""
-    if spec_kind(path) is not None or path.startswith(_OWNED):
+    if spec_kind(path) is not None or path.startswith(OWNED_PREFIXES):
         return False
     if any(part.startswith(".") for part in path.split("/")):
         return False
