@@ -50,23 +50,13 @@ def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
     if report["eta"]:
         out.append(("Moves other runs", [], [f"- {e['text']}" for e in report["eta"]]))
     if report["conflicts"]:
+        title = "Put in a conflict set (warned before any cut)"
         rows = [f"| `{c['run']}` | {', '.join(c['reservations'])} |" for c in report["conflicts"]]
-        out.append(
-            (
-                "Put in a conflict set (warned before any cut)",
-                ["| run | reservation (probability) |", "|---|---|"],
-                rows,
-            )
-        )
+        out.append((title, ["| run | reservation (probability) |", "|---|---|"], rows))
     if report.get("unfunded"):
+        title = "Funding of running runs (unfunded groups run charged to nobody and are reclaimed first)"
         rows = [f"| `{u['run']}` | {u['groupsBefore']} | {u['groupsAfter']} |" for u in report["unfunded"]]
-        out.append(
-            (
-                "Funding of running runs (unfunded groups run charged to nobody and are reclaimed first)",
-                ["| run | unfunded groups before | after |", "|---|---:|---:|"],
-                rows,
-            )
-        )
+        out.append((title, ["| run | unfunded groups before | after |", "|---|---:|---:|"], rows))
     if report.get("updated"):
         title = "Running pods rendered anew (their run's template changed; no GPU moves)"
         rows = [f"| `{u['run']}` | {u['pods']} | {', '.join(u['changed'])} |" for u in report["updated"]]

@@ -269,23 +269,20 @@ class _Handler(BaseHTTPRequestHandler):
             LOG.warning(
                 "request %s %s timed out reading its body from %s", method, self.path, self.address_string()
             )
-            try:
-                self._reply(
-                    408,
-                    {"error": f"request body not received within {self.timeout} s; nothing was run"},
-                    close=True,
-                )
-            except OSError:
-                self.close_connection = True
-        except (ConnectionError, BrokenPipeError) as err:  # the client went away: nobody to answer
+            self._last_word(408, f"request body not received within {self.timeout} s; nothing was run")
+        except ConnectionError as err:  # the client went away (reset, broken pipe): nobody to answer
             LOG.warning("request %s %s: client went away (%s)", method, self.path, type(err).__name__)
             self.close_connection = True
         except Exception as err:  # noqa: BLE001 - the server must outlive any one request
             LOG.error("request %s %s failed: %s: %s", method, self.path, type(err).__name__, err)
-            try:
-                self._reply(500, {"error": "internal error; nothing was run"}, close=True)
-            except OSError:
-                self.close_connection = True
+            self._last_word(500, "internal error; nothing was run")
+
+    def _last_word(self, status: int, error: str) -> None:
+        """An error reply that closes the connection, if the client is still there to read it."""
+        try:
+            self._reply(status, {"error": error}, close=True)
+        except OSError:
+            self.close_connection = True
 
     def _webhook(self) -> None:
         lengths = self.headers.get_all("Content-Length") or []

@@ -79,6 +79,11 @@ def writer_lock(repo_path: str | os.PathLike[str]) -> Iterator[Path]:
             pass
 
 
+def _fields(seen: str) -> dict[str, str]:
+    """The lock file's `key=value` words (pid, host, since)."""
+    return dict(f.split("=", 1) for f in seen.split() if "=" in f)
+
+
 def _busy(path: Path, seen: str | None = None) -> LockBusy:
     """The error for a held lock, naming its holder as people read it: `pid=… host=… since=<UTC>`."""
     if seen is None:
@@ -86,7 +91,7 @@ def _busy(path: Path, seen: str | None = None) -> LockBusy:
             seen = path.read_text()
         except FileNotFoundError:
             seen = ""
-    fields = dict(f.split("=", 1) for f in seen.split() if "=" in f)
+    fields = _fields(seen)
     since = fields.get("since", "")
     if since.isdigit():
         fields["since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(since)))
@@ -107,7 +112,7 @@ def _take_over_if_stale(path: Path) -> int | None:
         seen = path.read_text()
     except FileNotFoundError:
         return None
-    fields = dict(f.split("=", 1) for f in seen.split() if "=" in f)
+    fields = _fields(seen)
     pid = int(fields["pid"]) if fields.get("pid", "").isdigit() else None
     same_host = fields.get("host") == socket.gethostname()
     mine_before = pid == os.getpid() and path not in _HELD  # left by an earlier process with our pid
