@@ -49,6 +49,11 @@ class Plan:
     waiting_before: frozenset[str] = frozenset()
 
     @property
+    def running_groups(self) -> set[tuple[str, int]]:
+        """(run, group) of every group with an open lease after the pass."""
+        return {(x.run, x.group) for x in self.open_leases}
+
+    @property
     def manifests(self) -> dict[str, dict[str, Any]]:
         """Path -> pod or headless Service for every open lease (rendered once, on first use)."""
         if self.rendered is None:

@@ -242,6 +242,6 @@ def _groups(n: int) -> str:
 
 def _funding_changes(plan: Plan) -> tuple[Counter[str], Counter[str]]:
     """Groups still running that this pass left charged to nobody, and those funded again, per run."""
-    running = {(x.run, x.group) for x in plan.open_leases}
+    running = plan.running_groups
     after, before = plan.state.unfunded & running, plan.unfunded_before & running
     return Counter(run for run, _ in after - before), Counter(run for run, _ in before - after)

@@ -159,8 +159,14 @@ def _unproven(git: pygit2.Repository, shas: list[str], email: str) -> dict[str, 
 
 
 def _refuse_hand_edits(
-    git: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit, author: GitAuthor, branch: str
+    git: pygit2.Repository,
+    base: pygit2.Commit,
+    head: pygit2.Commit,
+    fork: pygit2.Oid,
+    author: GitAuthor,
+    branch: str,
 ) -> None:
+    """Exit 3 naming the owned files head changed by hand since `fork` (where it left base)."""
     # the reconciler commits to `branch`: its commits in head were there, or made elsewhere and proven by content
     edits = gitstore.hand_edited(
         git,
@@ -178,21 +184,16 @@ def _refuse_hand_edits(
     ]
     named = {(sha, path) for sha, path, _ in found}
     found += [e for e in disguised_edits(git, str(base.id), str(head.id), author.email) if e[:2] not in named]
-    fork = git.merge_base(base.id, head.id)
-    if fork is not None:  # an edit the branch itself put back merges nothing: only what head still differs in
-        start = git[fork].peel(pygit2.Commit).tree
-        found = [e for e in found if gitstore.entry_at(start, e[1]) != gitstore.entry_at(head.tree, e[1])]
+    # an edit the branch itself put back merges nothing: only what head still differs in
+    start = git[fork].peel(pygit2.Commit).tree
+    found = [e for e in found if gitstore.entry_at(start, e[1]) != gitstore.entry_at(head.tree, e[1])]
     if not found:
         return
     click.echo("jobtree: refusing to plan: state/ and rendered/ are written only by jobtree, but", err=True)
     for sha, path, why in found:
         because = f": {why}, so its state/ and rendered/ edits are refused" if why else ""
         click.echo(f"  {path} (changed by hand in {sha[:12]}{because})", err=True)
-    where = (
-        f" (git checkout {str(fork)[:12]} -- <file>, or git rm <file> for one the branch added)"
-        if fork is not None
-        else ""
-    )
+    where = f" (git checkout {str(fork)[:12]} -- <file>, or git rm <file> for one the branch added)"
     click.echo(
         f"put those files back as they were where the branch left the base{where}, or drop those "
         "commits; jobtree rewrites state/ and rendered/ after merge",
@@ -262,7 +263,8 @@ def command(
 def _plan(
     git: pygit2.Repository, base_commit: pygit2.Commit, head_commit: pygit2.Commit, now: int, now_given: bool
 ) -> tuple[dict[str, object], list[str]]:
-    if git.merge_base(base_commit.id, head_commit.id) is None:
+    fork = git.merge_base(base_commit.id, head_commit.id)
+    if fork is None:
         unrelated = f"{str(head_commit.id)[:12]} shares no history with the base {str(base_commit.id)[:12]}"
         if git.is_shallow:
             raise PlanFailure(
@@ -273,7 +275,9 @@ def _plan(
     base_spec, _, _ = speccache.read_spec(git, base_commit)
     # who the reconciler is comes from the base branch: a pull request cannot name itself the reconciler
     # and so is the branch it commits to: a reconciler commit in head must have been on that branch
-    _refuse_hand_edits(git, base_commit, head_commit, base_spec.fleet.git.author, base_spec.fleet.git.branch)
+    _refuse_hand_edits(
+        git, base_commit, head_commit, fork, base_spec.fleet.git.author, base_spec.fleet.git.branch
+    )
     state = _state_at(git, base_commit, base_spec.fleet.git.author.email)
     if state.as_of is not None and now < state.as_of:
         if now_given:  # leases the plan ends would end before they started

@@ -8,7 +8,7 @@ running runs left charged to nobody (or funded again), running runs whose pods a
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
@@ -86,11 +86,7 @@ def _conflicts(plan: Plan) -> dict[str, list[str]]:
 
 def _unfunded(plan: Plan) -> dict[str, int]:
     """Running runs with groups charged to nobody after the plan (reclaimed first), groups per run."""
-    running = {(x.run, x.group) for x in plan.open_leases}
-    out: dict[str, int] = defaultdict(int)
-    for run, _ in sorted(plan.state.unfunded & running):
-        out[run] += 1
-    return dict(out)
+    return dict(sorted(Counter(run for run, _ in plan.state.unfunded & plan.running_groups).items()))
 
 
 def _pods(plan: Plan) -> dict[str, dict[str, Any]]:

@@ -225,9 +225,7 @@ def _changed_files(tree: gitsink.NextTree, restored: list[str]) -> int:
 def _no_branch(repo: pygit2.Repository, branch: str, named: bool, remote: str | None) -> str:
     """Why there is nothing to reconcile on `branch`, and what to do."""
     where = repo.workdir or repo.path
-    if repo.is_empty or (
-        repo.head_is_unborn and not any(r.startswith("refs/heads/") for r in repo.references)
-    ):
+    if repo.head_is_unborn and not any(r.startswith("refs/heads/") for r in repo.references):
         return f"{where} has no commits yet: commit the fleet files to {branch} first"
     nowhere = f"here or on {remote}" if remote else "here"
     tag = (
@@ -329,9 +327,8 @@ def reconcile_once(
             try:
                 if tree.meaningful:
                     author = spec.fleet.git.author
-                    message = gitstore.format_message(
-                        _summary(planned), _spec_commit(repo, head, author.email)
-                    )
+                    summary = _summary(planned)
+                    message = gitstore.format_message(summary, _spec_commit(repo, head, author.email))
                     started = time.monotonic()
                     oid = gitstore.commit_tree(
                         repo, want_branch, str(head.id), tree.blobs, tree.contents, message=message,
@@ -341,7 +338,7 @@ def reconcile_once(
                     outcome.commit = str(oid) if oid is not None else None
                     outcome.head = outcome.commit or outcome.head
                     outcome.changed = tree.meaningful
-                    outcome.summary = _summary(planned)
+                    outcome.summary = summary
                     if oid is not None:
                         memo = tree.memo
                         memo.trees = passmemo.owned_trees(repo, gitstore.resolve(repo, str(oid)))
@@ -432,7 +429,8 @@ def run(
     if every is not None and every > MAX_INTERVAL:
         raise click.UsageError(
             f"--interval {interval} is longer than {MAX_INTERVAL // 3600}h: a schedule that rare misses "
-            "budget windows and reservations falling due; use at most 168h (passes wake early when due)"
+            f"budget windows and reservations falling due; use at most {MAX_INTERVAL // 3600}h (passes "
+            "wake early when due)"
         )
     try:
         gitstore.open_repo(repo)
