@@ -117,9 +117,15 @@ Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
 
 class Model(BaseModel):
-    """Frozen, closed model: a typo is an error, and parsed objects never change."""
+    """Frozen, closed model: a typo is an error, and parsed objects never change.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, strict=True)
+    Validators are built on a model's first use, not at import: a warm pass that parses one new
+    run file (the rest come from the parse cache) builds the Run model's alone.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", populate_by_name=True, strict=True, defer_build=True
+    )
 
 
 class Metadata(Model):
