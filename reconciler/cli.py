@@ -1,6 +1,7 @@
 """The `jobtree` (and `kubectl-runs`) command line: one click group, one module per verb.
 
-Exit codes: 0 success / no changes, 1 changes (with --exit-code), 2 usage, 3 invalid fleet, 4 other.
+Exit codes (`reconciler.exitcodes`): 0 success / no changes, 1 changes (with --exit-code), 2 usage,
+3 invalid fleet, 4 other.
 """
 
 from __future__ import annotations

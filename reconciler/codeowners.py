@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from reconciler import gitread
+from reconciler import exitcodes, gitread
 from schemas.fleet import FleetSpec
 from schemas.fleetcheck import check_fleet
 from schemas.load import FLEET_FILE
@@ -53,7 +53,7 @@ def command(repo: str, write: bool) -> None:
         for d in problems:
             click.echo(str(d), err=True)
         click.echo("jobtree codeowners: fix jobtree.yaml first; CODEOWNERS was not rendered", err=True)
-        sys.exit(3)
+        sys.exit(exitcodes.INVALID)
     text = render(fleet.config)
     if not write:
         click.echo(text, nl=False)

@@ -21,7 +21,7 @@ import pygit2
 import yaml
 from pygit2.enums import FileMode
 
-from reconciler import gitstore, reconciliation
+from reconciler import exitcodes, gitstore, reconciliation
 from schemas.common import format_time, parse_time
 from schemas.diagnostics import Diagnostic
 from schemas.load import load_fleet
@@ -29,7 +29,6 @@ from schemas.yamldoc import parse
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "fleet-repo-template"
 SKIPPED_DIRS = {".git", "state", "rendered"}  # machine-written or not part of the spec
-EXIT_VALID, EXIT_INVALID, EXIT_FAILURE = 0, 3, 4
 DEMO_START = parse_time("2026-03-02T09:00:00Z")
 
 
@@ -150,13 +149,13 @@ def play(repo_dir: Path) -> int:
         click.echo(f"  reconcile at {format_time(now)}: {outcome}")
     report(repo)
     click.echo(f"the fleet repository is {repo_dir}; try `git -C {repo_dir} log --stat`")
-    return EXIT_VALID
+    return exitcodes.OK
 
 
 def main() -> int:
     if not (TEMPLATE / "jobtree.yaml").is_file():
         click.echo(f"demo: no fleet template at {TEMPLATE}", err=True)
-        return EXIT_FAILURE
+        return exitcodes.OTHER
     workdir = Path(tempfile.mkdtemp(prefix="jobtree-demo-"))
     repo = workdir / "fleet"
     shutil.copytree(TEMPLATE, repo)
@@ -168,7 +167,7 @@ def main() -> int:
         click.echo(f"  {problem}")
     if problems:
         click.echo(f"template is INVALID: {len(problems)} problem(s)")
-        return EXIT_INVALID
+        return exitcodes.INVALID
     click.echo("template is valid: no diagnostics")
     shutil.rmtree(repo)
     commit_spec(repo, files)

@@ -23,7 +23,8 @@ from pygit2 import C
 from pygit2.enums import ConfigLevel, SortMode
 
 from reconciler import gitlocal
-from reconciler.gitstore import GitUnavailable, PermanentGitError, reconciler_commit
+from reconciler.authorship import reconciler_commit
+from reconciler.gitstore import GitUnavailable, PermanentGitError
 from reconciler.worktree import move_branch
 
 # Threads libgit2's pack builder may use for a push (0: one per CPU; it only helps delta search).

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import FileMode
 
-from reconciler import gitsink, gitstore, passmemo
+from reconciler import authorship, gitsink, gitstore, passmemo
 
 WALK_LIMIT = 10_000  # first-parent commits looked at for jobtree's last state commit
 EDITS_NAMED = 5  # commits named in the summary line
@@ -31,7 +31,7 @@ class Start:
 
 
 def state_start(repo: pygit2.Repository, head: pygit2.Commit, email: str | None) -> Start:
-    """jobtree's last state commit below `head` (`gitstore.reconciler_commit` by the fleet's author
+    """jobtree's last state commit below `head` (`authorship.reconciler_commit` by the fleet's author
     `email`: typed text, but the branch is where jobtree commits), when the owned files at `head`
     differ from it; else `head` itself. The walk follows first parents, except through a merge
     whose owned files are one parent's as they are (a `git pull` over jobtree's newer state commit):
@@ -41,7 +41,7 @@ def state_start(repo: pygit2.Repository, head: pygit2.Commit, email: str | None)
     commit, trees = head, at_head
     edited: list[str] = []
     for _ in range(WALK_LIMIT):
-        if gitstore.reconciler_commit(repo, commit, email):
+        if authorship.reconciler_commit(repo, commit, email):
             if trees == at_head:
                 return Start(head)
             return Start(commit, tuple(edited), _differing(commit.tree, head.tree))

@@ -26,7 +26,9 @@ from pygit2.enums import SortMode
 
 from planner.world import FleetState
 from reconciler import (
+    authorship,
     batchgc,
+    exitcodes,
     forkmap,
     gitstore,
     handedits,
@@ -44,7 +46,6 @@ from schemas.common import format_time, parse_time
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import GitAuthor
 
-EXIT_CHANGES, EXIT_USAGE, EXIT_INVALID, EXIT_OTHER = 1, 2, 3, 4
 MAX_RECOMPUTED = 20  # commits off the fleet's branch proven by recomputing a pass each (seconds apiece)
 
 
@@ -119,7 +120,7 @@ def disguised_edits(repo: pygit2.Repository, base: str, head: str, email: str) -
     walker.hide(gitstore.resolve(repo, base).id)
     found: list[tuple[str, str, str]] = []
     for commit in walker:
-        if not gitstore.claims_reconciler(commit, email):
+        if not authorship.claims_reconciler(commit, email):
             continue
         per_parent = [_changed(repo, p.tree, commit.tree) for p in commit.parents] or [
             _changed(repo, None, commit.tree)
@@ -129,7 +130,7 @@ def disguised_edits(repo: pygit2.Repository, base: str, head: str, email: str) -
         if not owned:
             continue
         spec = gitstore.spec_commit_of(commit.message) or ""
-        if not gitstore.reconciler_commit(repo, commit, email):
+        if not authorship.reconciler_commit(repo, commit, email):
             why = "a reconciler commit has one parent and changes only state/ and rendered/"
         elif not _spec_is_ancestor(repo, commit, spec):
             why = f"its Spec-Commit {spec[:12]} is not one of its ancestors"
@@ -143,7 +144,9 @@ def _unproven(git: pygit2.Repository, shas: list[str], email: str) -> dict[str, 
     """Per commit claiming to be the reconciler's: None when its content proves it (recomputed, see
     `provenance`), else why not. Beyond `MAX_RECOMPUTED` such commits none is recomputed."""
     claimants = [
-        sha for sha in dict.fromkeys(shas) if gitstore.claims_reconciler(git[sha].peel(pygit2.Commit), email)
+        sha
+        for sha in dict.fromkeys(shas)
+        if authorship.claims_reconciler(git[sha].peel(pygit2.Commit), email)
     ]
     if len(claimants) > MAX_RECOMPUTED:
         why = (
@@ -168,7 +171,7 @@ def _refuse_hand_edits(
 ) -> None:
     """Exit 3 naming the owned files head changed by hand since `fork` (where it left base)."""
     # the reconciler commits to `branch`: its commits in head were there, or made elsewhere and proven by content
-    edits = gitstore.hand_edited(
+    edits = authorship.hand_edited(
         git,
         str(base.id),
         str(head.id),
@@ -199,7 +202,7 @@ def _refuse_hand_edits(
         "commits; jobtree rewrites state/ and rendered/ after merge",
         err=True,
     )
-    sys.exit(EXIT_INVALID)
+    sys.exit(exitcodes.INVALID)
 
 
 @click.command("plan")
@@ -235,17 +238,17 @@ def command(
         raise click.UsageError(str(err)) from err
     except gitstore.GitStoreError as err:
         click.echo(f"jobtree: {err}", err=True)
-        sys.exit(EXIT_OTHER)
+        sys.exit(exitcodes.OTHER)
     try:
         with batchgc.paused():
             report, diagnostics = _plan(git, base_commit, head_commit, now, now_text is not None)
         text = _render(report, diagnostics, fmt)
     except (PlanFailure, pipeline.InvariantViolation, gitstore.GitStoreError, OSError) as err:
         click.echo(f"jobtree plan: {err}", err=True)
-        sys.exit(EXIT_OTHER)
+        sys.exit(exitcodes.OTHER)
     except Exception as err:  # noqa: BLE001 - the contract is "no traceback"; exit 4 names the bug
         click.echo(f"jobtree plan: internal error ({type(err).__name__}: {err}); please report it", err=True)
-        sys.exit(EXIT_OTHER)
+        sys.exit(exitcodes.OTHER)
     click.echo(text, nl=False)
     if output:
         full = planreport.as_markdown(report, diagnostics, limit=None) if fmt == "markdown" else text
@@ -253,11 +256,11 @@ def command(
             Path(output).write_text(full, encoding="utf-8")
         except OSError as err:
             click.echo(f"jobtree plan: cannot write --output {output}: {err.strerror or err}", err=True)
-            sys.exit(EXIT_OTHER)
+            sys.exit(exitcodes.OTHER)
     if diagnostics:
-        sys.exit(EXIT_INVALID)
+        sys.exit(exitcodes.INVALID)
     if exit_code and report["changes"]:
-        sys.exit(EXIT_CHANGES)
+        sys.exit(exitcodes.CHANGES)
 
 
 def _plan(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import FileMode
 
-from reconciler import gitstore, pipeline, reconciliation, speccache
+from reconciler import authorship, gitstore, pipeline, reconciliation, speccache
 from schemas.common import format_time
 from schemas.layout import SPEC_PREFIXES
 
@@ -53,7 +53,7 @@ def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
     if len(commit.parents) != 1:
         return Verdict(False, "jobtree writes one-parent commits")
     parent = commit.parents[0]
-    other = gitstore.outside_owned(repo, parent.tree, commit.tree)
+    other = authorship.outside_owned(repo, parent.tree, commit.tree)
     if other is not None:
         return Verdict(False, f"it changes {other}, but jobtree changes only state/ and rendered/")
     try:

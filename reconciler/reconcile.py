@@ -1,4 +1,4 @@
-"""`jobtree reconcile [REPO] [--once | --interval 60s] [--now T] [--push] [--apply]`: the verb; the engine is `reconciliation`.
+"""`jobtree reconcile [REPO] [--once | --interval 60s] [--now T] [--push] [--apply]`: the verb; the loop is `schedule`, a pass `reconciliation`.
 
 This module stays light on purpose: on a clone with no parse cache yet (a first pass, a fresh CI
 clone), the spec files at HEAD are parsed in a forked child (`specprefetch`) while the engine's
@@ -38,6 +38,6 @@ def command(**options: Any) -> None:
     last pass's, not every time.
     """
     early = specprefetch.start(options["repo"])
-    from reconciler import reconciliation  # imported while the child parses (module docstring)
+    from reconciler import schedule  # the engine, imported while the child parses (module docstring)
 
-    reconciliation.run(**options, early=early)
+    schedule.run(**options, early=early)

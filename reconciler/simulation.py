@@ -17,14 +17,12 @@ import click
 
 from planner import manifests
 from planner.world import FleetState
-from reconciler import jsonout, pipeline, statefiles
+from reconciler import exitcodes, jsonout, pipeline, statefiles
 from reconciler.embedded import EmbeddedCluster
 from schemas.common import format_time, parse_duration, parse_time
 from schemas.load import bad_document_diagnostic, load_object
 from schemas.scenario import Scenario
 from schemas.yamldoc import BadDocument, Document, parse_all
-
-EXIT_INVALID = 3
 
 
 def at_time(text: str, start: int) -> int:
@@ -296,7 +294,7 @@ def play_and_print(
     if sc is None:
         for e in errors:
             click.echo(e, err=True)
-        sys.exit(EXIT_INVALID)
+        sys.exit(exitcodes.INVALID)
     sim = Simulation(sc, raw)
     if git_dir is not None:
         from reconciler.simgit import History
@@ -309,7 +307,7 @@ def play_and_print(
         result = sim.play()
     except pipeline.InvariantViolation as exc:
         click.echo(f"error: {exc}", err=True)
-        sys.exit(4)
+        sys.exit(exitcodes.OTHER)
     if sim.history is not None:
         click.echo(f"wrote {sim.history.commits} passes as commits to {git_dir} (branch main)", err=True)
     if fmt == "json":

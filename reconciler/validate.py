@@ -11,11 +11,10 @@ from collections.abc import Mapping
 
 import click
 
-from reconciler import gitread
+from reconciler import exitcodes, gitread
 from schemas.diagnostics import Diagnostic
 from schemas.fleetcheck import ValidatedFleet, check_fleet
 
-EXIT_VALID, EXIT_USAGE, EXIT_INVALID, EXIT_FAILURE = 0, 2, 3, 4
 JSON_VERSION = 1
 
 
@@ -89,7 +88,7 @@ def command(repo: str, rev: str | None, fmt: str) -> None:
         click.echo(
             f"jobtree validate: internal error ({type(err).__name__}: {err}); please report it", err=True
         )
-        sys.exit(EXIT_FAILURE)
+        sys.exit(exitcodes.OTHER)
     click.echo(RENDER[fmt](fleet), nl=False)
     click.echo(summary(fleet), err=True)
-    sys.exit(EXIT_VALID if fleet.valid else EXIT_INVALID)
+    sys.exit(exitcodes.OK if fleet.valid else exitcodes.INVALID)

@@ -27,10 +27,11 @@ from urllib.parse import parse_qs
 
 import click
 
+from reconciler import exitcodes
+
 LOG = logging.getLogger("jobtree.webhook")
 MAX_BODY = 5 * 1024 * 1024  # GitHub caps payloads at 25 MB; push payloads this large are not sane
 SIGNATURE_HEADER = "X-Hub-Signature-256"
-EXIT_OTHER = 4
 
 
 def _rfc3339(ts: float | None) -> str | None:
@@ -332,7 +333,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Failure(click.ClickException):
-    exit_code = EXIT_OTHER
+    exit_code = exitcodes.OTHER
 
 
 def _reconcile_for(repo: str, apply: bool, branch: str | None) -> tuple[Callable[[], object], str]:

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler import gitpack, gitremote, gitstore, writerlock
+from reconciler import authorship, gitpack, gitremote, gitstore, writerlock
 from reconciler.gitremote import PushStatus, SyncOutcome
 from tests.git_support import daemon, free_port, lose_the_race_after_the_fetch, write_tree
 
@@ -403,7 +403,7 @@ def test_hand_edits_to_state_are_found_and_the_reconcilers_own_commits_ignored(l
     forged = human_commit(
         local, {"rendered/gpu-a/team-a/x.yaml": b"kind: Pod\n"}, f"x\n\nSpec-Commit: {SPEC_SHA}\n"
     )
-    found = gitstore.hand_edited(local, base, "main", reconciler_email=BOT[1])
+    found = authorship.hand_edited(local, base, "main", reconciler_email=BOT[1])
     assert found == [(edit, "state/leases/team-a/r1.yaml"), (forged, "rendered/gpu-a/team-a/x.yaml")]
 
 
@@ -416,7 +416,7 @@ def test_a_merge_that_only_brings_in_reconciler_state_is_not_a_hand_edit(local) 
     main = local.references["refs/heads/main"].target
     tree = write_tree(local, gitstore.read_files(local, str(main)) | {"runs/team-a/r2.yaml": b"kind: Run\n"})
     merge = local.create_commit(None, HUMAN, HUMAN, "merge main\n", tree, [feature, main])
-    assert gitstore.hand_edited(local, base, str(merge), reconciler_email=BOT[1]) == []
+    assert authorship.hand_edited(local, base, str(merge), reconciler_email=BOT[1]) == []
 
 
 def test_the_server_refuses_a_push_whose_branch_moved_under_it_and_the_result_is_stale(
