@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from reconciler import prefetch
 from reconciler.simulate import command
-from schemas import yamldoc
+from schemas import yamldoc, yamlguard
 from tests.scenario_support import SHARED as SCENARIOS
 
 MIXED = b"""kind: Run
@@ -45,7 +45,7 @@ def test_a_forked_read_equals_a_read_here(tmp_path: Path, monkeypatch: Any) -> N
 
 
 def test_a_yaml_error_survives_pickling_with_its_place_and_code() -> None:
-    err = yamldoc.YamlError(3, 7, "duplicate key 'name'", "JT003")
+    err = yamlguard.YamlError(3, 7, "duplicate key 'name'", "JT003")
     back = pickle.loads(pickle.dumps(err))
     assert (back.line, back.col, back.message, back.code) == (3, 7, "duplicate key 'name'", "JT003")
 

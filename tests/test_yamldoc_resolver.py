@@ -7,7 +7,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schemas import yamldoc
+from schemas import yamldoc, yamlguard
 
 WORDS = [
     "yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE",
@@ -58,7 +58,7 @@ def test_the_bracket_free_nesting_bound_never_misses_a_deep_document(shape: list
     for event in yaml.parse(text, Loader=yaml.CSafeLoader):
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
-    assert yamldoc._may_nest_past(text, depth) is True  # a bound: never below the real depth
+    assert yamlguard._may_nest_past(text, depth) is True  # a bound: never below the real depth
 
 
 @pytest.mark.parametrize("positions", [True, False])
