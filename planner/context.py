@@ -43,7 +43,7 @@ def lease_name(run: str, group: int, role: str, node: str, payer: Payer, start: 
     ns_name = run.split("/", 1)[1]
     digest = hashlib.sha256(
         f"{run}|{group}|{role}|{node}|{payer.owner}|{payer.budget}|{payer.envelope}|{start}".encode()
-    ).hexdigest()[:8]
+    ).digest()[:4].hex()  # = hexdigest()[:8]
     return f"{ns_name[:40].rstrip('-')}-g{group}-{role[0].lower()}{digest}"
 
 

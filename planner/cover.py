@@ -123,6 +123,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
     if all(hit.out[i].room == room for i, room in rooms.items()):
         return hit.out
     items = list(hit.out)
+    kept = list(hit.out.rooms)
     own, loans, crossed = hit.out.own, hit.out.loans, False
     for i, room in rooms.items():
         src = items[i]
@@ -134,7 +135,8 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
             own += room - src.room
         crossed = crossed or (room > 0) != (src.room > 0)
         items[i] = Source(src.env, src.category, room, src.nodes, src.reach)
-    hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets), hit.out.by_domain)
+        kept[i] = room
+    hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets), hit.out.by_domain, kept)
     return hit.out
 
 
@@ -176,10 +178,11 @@ class SourceList(list[Source]):
         items: Iterable[Source],
         totals: tuple[int, int, tuple[frozenset[str], ...] | None] | None = None,
         by_domain: DomainIndex | None = None,
+        rooms: list[int] | None = None,
     ) -> None:
         super().__init__(items)
         self.by_domain = by_domain if by_domain is not None else DomainIndex()
-        self.rooms = [s.room for s in self]
+        self.rooms = rooms if rooms is not None else [s.room for s in self]
         if totals is None:
             own = loans = 0
             with_room = []

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from planner import odds
 from planner.context import Pass
-from planner.pack import Source, domain_sources, funded_nodes
+from planner.pack import Source, domain_sources, funded_nodes, unheld
 from planner.topology import Members, Topology
 from planner.world import ConflictEntry
 
@@ -58,7 +58,7 @@ def scope(
     view = topo.member_view(funded_nodes(srcs))
     cap0 = view.cap
     free = topo.member_free(view)
-    avail = {d: a for d, v in free.items() if (a := v - held.get(d, 0)) > 0} if held else dict(free)
+    avail = unheld(free, held)
     order = sorted(avail, key=lambda d: (-avail[d], -cap0[d], d))  # then the rest by capacity
     claimed: dict[str, int] = {}
     out = Scope()

@@ -14,7 +14,7 @@ from schemas.common import format_time
 
 def H(text: str) -> int:
     """The lottery hash: the first 16 hex digits of SHA-256, read as an integer."""
-    return int(hashlib.sha256(text.encode()).hexdigest()[:16], 16)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")  # = hexdigest()[:16]
 
 
 def seed_for(run: str, instant: int) -> str:

@@ -91,8 +91,7 @@ class _Cursor:
             self.full = view.full
             base = topo.member_free(view)
         # only domains with GPUs nobody ahead holds: one at 0 or below is never chosen (_choose, take)
-        held = self.held
-        self.free = {d: left for d, v in base.items() if (left := v - held.get(d, 0)) > 0}
+        self.free = unheld(base, self.held)
         self._probe: tuple[tuple[str, int, bool], tuple[list[Piece], list[int], int]] | None = None
 
     def avail(self, node: Node) -> int:
@@ -186,6 +185,22 @@ class _Cursor:
         if left > 0 and not (partial and pieces):
             return None
         return pieces, room, borrowed
+
+
+def unheld(free: dict[str, int], held: dict[str, int]) -> dict[str, int]:
+    """Free GPUs per domain less what is held, domains left with none dropped, in `free`'s order.
+
+    `free` holds positive counts only: a copy patched where something is held (a few domains)
+    instead of a pass that looks every domain up in `held`."""
+    out = dict(free)
+    for d, h in held.items():
+        v = out.get(d)
+        if v is not None:
+            if v > h:
+                out[d] = v - h
+            else:
+                del out[d]
+    return out
 
 
 def _pack_order(t: tuple[int, str, Node]) -> tuple[int, str]:
