@@ -82,13 +82,9 @@ def family_order(budgets: Iterable[Budget]) -> Callable[[str], list[str]]:
             parents[b.spec.owner].add(p)
             children[p].add(b.spec.owner)
     cache: dict[str, list[str]] = {}
-    adjacent: dict[str, list[str]] = {}  # each owner's parents and children, sorted once
-
-    def neighbours(cur: str) -> list[str]:
-        hit = adjacent.get(cur)
-        if hit is None:
-            hit = adjacent[cur] = sorted(parents[cur] | children[cur])
-        return hit
+    # each owner's parents and children: a level of the walk below is the union of its owners' sets
+    adjacent = {o: parents.get(o, set()) | children.get(o, set()) for o in parents.keys() | children.keys()}
+    nobody: frozenset[str] = frozenset()
 
     def order(owner: str) -> list[str]:
         if owner in cache:
@@ -99,7 +95,7 @@ def family_order(budgets: Iterable[Budget]) -> Callable[[str], list[str]]:
         rest: list[str] = []  # the rest by distance, then name: one breadth-first level at a time
         reached, level = {owner}, {owner}
         while level:
-            level = {nxt for cur in level for nxt in neighbours(cur)} - reached
+            level = set().union(*(adjacent.get(cur, nobody) for cur in level)) - reached
             reached |= level
             rest += sorted(level - seen)
         cache[owner] = first + siblings + rest

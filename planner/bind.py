@@ -10,11 +10,15 @@ from planner.pack import GroupPlan, Piece
 from planner.world import Lease, Payer
 
 
-def _payer(owner: str, piece: Piece) -> Payer:
+def _payer(owner: str, piece: Piece, payers: dict[int, Payer]) -> Payer:
+    """The piece's payer; `payers` keeps one per envelope for the call (a run's pieces share a few)."""
     if piece.source is None:
         return Payer(owner)
     env = piece.source.env
-    return Payer(env.owner, env.budget, env.name)
+    payer = payers.get(id(env))
+    if payer is None:
+        payer = payers[id(env)] = Payer(env.owner, env.budget, env.name)
+    return payer
 
 
 def bind(
@@ -26,6 +30,7 @@ def bind(
     i × the group size (or after the groups before it), pieces in placement order. A swap moves
     these ranks to the spare; nothing else ever renumbers them."""
     out: list[Lease] = []
+    payers: dict[int, Payer] = {}
     size = _group_size(ctx, run)
     after = max((x.rank + x.gpus for x in ctx.open_leases(run) if x.rank is not None), default=0)
     for g in groups:
@@ -40,7 +45,7 @@ def bind(
                 )
                 working = piece_role != "Spare"
                 lease = ctx.open_lease(
-                    run, g.index, piece_role, piece.node, slots, _payer(owner, piece), reason,
+                    run, g.index, piece_role, piece.node, slots, _payer(owner, piece, payers), reason,
                     rank if working else None,
                 )  # fmt: skip
                 if working:

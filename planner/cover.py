@@ -104,9 +104,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
             )
         else:  # node sets never change in a pass: the last list's per-domain index and shape hold
             shape = (hit.out.by_domain, hit.index, hit.capped)
-        out = SourceList(
-            [_source(book, topo, env, cat, lookahead_hours) for env, cat in cands], None, shape[0]
-        )
+        out = SourceList(_sources(book, topo, cands, lookahead_hours), None, shape[0])
         book.sources_cache[key] = _Cached(book.epoch, len(book.changes), out, shape[1], shape[2], cands)
         return out
     if hit.seen == len(book.changes) and not hit.capped:
@@ -138,6 +136,21 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
         kept[i] = room
     hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets), hit.out.by_domain, kept)
     return hit.out
+
+
+def _sources(
+    book: Book, topo: Topology, cands: list[tuple[Env, str]], lookahead_hours: float
+) -> list[Source]:
+    """`_source` of every candidate, its remembered Sources looked up inline (most are remembered)."""
+    objs, epoch, touched = book.source_objs, book.epoch, book.touched
+    out: list[Source] = []
+    for env, cat in cands:
+        hit = objs.get((env.key, cat, lookahead_hours))
+        if hit is not None and hit[0] == epoch and hit[1] == touched[env.key] and not env.caps:
+            out.append(hit[2])
+        else:
+            out.append(_source(book, topo, env, cat, lookahead_hours))
+    return out
 
 
 def _source(book: Book, topo: Topology, env: Env, category: str, lookahead_hours: float) -> Source:

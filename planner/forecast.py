@@ -6,8 +6,9 @@ running runs that activation could cut, with an estimated probability. Cuts noth
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from planner import odds
@@ -59,13 +60,15 @@ def scope(
     cap0 = view.cap
     free = topo.member_free(view)
     avail = unheld(free, held)
-    order = sorted(avail, key=lambda d: (-avail[d], -cap0[d], d))  # then the rest by capacity
+    order = _ByAvail(avail, cap0)  # then the rest by capacity
     claimed: dict[str, int] = {}
     out = Scope()
     used: list[str] = []
     # kept domains are tried in the order a new scope would try them
-    rank = {d: i for i, d in enumerate(order)}
-    kept = sorted((d for d in keep if d in cap0), key=lambda d: (rank.get(d, len(rank)), -cap0[d], d))
+    kept = sorted(
+        (d for d in keep if d in cap0),
+        key=lambda d: (0, -avail[d], -cap0[d], d) if d in avail else (1, 0, -cap0[d], d),
+    )
     purse = _Purse(topo, funding) if funding is not None else None
 
     def choose(want: int, pays: Callable[[str, int], bool]) -> str | None:
@@ -109,6 +112,30 @@ def scope(
             out.short[d] = short
     out.nodes = slice_nodes(topo, view, claimed)
     return out
+
+
+class _ByAvail:
+    """Domains by most available, then most capacity, then name: drawn from a heap only as far as
+    a scan goes (a scope mostly stops at the first few), and remembered for the next scan."""
+
+    def __init__(self, avail: dict[str, int], cap: dict[str, int]) -> None:
+        self._heap = [(-a, -cap[d], d) for d, a in avail.items()]
+        heapq.heapify(self._heap)
+        self._sorted: list[str] = []
+
+    def __iter__(self) -> Iterator[str]:
+        done, heap = self._sorted, self._heap
+        i = 0
+        while True:
+            if i < len(done):
+                yield done[i]
+            elif heap:
+                d = heapq.heappop(heap)[2]
+                done.append(d)
+                yield d
+            else:
+                return
+            i += 1
 
 
 def _anywhere(domain: str, gpus: int) -> bool:

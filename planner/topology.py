@@ -33,6 +33,8 @@ class Node:
         return self.gpus - len(self.used) if self.usable else 0
 
     def free_slots(self, n: int) -> tuple[int, ...]:
+        if not self.used:
+            return tuple(range(n if 0 < n < self.gpus else self.gpus))  # as the loop below finds them
         out: list[int] = []
         for s in range(self.gpus):
             if s not in self.used:
@@ -210,7 +212,11 @@ class Topology:
         """
         hit = self._sorted_free.get(domain)
         if hit is None:  # a domain's nodes are listed by name, and the sort keeps ties in that order
-            hit = [(free, n.name, n) for n in self.domains.get(domain, ()) if (free := n.free) > 0]
+            hit = [
+                (free, n.name, n)
+                for n in self.domains.get(domain, ())
+                if n.usable and (free := n.gpus - len(n.used)) > 0  # Node.free, inlined
+            ]
             hit.sort(key=itemgetter(0), reverse=True)
             self._sorted_free[domain] = hit
         return hit
