@@ -190,16 +190,15 @@ class _Cursor:
 def unheld(free: dict[str, int], held: dict[str, int]) -> dict[str, int]:
     """Free GPUs per domain less what is held, domains left with none dropped, in `free`'s order.
 
-    `free` holds positive counts only: a copy patched where something is held (a few domains)
-    instead of a pass that looks every domain up in `held`."""
+    `free` holds positive counts only: a copy patched in the domains both name (held domains are
+    mostly full, so a few) instead of a pass that looks every domain up."""
     out = dict(free)
-    for d, h in held.items():
-        v = out.get(d)
-        if v is not None:
-            if v > h:
-                out[d] = v - h
-            else:
-                del out[d]
+    for d in free.keys() & held.keys():
+        v = out[d] - held[d]
+        if v > 0:
+            out[d] = v
+        else:
+            del out[d]
     return out
 
 
