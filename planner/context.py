@@ -41,9 +41,8 @@ class Event:
 
 def lease_name(run: str, group: int, role: str, node: str, payer: Payer, start: int) -> str:
     ns_name = run.split("/", 1)[1]
-    digest = hashlib.sha256(
-        f"{run}|{group}|{role}|{node}|{payer.owner}|{payer.budget}|{payer.envelope}|{start}".encode()
-    ).digest()[:4].hex()  # = hexdigest()[:8]
+    text = f"{run}|{group}|{role}|{node}|{payer.owner}|{payer.budget}|{payer.envelope}|{start}"
+    digest = hashlib.sha256(text.encode()).digest()[:4].hex()  # = hexdigest()[:8]
     return f"{ns_name[:40].rstrip('-')}-g{group}-{role[0].lower()}{digest}"
 
 

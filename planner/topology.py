@@ -10,7 +10,7 @@ import heapq
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from planner.world import REQUIRED_LABELS, Lease, NodeObs
 
@@ -87,11 +87,11 @@ class Topology:
         self.problems: list[tuple[str, str]] = []  # (node, message)
         self.domains: dict[str, list[Node]] = defaultdict(list)
         jobtree_cordoned = set(cordoned)
-        for obs in sorted(nodes, key=lambda n: n.name):
+        for obs in sorted(nodes, key=attrgetter("name")):
             if obs.gpus <= 0:
                 continue
-            missing = [k for k in REQUIRED_LABELS if not obs.labels.get(k)]
-            if missing:
+            if not all(map(obs.labels.get, REQUIRED_LABELS)):
+                missing = [k for k in REQUIRED_LABELS if not obs.labels.get(k)]
                 self.problems.append(
                     (
                         obs.name,
@@ -115,12 +115,7 @@ class Topology:
         self.domain_free: dict[str, int] = {}
         self.flavor_free: dict[str, int] = {}
         self.domain_cap = {d: sum(n.gpus for n in ns if n.usable) for d, ns in self.domains.items()}
-        self._by_label: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self._by_key: dict[str, set[str]] = defaultdict(set)
-        for node in self.nodes.values():
-            for k, v in node.labels.items():
-                self._by_label[(k, v)].add(node.name)
-                self._by_key[k].add(node.name)
+        self._by_label: dict[str, tuple[dict[str, set[str]], set[str]]] = {}  # see _label_index
         self._match_cache: dict[tuple[str, tuple[tuple[str, str], ...]], frozenset[str]] = {}
         self.env_nodes: dict[str, frozenset[str]] = {}  # envelope key -> matching nodes (cover fills it)
         self._sorted_free: dict[str, list[tuple[int, str, Node]]] = {}
@@ -288,14 +283,31 @@ class Topology:
         hit = self._match_cache.get(key)
         if hit is not None:
             return hit
-        names = set(self._by_label.get(("gpu.flavor", flavor), ()))
+        names = set(self._label_index("gpu.flavor")[0].get(flavor, ()))
         for k, v in sorted(selector.items()):
-            names &= self._by_key.get(k, set()) if v == "*" else self._by_label.get((k, v), set())
+            by_value, labelled = self._label_index(k)
+            names &= labelled if v == "*" else by_value.get(v, set())
             if not names:
                 break
         out = frozenset(names)
         self._match_cache[key] = out
         return out
+
+    def _label_index(self, key: str) -> tuple[dict[str, set[str]], set[str]]:
+        """Names of the nodes with each value of a label, and of every node with the label at all.
+
+        Built per label the first time a selector names it (selectors name a few of a node's labels)."""
+        hit = self._by_label.get(key)
+        if hit is None:
+            by_value: dict[str, set[str]] = defaultdict(set)
+            labelled: set[str] = set()
+            for name, node in self.nodes.items():
+                v = node.labels.get(key)
+                if v is not None:
+                    by_value[v].add(name)
+                    labelled.add(name)
+            hit = self._by_label[key] = (by_value, labelled)
+        return hit
 
     def members(self, sets: tuple[frozenset[str], ...]) -> tuple[dict[str, list[Node]], set[str]]:
         """Usable-or-not nodes in any of the sets, by domain, and the domains matched whole."""
