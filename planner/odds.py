@@ -61,6 +61,7 @@ class _Game:
             self.of_run[c.run].append(i)
         self.domains = {d: j for j, d in enumerate(sorted(lottery.need))}  # position in `left`
         self.weights = [(self.domains.get(c.domain), c.gpus) for c in cands]  # (position or None, GPUs)
+        self.sizes = [c.gpus for c in cands]
         # the same pools as bit masks (bit i: candidate i), where no iteration order is involved
         self.group_bits = {k: _mask(idx) for k, idx in self.of_group.items()}
         self.run_bits = {run: _mask(idx) for run, idx in self.of_run.items()}
@@ -76,8 +77,8 @@ class _Game:
         return self.run_bits[run] & pool
 
     def gpus(self, mask: int) -> int:
-        cands = self.lottery.candidates
-        return sum(cands[i].gpus for i in _members(mask))
+        sizes = self.sizes
+        return sum(sizes[i] for i in _members(mask))
 
     def choices(self, pool: int) -> list[tuple[float, str, int]]:
         """(probability, run, group) of the next draw: owner uniform, then that owner's group."""
@@ -103,26 +104,30 @@ class _Game:
         reaches with a deficit left (each pool is solved once, so the order is immaterial).
 
         Counted on bit masks without the arithmetic, so a lottery too large to enumerate is told
-        apart far more cheaply than by running into the budget."""
+        apart far more cheaply than by running into the budget: a pool's draws count as soon as
+        the pool is reached, before any of them is followed."""
+        groups = list(self.group_bits.items())
         start = (1 << len(self.lottery.candidates)) - 1
         seen = {start}
         todo = [(start, tuple(self.lottery.need[d] for d in sorted(self.lottery.need)))]
-        work = 0
+        work = len(groups) if self.lottery.candidates and max(todo[0][1], default=0) > 0 else 0
         while todo:
             pool, left = todo.pop()
             if not pool or max(left, default=0) <= 0:
                 continue
-            for (run, group), bits in self.group_bits.items():
+            for (run, group), bits in groups:
                 if not bits & pool:
                     continue
-                work += 1
-                if work > limit:
-                    return work
                 ended = self.ends_mask(pool, run, group)
                 rest = pool & ~ended
                 if rest not in seen:
                     seen.add(rest)
-                    todo.append((rest, self.left_after(left, _members(ended))))
+                    after = self.left_after(left, _members(ended))
+                    if rest and max(after, default=0) > 0:
+                        work += sum(1 for _, b in groups if b & rest)
+                        if work > limit:
+                            return work
+                    todo.append((rest, after))
         return work
 
     def exact(self) -> dict[str, float] | None:
