@@ -121,9 +121,9 @@ def budget_status(ctx: Pass, meters: dict[tuple[str, str], EnvelopeMeter]) -> di
         lambda: {"active": 0, "spare": 0, "out": 0, "lent": 0, "unfunded": 0}
     )
     for lease in ctx.leases:
-        if not lease.open or lease.role == "Borrowed" or lease.payer.key is None:
+        env_key = lease.payer.env_key  # "budget/envelope", None when it names no envelope
+        if not lease.open or lease.role == "Borrowed" or env_key is None:
             continue
-        env_key = f"{lease.payer.budget}/{lease.payer.envelope}"
         env = ctx.book.envs.get(env_key)
         if env is None:
             continue
