@@ -92,9 +92,12 @@ def _changed(repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree)
 
 
 def branch_tips(repo: pygit2.Repository, branch: str) -> list[str]:
-    """Where the reconciler's own commits are: its branch here and as fetched from each remote
-    (`refs/heads/<branch>`, `refs/remotes/<remote>/<branch>`); only the branch it commits to."""
-    names = [f"refs/heads/{branch}"] + [f"refs/remotes/{r}/{branch}" for r in repo.remotes.names()]
+    """Where the reconciler's own commits are: its branch as fetched from each remote
+    (`refs/remotes/<remote>/<branch>`), or here in a clone with no remote (`refs/heads/<branch>`).
+    Not a local branch beside a remote: anyone can point that at anything. A state commit of
+    jobtree's not yet on a remote is proven by recomputing it instead (`provenance`)."""
+    remotes = list(repo.remotes.names())
+    names = [f"refs/remotes/{r}/{branch}" for r in remotes] if remotes else [f"refs/heads/{branch}"]
     tips = []
     for name in names:
         ref = repo.references.get(name)

@@ -7,6 +7,7 @@ and a note says how many and where the full report is. Computes nothing; JSON is
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 COMMENT_LIMIT = 65_535
@@ -15,6 +16,19 @@ MARKER = "<!-- jobtree-plan -->"
 
 def as_json(report: dict[str, Any]) -> str:
     return json.dumps(report, indent=2, sort_keys=True) + "\n"
+
+
+def _code(text: str, cell: bool = True) -> str:
+    """`text` as a Markdown code span nothing in it can end: fenced by more backticks than any run
+    of them inside, line breaks shown as `⏎`, and in a table `cell` `|` escaped (GitHub splits
+    cells on it even in code). File names and quoted YAML values come from whoever opened the pull
+    request."""
+    text = text.replace("\r\n", "⏎").replace("\n", "⏎").replace("\r", "⏎")
+    if cell:
+        text = text.replace("|", "\\|")
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    pad = " " if longest else ""  # a span may not start or end with its own fence's backticks
+    return f"{'`' * (longest + 1)}{pad}{text}{pad}{'`' * (longest + 1)}"
 
 
 def _payers(entry: dict[str, Any]) -> str:
@@ -28,42 +42,69 @@ def _usage(u: dict[str, int] | None) -> str:
     return f"{u['active']} active, {u['spare']} spare, {u['lentOrShared']} out{unfunded}, headroom {u['headroom']}"
 
 
+def _was(now: Any, before: Any) -> str:
+    """A value the change moves from `before` (0 or empty: new)."""
+    return f"{now} (was {before})" if before else f"{now}"
+
+
+def _started(s: dict[str, Any]) -> str:
+    return f"{_code(s['run'])} (grows)" if s.get("reason") == "Grow" else _code(s["run"])
+
+
+def _reserved_why(r: dict[str, Any]) -> str:
+    was = r.get("was")
+    return f"{r['reason']} (was: {was['reason']})" if was and was["reason"] != r["reason"] else r["reason"]
+
+
+def _cut_gpus(c: dict[str, Any]) -> str:
+    before = c.get("gpusBefore", 0)
+    return f"none (was {before})" if not c["gpus"] else _was(c["gpus"], before)
+
+
+def _conflict_sets(c: dict[str, Any]) -> str:
+    now = ", ".join(c["reservations"]) or "none"
+    return _was(now, ", ".join(c.get("before") or []))
+
+
 def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
     """(title, Markdown table header lines, one Markdown row per item) per non-empty section."""
     out: list[tuple[str, list[str], list[str]]] = []
     if report["starts"]:
         rows = [
-            f"| `{s['run']}` | {s['gpus']} | {', '.join(s['domains'])} | {_payers(s)} |"
+            f"| {_started(s)} | {s['gpus']} | {', '.join(s['domains'])} | {_payers(s)} |"
             for s in report["starts"]
         ]
         out.append(("Starts now", ["| run | GPUs | domains | paid by |", "|---|---:|---|---|"], rows))
     if report["reserved"]:
         rows = [
-            f"| `{r['run']}` | {r['earliestStart']} ({r['confidence']}) | {r['deficitGPUs']} | {r['reason']} | "
-            f"{'; '.join(r['remedies'])} |"
+            f"| {_code(r['run'])} | {r['earliestStart']} ({r['confidence']}) | {r['deficitGPUs']} | "
+            f"{_reserved_why(r)} | {'; '.join(r['remedies'])} |"
             for r in report["reserved"]
         ]
         out.append(("Reserved", ["| run | ETA | deficit | why | remedies |", "|---|---|---:|---|---|"], rows))
     if report["cuts"]:
-        rows = [f"| `{c['run']}` | {c['gpus']} | {c['reason']} |" for c in report["cuts"]]
+        rows = [f"| {_code(c['run'])} | {_cut_gpus(c)} | {c['reason']} |" for c in report["cuts"]]
         out.append(("Shrunk or cut", ["| run | GPUs | reason |", "|---|---:|---|"], rows))
     if report["eta"]:
         out.append(("Moves other runs", [], [f"- {e['text']}" for e in report["eta"]]))
     if report["conflicts"]:
-        title = "Put in a conflict set (warned before any cut)"
-        rows = [f"| `{c['run']}` | {', '.join(c['reservations'])} |" for c in report["conflicts"]]
+        title = "Conflict sets (warned before any cut)"
+        rows = [f"| {_code(c['run'])} | {_conflict_sets(c)} |" for c in report["conflicts"]]
         out.append((title, ["| run | reservation (probability) |", "|---|---|"], rows))
     if report.get("unfunded"):
         title = "Funding of running runs (unfunded groups run charged to nobody and are reclaimed first)"
-        rows = [f"| `{u['run']}` | {u['groupsBefore']} | {u['groupsAfter']} |" for u in report["unfunded"]]
+        rows = [
+            f"| {_code(u['run'])} | {u['groupsBefore']} | {u['groupsAfter']} |" for u in report["unfunded"]
+        ]
         out.append((title, ["| run | unfunded groups before | after |", "|---|---:|---:|"], rows))
     if report.get("updated"):
         title = "Running pods rendered anew (their run's template changed; no GPU moves)"
-        rows = [f"| `{u['run']}` | {u['pods']} | {', '.join(u['changed'])} |" for u in report["updated"]]
+        rows = [f"| {_code(u['run'])} | {u['pods']} | {', '.join(u['changed'])} |" for u in report["updated"]]
         out.append((title, ["| run | pods | changed |", "|---|---:|---|"], rows))
     if report["budgets"]:
         rows = [
-            f"| `{b['envelope']}` | {_usage(b['before'])} | {_usage(b['after'])} |" for b in report["budgets"]
+            f"| {_code(b['envelope'])} | {_usage(b['before'])} | {_usage(b['after'])} |"
+            for b in report["budgets"]
         ]
         out.append(("Budget usage", ["| envelope | before | after |", "|---|---|---|"], rows))
     return out
@@ -106,7 +147,7 @@ def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int | Non
     left_out: list[str] = []
     if diagnostics:
         shown = [
-            f"- `{d if limit is None or len(d) <= DIAGNOSTIC_CHARS else d[: DIAGNOSTIC_CHARS - 1] + '…'}`"
+            f"- {_code(d if limit is None or len(d) <= DIAGNOSTIC_CHARS else d[: DIAGNOSTIC_CHARS - 1] + '…', cell=False)}"
             for d in diagnostics
         ]
         kept, more = _fit(shown, min(room // 3, room) - 100)
@@ -182,27 +223,34 @@ def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:
     if not report["changes"]:
         return "\n".join([*lines, "no change"]) + "\n"
     for s in report["starts"]:
+        verb = "grow    " if s.get("reason") == "Grow" else "start   "
         lines.append(
-            f"start    {s['run']}: {s['gpus']} GPUs in {', '.join(s['domains'])}; paid by {_payers(s)}"
+            f"{verb} {s['run']}: {s['gpus']} GPUs in {', '.join(s['domains'])}; paid by {_payers(s)}"
         )
     for r in report["reserved"]:
         lines.append(
             f"reserve  {r['run']}: ETA {r['earliestStart']} ({r['confidence']}), deficit {r['deficitGPUs']}, "
-            f"{r['reason']}" + (f"; remedies: {'; '.join(r['remedies'])}" if r["remedies"] else "")
+            f"{_reserved_why(r)}" + (f"; remedies: {'; '.join(r['remedies'])}" if r["remedies"] else "")
         )
     for c in report["cuts"]:
-        lines.append(f"cut      {c['run']}: {c['gpus']} GPUs ({c['reason']})")
+        before = c.get("gpusBefore", 0)
+        if c["gpus"]:
+            was = f"; was {before}" if before else ""
+            lines.append(f"cut      {c['run']}: {c['gpus']} GPUs ({c['reason']}{was})")
+        else:
+            lines.append(f"cut      {c['run']}: no longer cut (was {before} GPUs, {c['reason']})")
     for e in report["eta"]:
         lines.append(f"eta      {e['text']}")
     for c in report["conflicts"]:
-        lines.append(f"conflict {c['run']}: {', '.join(c['reservations'])}")
+        lines.append(f"conflict {c['run']}: {_conflict_sets(c)}")
     for u in report.get("unfunded") or []:
         lines.append(
             f"unfunded {u['run']}: {u['groupsBefore']} -> {u['groupsAfter']} groups charged to nobody"
         )
     for u in report.get("updated") or []:
         lines.append(
-            f"update   {u['run']}: {u['pods']} running pods rendered anew ({', '.join(u['changed'])} changed)"
+            f"update   {u['run']}: {u['pods']} running pod{'s' * (u['pods'] != 1)} rendered anew "
+            f"({', '.join(u['changed'])} changed)"
         )
     for b in report["budgets"]:
         lines.append(f"budget   {b['envelope']}: {_usage(b['before'])} -> {_usage(b['after'])}")

@@ -15,16 +15,18 @@ from typing import Any
 from planner.plan import Plan
 from schemas.common import format_time, parse_time
 
-VERSION = 1
+VERSION = 2  # 2: cuts and conflict sets both ways (`gpusBefore`, `before`), a reservation's `was`
 
 
-def _minutes(seconds: int) -> str:
+def _duration(seconds: int) -> str:
+    """`2h`, `20m`, `31d 1h 30s`: days, hours, minutes and seconds, the ones that are not zero."""
     seconds = abs(seconds)
-    if seconds % 3600 == 0 and seconds >= 3600:
-        return f"{seconds // 3600}h"
-    if seconds % 60 == 0:
-        return f"{seconds // 60}m"
-    return f"{seconds}s"
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size:
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return " ".join(parts) or "0s"
 
 
 def _starts(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, dict[str, Any]]:
@@ -131,6 +133,7 @@ def _usage(plan: Plan) -> dict[str, dict[str, int]]:
 
 NOTHING_PLANNED: dict[str, Any] = {
     "starts": {}, "ends": {}, "reserved": {}, "conflicts": {}, "usage": {}, "unfunded": {}, "pods": {},
+    "runs": [],
 }  # fmt: skip
 """The outline of a side reconcile plans nothing on (its jobtree.yaml or inventory is invalid)."""
 
@@ -145,24 +148,45 @@ def outline(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, Any]:
         "usage": _usage(plan),
         "unfunded": _unfunded(plan),
         "pods": _pods(plan),
+        "runs": sorted(plan.specs),
     }
+
+
+# what a reservation says about itself beyond its ETA, deficit and conflict set (reported apart)
+_REASONING = ("reason", "confidence", "remedies")
+
+
+def _reasoning_moved(was: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether a reservation both plans hold waits otherwise: its confidence or remedies changed, or
+    its reason did while its ETA stayed (a reason naming a moved window is the ETA line's news)."""
+    if was["confidence"] != now["confidence"] or was["remedies"] != now["remedies"]:
+        return True
+    return bool(was["reason"] != now["reason"] and was["earliestStart"] == now["earliestStart"])
 
 
 def compare(
     before: dict[str, Any], after: dict[str, Any], *, base: str, head: str, now: int
 ) -> dict[str, Any]:
-    """The report: only what differs between the base plan's `outline` and the head plan's."""
+    """The report: only what differs between the base plan's `outline` and the head plan's, both
+    ways (a cut, a reservation or a conflict set the change removes is a change too)."""
     s_before, s_after = before["starts"], after["starts"]
+    in_head = set(after["runs"])
     starts = [v for k, v in sorted(s_after.items()) if s_before.get(k) != v]
     no_longer = sorted(k for k in s_before if k not in s_after)
     e_before, e_after = before["ends"], after["ends"]
     cuts = [
-        {"run": run, "reason": reason, "gpus": gpus}
-        for (run, reason), gpus in sorted(e_after.items())
-        if e_before.get((run, reason)) != gpus
-    ]
+        {"run": run, "reason": reason, "gpus": e_after.get((run, reason), 0), "gpusBefore": e_before.get((run, reason), 0)}
+        for run, reason in sorted(e_before.keys() | e_after.keys())
+        if e_before.get((run, reason)) != e_after.get((run, reason))
+    ]  # fmt: skip
     r_before, r_after = before["reserved"], after["reserved"]
-    reserved = [v for k, v in r_after.items() if r_before.get(k) != v and k not in r_before]
+    reserved = []
+    for run, res in r_after.items():
+        was = r_before.get(run)
+        if was is None:
+            reserved.append(res)
+        elif _reasoning_moved(was, res):
+            reserved.append({**res, "was": {k: was[k] for k in _REASONING}})
     eta: list[dict[str, Any]] = []
     for run in sorted(set(r_before) & set(r_after)):
         was, now_eta = r_before[run]["earliestStart"], r_after[run]["earliestStart"]
@@ -170,7 +194,7 @@ def compare(
             delta = parse_time(now_eta) - parse_time(was)
             verb = "delays" if delta > 0 else "advances"
             eta.append({"run": run, "from": was, "to": now_eta, "seconds": delta,
-                        "text": f"{verb} {run} by {_minutes(delta)}"})  # fmt: skip
+                        "text": f"{verb} {run} by {_duration(delta)}"})  # fmt: skip
         elif r_before[run]["deficitGPUs"] != r_after[run]["deficitGPUs"]:
             eta.append({"run": run, "from": was, "to": now_eta, "seconds": 0,
                         "text": f"{run}: deficit {r_before[run]['deficitGPUs']} -> {r_after[run]['deficitGPUs']} GPUs"})  # fmt: skip
@@ -178,15 +202,25 @@ def compare(
         if run in r_after:
             eta.append({"run": run, "from": format_time(now), "to": r_after[run]["earliestStart"],
                         "seconds": None, "text": f"{run} no longer starts now; reserved for {r_after[run]['earliestStart']}"})  # fmt: skip
+        else:
+            gone = "" if run in in_head else " (removed from the fleet)"
+            eta.append({"run": run, "from": format_time(now), "to": None, "seconds": None,
+                        "text": f"{run} no longer starts now{gone}"})  # fmt: skip
     for run in sorted(set(r_before) - set(r_after)):
+        was = r_before[run]["earliestStart"]
         if run in s_after:
-            eta.append({"run": run, "from": r_before[run]["earliestStart"], "to": format_time(now),
-                        "seconds": None, "text": f"{run} now starts at once instead of {r_before[run]['earliestStart']}"})  # fmt: skip
+            text = f"{run} now starts at once instead of {was}"
+        elif run in in_head:
+            text = f"{run} no longer waits in a reservation (was due {was})"
+        else:
+            text = f"{run} no longer waits in a reservation (was due {was}): removed from the fleet"
+        to = format_time(now) if run in s_after else None
+        eta.append({"run": run, "from": was, "to": to, "seconds": None, "text": text})
     c_before, c_after = before["conflicts"], after["conflicts"]
     conflicts = [
-        {"run": run, "reservations": c_after[run]}
-        for run in sorted(c_after)
-        if c_before.get(run) != c_after[run]
+        {"run": run, "reservations": c_after.get(run, []), "before": c_before.get(run, [])}
+        for run in sorted(c_before.keys() | c_after.keys())
+        if c_before.get(run) != c_after.get(run)
     ]
     f_before, f_after = before["unfunded"], after["unfunded"]
     unfunded = [

@@ -17,7 +17,7 @@ import pygit2
 import pytest
 from click.testing import CliRunner
 
-from reconciler import gitstore, planreport
+from reconciler import gitstore, planreport, prdiff
 from reconciler.plan import command
 from reconciler.reconciliation import reconcile_once
 from schemas.common import parse_time
@@ -116,7 +116,7 @@ def test_a_pull_request_adding_a_run_that_fits_shows_it_starting_and_who_pays(
     code, out = plan(fleet, "--format", "json", "--exit-code")
     assert code == 1
     report = json.loads(out)
-    assert report["version"] == 1
+    assert report["version"] == 2
     want_start = {
         "run": "t/small", "gpus": 8, "domains": ["A"], "reason": "Start",
         "payers": [{"payer": "org:t (t/now)", "gpus": 8}],
@@ -374,7 +374,7 @@ def test_a_pull_request_deleting_a_run_shows_it_stopping_and_the_run_it_lets_sta
     code, out = plan(fleet, "--format", "json", "--exit-code")
     assert code == 1
     report = json.loads(out)
-    assert report["cuts"] == [{"run": "t/r1", "reason": "RunDeleted", "gpus": 16}]
+    assert report["cuts"] == [{"run": "t/r1", "reason": "RunDeleted", "gpus": 16, "gpusBefore": 0}]
     # r1's 16 GPUs and its 16 of envelope `now` are free, so r2 no longer waits for the 10:00 window
     (start,) = report["starts"]
     assert (start["run"], start["gpus"], start["payers"]) == (
@@ -624,3 +624,86 @@ def test_a_head_with_no_history_in_common_is_exit_four_saying_the_branches_are_u
     code, out = plan(fleet)
     assert code == 4 and "shares no history with the base" in out
     assert "the branches are unrelated; rebase the change onto the base" in out and "shallow" not in out
+
+
+def test_deleting_a_reserved_run_is_a_change_naming_the_reservation_and_the_conflict_set_it_leaves(
+    fleet: pygit2.Repository,
+) -> None:
+    # at 09:05 r2 waits for the 10:00 window with r1 (all 16 GPUs of A) certain to be drawn: deleting
+    # r2 moves no GPU, yet merging it drops a reservation and r1's conflict-set warning
+    commit(fleet, {}, "drop r2\n", "pr", delete=("runs/t/r2.yaml",))
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    assert code == 1
+    report = json.loads(out)
+    assert [e["text"] for e in report["eta"]] == [
+        "t/r2 no longer waits in a reservation (was due 2026-03-02T10:00:10Z): removed from the fleet"
+    ]
+    assert report["conflicts"] == [{"run": "t/r1", "reservations": [], "before": ["t/r2 (1.0)"]}]
+    code, out = plan(fleet, "--format", "markdown")
+    assert "| `t/r1` | none (was t/r2 (1.0)) |" in out
+
+
+def test_a_change_that_prevents_a_cut_shows_the_cut_no_longer_made(fleet: pygit2.Repository) -> None:
+    # at 10:00:10 the base activates r2's reservation, and its lottery cuts r1 (the only run in A);
+    # without r2, r1 keeps its 16 GPUs and no longer waits to be re-admitted
+    commit(fleet, {}, "drop r2\n", "pr", delete=("runs/t/r2.yaml",))
+    result = CliRunner().invoke(
+        command,
+        [fleet.path, "--base", "main", "--head", "pr", "--now", "2026-03-02T10:00:10Z", "--format", "json"],
+    )
+    report = json.loads(result.output)
+    (cut,) = report["cuts"]
+    assert (cut["run"], cut["gpus"], cut["gpusBefore"]) == ("t/r1", 0, 16)
+    assert cut["reason"].startswith("RandomPreempt(0x")
+    assert "t/r2 no longer starts now (removed from the fleet)" in [e["text"] for e in report["eta"]]
+
+
+def test_a_reservation_that_now_waits_for_another_reason_is_listed_with_what_it_said_before(
+    fleet: pygit2.Repository,
+) -> None:
+    # the `later` window opens at 08:00 instead of 10:00: r2 is funded now and waits only for r1's
+    # GPUs, so it is exposed to a lottery where it waited for money before
+    commit(fleet, {"budgets/t.yaml": budget(later_start="2026-03-02T08:00:00Z")}, "open later\n", "pr")
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    assert code == 1
+    (reserved,) = json.loads(out)["reserved"]
+    assert reserved["run"] == "t/r2"
+    assert (reserved["reason"], reserved["confidence"]) == (
+        "cluster short by 16 GPUs in scope",
+        "conservative",
+    )
+    assert reserved["was"]["reason"] == "budget window opens at 2026-03-02T10:00:00Z"
+    assert reserved["was"]["confidence"] == "window-aligned"
+
+
+def test_a_forged_state_commit_is_refused_though_a_local_branch_of_the_fleets_name_points_at_it(
+    fleet: pygit2.Repository,
+) -> None:
+    # only the remote's copy of the fleet branch vouches for jobtree's commits: anyone can move a local one
+    fleet.remotes.create("origin", "https://git.example/fleet.git")
+    fleet.references.create("refs/remotes/origin/main", fleet.references["refs/heads/main"].target)
+    bot = pygit2.Signature("jobtree", "jobtree@fleet.example", T0, 0)
+    trailer = f"Spec-Commit: {fleet.references['refs/heads/main'].target}"
+    commit(
+        fleet, {"state/leases/t/r1.yaml": b"kind: Lease\n"}, f"jobtree: refresh\n\n{trailer}\n", "pr", who=bot
+    )
+    fleet.references["refs/heads/main"].set_target(fleet.references["refs/heads/pr"].target)
+    result = CliRunner().invoke(command, [fleet.path, "--base", "origin/main", "--head", "pr", "--now", NOW])
+    assert result.exit_code == 3
+    assert "state/leases/t/r1.yaml (changed by hand in" in result.output
+
+
+def test_file_names_and_values_from_a_pull_request_cannot_break_out_of_the_comments_code_spans() -> None:
+    report = {"base": "b" * 40, "head": "h" * 40, "now": NOW, "changes": False}
+    hostile = "runs/t/a` @org/team [click](https://e.vil) `.yaml:1:1: JT010 totalGPUs: '|x|'"
+    out = planreport.as_markdown(report, [hostile])
+    assert "- `` runs/t/a` @org/team [click](https://e.vil) `.yaml:1:1: JT010 totalGPUs: '|x|' ``" in out
+    assert planreport._code("a|b\nc") == "`a\\|b⏎c`"  # a table cell: the pipe escaped, no line break
+
+
+@pytest.mark.parametrize(
+    ("seconds", "want_text"),
+    [(1200, "20m"), (7200, "2h"), (-5400, "1h 30m"), (2682030, "31d 1h 30s"), (45, "45s")],
+)
+def test_eta_moves_are_worded_in_days_hours_minutes_and_seconds(seconds: int, want_text: str) -> None:
+    assert prdiff._duration(seconds) == want_text
