@@ -282,14 +282,16 @@ def reconcile_once(
             # (those its checkout journal names, then owned ones), so they never read as local edits.
             checking = time.monotonic()
             rewound = set(checkoutjournal.recover(repo))
-            owned = sorted(set(gitstore.restore_owned(repo, want_branch)) - rewound)
+            put_back, copies = worktree.restore_owned(repo, want_branch)
+            owned = sorted(set(put_back) - rewound)
             if rewound:
                 say(f"restored {_files(len(rewound))} a killed pass left half written")
             if owned:  # jobtree owns these folders: whatever changed them, the commit is what holds
                 named = ", ".join(owned[:5]) + (f" and {len(owned) - 5} more" if len(owned) > 5 else "")
+                copied = f"; a copy of each as it was is in {copies}" if copies else ""
                 click.echo(  # shown even with --quiet: a person's file may be among them
                     f"jobtree: put back {_files(len(owned))} under state/ and rendered/ as {want_branch} "
-                    f"has them (jobtree writes these folders; keep notes elsewhere): {named}",
+                    f"has them (jobtree writes these folders; keep notes elsewhere): {named}{copied}",
                     err=True,
                 )
             has_branch = repo.references.get(f"refs/heads/{want_branch}") is not None

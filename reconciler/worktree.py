@@ -16,7 +16,9 @@ Never decides what to commit (`gitstore`) and never talks to a remote.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
+import time
 from collections.abc import Callable, Mapping
 
 import pygit2
@@ -334,26 +336,31 @@ def _libgit2_checkout(repo: pygit2.Repository, new: pygit2.Tree) -> None:
         raise gitstore.DirtyCheckout(f"{', '.join(sorted(notes.paths)) or 'some files'} ({err})") from err
 
 
+PUT_BACK_KEPT = 20  # folders of copies kept under .git/jobtree/put-back/, the newest
+
+
 def restore_owned(
     repo: pygit2.Repository, branch: str, prefixes: tuple[str, ...] = gitstore.OWNED_PREFIXES
-) -> list[str]:
+) -> tuple[list[str], str | None]:
     """Put owned files in a checked-out worktree back to the branch head (after a writer was killed
-    mid-checkout). Only paths under `prefixes` are touched; a person's edits elsewhere are kept."""
+    mid-checkout, or a person edited or added one). Only paths under `prefixes` are touched; a
+    person's edits elsewhere are kept. Returns the paths and the folder where a copy of each file
+    as it was waits (`.git/jobtree/put-back/<UTC time>-<pid>/`; None when none was a file)."""
     if not checked_out(repo, branch):
-        return []
+        return [], None
     dirty = sorted(
         path
         for path, flags in repo.status().items()
         if path.startswith(prefixes) and not flags & FileStatus.IGNORED
     )
-    if not dirty:
-        return dirty
+    if not dirty or repo.workdir is None:
+        return dirty, None
+    saved = _keep_copies(repo, dirty)
     tracked = set(gitstore.list_blobs(repo, f"refs/heads/{branch}", prefixes))
     for path in dirty:
-        if path not in tracked and repo.workdir is not None:
-            target = os.path.join(repo.workdir, path)
-            if os.path.isfile(target):
-                os.remove(target)
+        target = os.path.join(repo.workdir, path)
+        if path not in tracked and (os.path.isfile(target) or os.path.islink(target)):
+            os.remove(target)
     keep = [p for p in dirty if p in tracked]
     if keep:
         head = gitstore.resolve(repo, f"refs/heads/{branch}")
@@ -362,4 +369,30 @@ def restore_owned(
         for path in keep:
             repo.index.add(path)
         repo.index.write()
-    return dirty
+    return dirty, saved
+
+
+def _keep_copies(repo: pygit2.Repository, paths: list[str]) -> str | None:
+    """Copy the work tree's files at `paths` into a new folder under `.git/jobtree/put-back/` (links as
+    links); only the newest `PUT_BACK_KEPT` folders stay. Nothing is put back when a copy fails."""
+    assert repo.workdir is not None
+    files = [p for p in paths if os.path.lexists(os.path.join(repo.workdir, p))]
+    files = [p for p in files if not os.path.isdir(os.path.join(repo.workdir, p))]
+    if not files:
+        return None
+    root = os.path.join(repo.path, "jobtree", "put-back")
+    where = os.path.join(root, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}")
+    try:
+        for path in files:
+            copy = os.path.join(where, path)
+            os.makedirs(os.path.dirname(copy), exist_ok=True)
+            shutil.copy2(os.path.join(repo.workdir, path), copy, follow_symlinks=False)
+        for old in sorted(os.listdir(root))[:-PUT_BACK_KEPT]:
+            shutil.rmtree(os.path.join(root, old), ignore_errors=True)
+    except OSError as err:
+        raise gitstore.PermanentGitError(
+            f"cannot keep a copy of the changed files under state/ and rendered/ in {where} before "
+            f"putting them back ({err.strerror or err}); nothing was put back: free space or fix "
+            "the permissions, or move the files out yourself"
+        ) from err
+    return where

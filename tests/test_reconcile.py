@@ -423,6 +423,12 @@ def test_state_files_left_half_written_in_the_checkout_are_restored_and_other_ed
     said = capsys.readouterr().err
     assert "put back 3 files under state/ and rendered/ as main has them" in said
     assert "state/leases/stray.yaml" in said and "state/fleet.yaml" in said
+    # nothing a person wrote there is lost: each file as it was waits in the Git dir, named
+    (copies,) = (path / ".git" / "jobtree" / "put-back").iterdir()
+    assert str(copies) in said
+    assert (copies / "state" / "leases" / "stray.yaml").read_text() == "kind: Lease\n"
+    assert (copies / "state" / "fleet.yaml").read_text() == "asOf: half-writ"
+    assert not (copies / "state" / "leases" / "rai-llm").exists()  # deleted: nothing to keep
 
 
 def test_a_spec_file_a_killed_pass_left_empty_while_fast_forwarding_is_put_back_by_the_next_pass(

@@ -246,7 +246,9 @@ def test_a_commit_that_fails_after_its_files_were_written_leaves_the_index_and_r
         commit_during_the_pass(work, NEW_STATE | {"state/leases/team-a/r1.yaml": b"newer\n"}, NOW + 60)
     assert work.references["refs/heads/main"].target == head
     assert git_status(root) == [" M state/leases/team-a/r1.yaml"]  # the file moved on, the index did not
-    assert worktree.restore_owned(work, "main") == ["state/leases/team-a/r1.yaml"]
+    put_back, copies = worktree.restore_owned(work, "main")
+    assert put_back == ["state/leases/team-a/r1.yaml"]
+    assert copies is not None and Path(copies, "state/leases/team-a/r1.yaml").read_bytes() == b"newer\n"
     assert (root / "state/leases/team-a/r1.yaml").read_bytes() == b"new lease\n"
     assert git_status(root) == []
     assert checkoutjournal.recover(work) == []  # the journal it left names nothing still astray
