@@ -115,14 +115,18 @@ def push(
     except pygit2.GitError as err:
         # another writer holds the branch (its lock may be gone by the time we look): as a server
         # would, refuse; the caller re-plans
-        # (libgit2 says "failed to lock file" only when the lock exists; an unwritable or full
-        # remote fails otherwise and is raised as it is)
-        if "failed to lock file" in str(err) or os.path.exists(
-            os.path.join(remote.path, *ref.split("/")) + ".lock"
-        ):
+        # (libgit2 says "failed to lock file" or "failed to create locked file ...: File exists"
+        # only when the lock exists; an unwritable or full remote fails otherwise and is raised)
+        text = str(err)
+        if "failed to lock file" in text or "File exists" in text or os.path.exists(lock_path(path, branch)):
             return False
         raise
     return True
+
+
+def lock_path(path: str, branch: str) -> str:
+    """The lock file a writer of `branch` holds in the bare repository at `path` while it moves it."""
+    return os.path.join(path, "refs", "heads", *branch.split("/")) + ".lock"
 
 
 def _new_objects(repo: pygit2.Repository, tip: pygit2.Oid, expected: str | None) -> list[pygit2.Oid]:

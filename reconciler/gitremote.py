@@ -200,6 +200,14 @@ def push(
             return result(PushStatus.PUSHED, local)
         if moved is False:
             after = fetch(repo, remote, branch, token=token)
+            if after == expected_remote_oid:  # it did not move: another push held the branch's lock
+                lock = gitlocal.lock_path(path, branch)
+                held = (
+                    f"{lock} is left from a push that crashed or still runs: delete it if no push is running"
+                    if os.path.exists(lock)
+                    else "another push held it"
+                )
+                return result(PushStatus.STALE, after, f"{branch} in {path} was locked ({held})")
             return result(PushStatus.STALE, after, f"remote moved from {expected_remote_oid} to {after}")
     callbacks = _Callbacks(token)
     with _pushing_handle(repo) as pusher:

@@ -67,6 +67,8 @@ class Outcome:
         return len(self.diagnostics)
 
     def __str__(self) -> str:
+        if self.commit is None and self.pushed:
+            return f"no new change; pushed {self.head[:12]}, which an earlier pass committed but did not push"
         if self.commit is None:
             return f"no change at {self.head[:12]}; nothing committed"
         where = "pushed" if self.pushed else "committed"
@@ -372,9 +374,12 @@ def reconcile_once(
             if result.status == PushStatus.REFUSED:
                 raise PermanentGitError(f"{remote} refused the state commit: {result.message}")
             if result.status == PushStatus.STALE:
-                raise TemporaryGitError(
-                    f"{remote}/{want_branch} kept moving during {attempts} attempts; the next pass retries"
+                why = (
+                    result.message
+                    if " was locked (" in result.message
+                    else f"{remote}/{want_branch} kept moving"
                 )
+                raise TemporaryGitError(f"{why} during {attempts} attempts; the next pass retries")
             outcome.pushed = result.status == PushStatus.PUSHED
     if apply:
         outcome.summary.append("apply: the embedded cluster has nothing to apply")

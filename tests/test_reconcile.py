@@ -768,3 +768,21 @@ def test_a_signal_python_could_not_raise_still_stops_the_loop_after_its_pass(
     result = CliRunner().invoke(command, [str(tmp_path / "work"), "--interval", "60s", "--quiet"])
     assert result.exit_code == 143 and time.monotonic() - started < 30
     assert result.stdout.startswith("committed ")  # the pass itself ran to its end
+
+
+def test_a_branch_lock_a_crashed_push_left_on_the_remote_is_named_not_taken_for_a_moving_branch(
+    tmp_path: Path,
+) -> None:
+    remote = bare_remote(tmp_path, steady_files())
+    clone(remote, tmp_path / "work")
+    lock = remote / "refs" / "heads" / "main.lock"
+    lock.write_text("")
+    with pytest.raises(gitstore.TemporaryGitError) as failed:
+        reconcile_once(tmp_path / "work", now=T0, push=True, attempts=2)
+    assert f"{lock} is left from a push that crashed or still runs: delete it" in str(failed.value)
+    assert "kept moving" not in str(failed.value)
+    lock.unlink()  # the next pass pushes the commit the failed one made, and says so
+    outcome = reconcile_once(tmp_path / "work", now=T0, push=True)
+    assert str(outcome).startswith(f"no new change; pushed {outcome.head[:12]}, which an earlier pass")
+    served = pygit2.Repository(str(remote))
+    assert served.references["refs/heads/main"].peel(pygit2.Commit).author.email == BOT_EMAIL
