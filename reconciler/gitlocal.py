@@ -124,6 +124,31 @@ def push(
     return True
 
 
+# hooks `git receive-pack` runs on a push; a push that writes a local repository directly runs none
+RECEIVE_HOOKS = (
+    "pre-receive", "update", "proc-receive", "reference-transaction", "post-receive", "post-update",
+    "push-to-checkout",
+)  # fmt: skip
+
+
+def receive_hooks(path: str) -> list[str]:
+    """The receive-side hooks the repository at `path` would run on a push (executable, in its
+    hooks folder or `core.hooksPath`), which no push over a local path runs."""
+    try:
+        remote = pygit2.Repository(path)
+        configured = remote.config["core.hooksPath"] if "core.hooksPath" in remote.config else None
+    except (pygit2.GitError, KeyError, ValueError):
+        return []
+    folder = os.path.join(remote.path, "hooks")
+    if configured:
+        folder = os.path.join(remote.path, os.path.expanduser(str(configured)))
+    return [
+        name
+        for name in RECEIVE_HOOKS
+        if os.path.isfile(hook := os.path.join(folder, name)) and os.access(hook, os.X_OK)
+    ]
+
+
 def lock_path(path: str, branch: str) -> str:
     """The lock file a writer of `branch` holds in the bare repository at `path` while it moves it."""
     return os.path.join(path, "refs", "heads", *branch.split("/")) + ".lock"

@@ -190,6 +190,13 @@ def push(
         return result(PushStatus.STALE, head, f"remote moved from {expected_remote_oid} to {head}")
     rem = _remote(repo, remote)
     path = gitlocal.local_path(rem.push_url or rem.url, gitlocal.url_base(repo))
+    hooks = gitlocal.receive_hooks(path) if path is not None else []
+    if hooks:
+        raise PermanentGitError(
+            f"{path} runs {', '.join(hooks)} on pushes, and no push over a local path (a folder or "
+            f"file://) runs them: jobtree will not bypass the remote's rules. Push through a server "
+            "that runs them (ssh, https, or git daemon), or remove the hooks; nothing was pushed"
+        )
     if path is not None:
         try:
             moved = gitlocal.push(repo, path, branch, expected_remote_oid, packs)

@@ -786,3 +786,24 @@ def test_a_branch_lock_a_crashed_push_left_on_the_remote_is_named_not_taken_for_
     assert str(outcome).startswith(f"no new change; pushed {outcome.head[:12]}, which an earlier pass")
     served = pygit2.Repository(str(remote))
     assert served.references["refs/heads/main"].peel(pygit2.Commit).author.email == BOT_EMAIL
+
+
+def test_a_local_remote_whose_hooks_a_push_would_skip_is_refused_and_samples_do_not_count(
+    tmp_path: Path,
+) -> None:
+    remote = bare_remote(tmp_path, steady_files())
+    clone(remote, tmp_path / "work")
+    hooks = remote / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "pre-receive.sample").write_text("#!/bin/sh\nexit 1\n")
+    (hooks / "pre-receive.sample").chmod(0o755)
+    before = pygit2.Repository(str(remote)).references["refs/heads/main"].target
+    (hooks / "pre-receive").write_text("#!/bin/sh\necho rejected >&2\nexit 1\n")
+    (hooks / "pre-receive").chmod(0o755)
+    with pytest.raises(
+        gitstore.PermanentGitError, match="runs pre-receive on pushes.*jobtree will not bypass"
+    ):
+        reconcile_once(tmp_path / "work", now=T0, push=True)
+    assert pygit2.Repository(str(remote)).references["refs/heads/main"].target == before
+    (hooks / "pre-receive").chmod(0o644)  # not executable: git would not run it either
+    assert reconcile_once(tmp_path / "work", now=T0, push=True).pushed
