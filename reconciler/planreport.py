@@ -47,6 +47,10 @@ def _was(now: Any, before: Any) -> str:
     return f"{now} (was {before})" if before else f"{now}"
 
 
+def _start_gpus(s: dict[str, Any]) -> str:
+    return f"{s['gpus']} (+{s['spareGPUs']} spare)" if s.get("spareGPUs") else str(s["gpus"])
+
+
 def _started(s: dict[str, Any]) -> str:
     return f"{_code(s['run'])} (grows)" if s.get("reason") == "Grow" else _code(s["run"])
 
@@ -71,7 +75,7 @@ def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
     out: list[tuple[str, list[str], list[str]]] = []
     if report["starts"]:
         rows = [
-            f"| {_started(s)} | {s['gpus']} | {', '.join(s['domains'])} | {_payers(s)} |"
+            f"| {_started(s)} | {_start_gpus(s)} | {', '.join(s['domains'])} | {_payers(s)} |"
             for s in report["starts"]
         ]
         out.append(("Starts now", ["| run | GPUs | domains | paid by |", "|---|---:|---|---|"], rows))
@@ -101,6 +105,22 @@ def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
         title = "Running pods rendered anew (their run's template changed; no GPU moves)"
         rows = [f"| {_code(u['run'])} | {u['pods']} | {', '.join(u['changed'])} |" for u in report["updated"]]
         out.append((title, ["| run | pods | changed |", "|---|---:|---|"], rows))
+    if report.get("waiting"):
+        rows = [f"| {_code(w['run'])} | {w['why']} |" for w in report["waiting"]]
+        out.append(
+            (
+                "Waits, holding no reservation (behind `after`, or for spare GPUs to fill)",
+                ["| run | why |", "|---|---|"],
+                rows,
+            )
+        )
+    if report.get("widths"):
+        title = "Width asked of a running run"
+        rows = [
+            f"| {_code(w['run'])} | {w['pending'] or 'nothing'} | {w['before'] or '—'} |"
+            for w in report["widths"]
+        ]
+        out.append((title, ["| run | waits for | before |", "|---|---|---|"], rows))
     if report["budgets"]:
         rows = [
             f"| {_code(b['envelope'])} | {_usage(b['before'])} | {_usage(b['after'])} |"
@@ -225,7 +245,7 @@ def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:
     for s in report["starts"]:
         verb = "grow    " if s.get("reason") == "Grow" else "start   "
         lines.append(
-            f"{verb} {s['run']}: {s['gpus']} GPUs in {', '.join(s['domains'])}; paid by {_payers(s)}"
+            f"{verb} {s['run']}: {_start_gpus(s)} GPUs in {', '.join(s['domains'])}; paid by {_payers(s)}"
         )
     for r in report["reserved"]:
         lines.append(
@@ -252,6 +272,10 @@ def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:
             f"update   {u['run']}: {u['pods']} running pod{'s' * (u['pods'] != 1)} rendered anew "
             f"({', '.join(u['changed'])} changed)"
         )
+    for w in report.get("waiting") or []:
+        lines.append(f"waiting  {w['run']}: {w['why']}")
+    for w in report.get("widths") or []:
+        lines.append(f"width    {w['run']}: {w['pending'] or 'nothing'} (before: {w['before'] or 'nothing'})")
     for b in report["budgets"]:
         lines.append(f"budget   {b['envelope']}: {_usage(b['before'])} -> {_usage(b['after'])}")
     return "\n".join(lines) + "\n"

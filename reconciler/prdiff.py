@@ -15,7 +15,7 @@ from typing import Any
 from planner.plan import Plan
 from schemas.common import format_time, parse_time
 
-VERSION = 2  # 2: cuts and conflict sets both ways (`gpusBefore`, `before`), a reservation's `was`
+VERSION = 2  # 2: cuts and conflict sets both ways, a reservation's `was`, `waiting`, `widths`, `spareGPUs`
 
 
 def _duration(seconds: int) -> str:
@@ -32,8 +32,11 @@ def _duration(seconds: int) -> str:
 def _starts(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     payers: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    spares: dict[str, int] = defaultdict(int)
     for ev in plan.events:
         lease = ev.lease
+        if ev.event == "Start" and lease.role == "Spare":
+            spares[lease.run] += lease.gpus
         if ev.event != "Start" or lease.role not in ("Active", "Borrowed"):
             continue
         entry = out.setdefault(
@@ -49,6 +52,8 @@ def _starts(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, dict[str, Any
         payers[lease.run][who] += lease.gpus
     for run, entry in out.items():
         entry["domains"] = sorted(entry["domains"])
+        if spares.get(run):
+            entry["spareGPUs"] = spares[run]  # hot spares held beside it, funded like its GPUs
         entry["payers"] = [{"payer": p, "gpus": n} for p, n in sorted(payers[run].items())]
     return out
 
@@ -83,6 +88,27 @@ def _conflicts(plan: Plan) -> dict[str, list[str]]:
         entries = status.get("conflicts") or []
         if entries:
             out[run] = sorted(f"{c.get('reservation')} ({c.get('probability')})" for c in entries)
+    return out
+
+
+def _waiting(plan: Plan) -> dict[str, str]:
+    """Runs waiting behind `after`, or in line with no reservation (an opportunistic run with no
+    spare GPUs to fill): why."""
+    reserved = {k for k, r in plan.state.reservations.items() if r.state == "Pending"}
+    return {
+        run: str(status.get("message") or "")
+        for run, status in sorted(plan.runs.items())
+        if status.get("phase") in ("Waiting", "Pending") and run not in reserved
+    }
+
+
+def _widths(plan: Plan) -> dict[str, str]:
+    """Running runs whose spec asks another width than they run at: what they wait for."""
+    out = {}
+    for run, status in sorted(plan.runs.items()):
+        pending = (status.get("width") or {}).get("pending")
+        if pending:
+            out[run] = str(pending)
     return out
 
 
@@ -133,7 +159,7 @@ def _usage(plan: Plan) -> dict[str, dict[str, int]]:
 
 NOTHING_PLANNED: dict[str, Any] = {
     "starts": {}, "ends": {}, "reserved": {}, "conflicts": {}, "usage": {}, "unfunded": {}, "pods": {},
-    "runs": [],
+    "runs": [], "waiting": {}, "widths": {},
 }  # fmt: skip
 """The outline of a side reconcile plans nothing on (its jobtree.yaml or inventory is invalid)."""
 
@@ -149,6 +175,8 @@ def outline(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, Any]:
         "unfunded": _unfunded(plan),
         "pods": _pods(plan),
         "runs": sorted(plan.specs),
+        "waiting": _waiting(plan),
+        "widths": _widths(plan),
     }
 
 
@@ -240,6 +268,14 @@ def compare(
         for run in sorted(set(p_before) & set(p_after))
         if p_before[run]["template"] != p_after[run]["template"]
     ]
+    w_before, w_after = before["waiting"], after["waiting"]
+    waiting = [{"run": run, "why": why} for run, why in w_after.items() if run not in w_before]
+    d_before, d_after = before["widths"], after["widths"]
+    widths = [
+        {"run": run, "pending": d_after.get(run), "before": d_before.get(run)}
+        for run in sorted(d_before.keys() | d_after.keys())
+        if d_before.get(run) != d_after.get(run) and run in in_head
+    ]
     u_before, u_after = before["usage"], after["usage"]
     budgets = [
         {"envelope": key, "before": u_before.get(key), "after": u_after.get(key)}
@@ -258,8 +294,12 @@ def compare(
         "eta": eta,
         "unfunded": unfunded,
         "updated": updated,
+        "waiting": waiting,
+        "widths": widths,
         "budgets": budgets,
     }
-    kinds = ("starts", "reserved", "cuts", "conflicts", "eta", "unfunded", "updated", "budgets")
+    kinds = (
+        "starts", "reserved", "cuts", "conflicts", "eta", "unfunded", "updated", "waiting", "widths", "budgets",
+    )  # fmt: skip
     report["changes"] = any(report[k] for k in kinds)
     return report

@@ -707,3 +707,47 @@ def test_file_names_and_values_from_a_pull_request_cannot_break_out_of_the_comme
 )
 def test_eta_moves_are_worded_in_days_hours_minutes_and_seconds(seconds: int, want_text: str) -> None:
     assert prdiff._duration(seconds) == want_text
+
+
+def test_a_new_run_waiting_on_another_is_named_though_it_holds_no_reservation(
+    fleet: pygit2.Repository,
+) -> None:
+    after_r2 = run("r3", 8).replace(b"  template:", b"  after: [r2]\n  template:")
+    commit(fleet, {"runs/t/r3.yaml": after_r2}, "r3 after r2\n", "pr")
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    assert code == 1
+    (waiting,) = json.loads(out)["waiting"]
+    assert waiting["run"] == "t/r3" and "r2" in waiting["why"]
+
+
+def test_a_new_width_for_a_running_fixed_width_run_says_it_waits_for_the_run_to_be_re_created(
+    fleet: pygit2.Repository,
+) -> None:
+    # r1 runs on 16 GPUs; a fixed-width run keeps the width it started with (nothing moves)
+    commit(fleet, {"runs/t/r1.yaml": run("r1", 8)}, "r1 at 8\n", "pr")
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    assert code == 1
+    report = json.loads(out)
+    assert report["widths"] == [
+        {
+            "run": "t/r1",
+            "pending": "8 GPUs once the run is re-created (a running run keeps its width)",
+            "before": None,
+        }
+    ]
+    assert report["starts"] == [] and report["cuts"] == []
+
+
+def test_hot_spares_a_starting_run_holds_are_counted_beside_its_gpus(fleet: pygit2.Repository) -> None:
+    # A grows to 5 nodes (40 GPUs, r1 on 16): r2 starts at once with one hot spare per 8-GPU group
+    wider = INVENTORY.replace(b"nodes: 2", b"nodes: 5")
+    spared = run("r2").replace(
+        b"  locality: {groupGPUs: 8}", b"  locality: {groupGPUs: 8}\n  sparesPerGroup: 1"
+    )
+    commit(fleet, {"inventory/nodes.yaml": wider, "budgets/t.yaml": budget(now_gpus=34), "runs/t/r2.yaml": spared},
+           "spares\n", "pr")  # fmt: skip
+    code, out = plan(fleet, "--format", "json")
+    (start,) = json.loads(out)["starts"]
+    assert (start["run"], start["gpus"], start["spareGPUs"]) == ("t/r2", 16, 2)
+    code, out = plan(fleet, "--format", "markdown")
+    assert "| `t/r2` | 16 (+2 spare) |" in out
