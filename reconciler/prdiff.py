@@ -15,7 +15,8 @@ from typing import Any
 from planner.plan import Plan
 from schemas.common import format_time, parse_time
 
-VERSION = 2  # 2: cuts and conflict sets both ways, a reservation's `was`, `waiting`, `widths`, `spareGPUs`
+VERSION = 2  # 2: cuts and conflict sets both ways, a reservation's `was`, `waiting`, `widths`, `spareGPUs`,
+# payers' owner, budget and envelope
 
 
 def _duration(seconds: int) -> str:
@@ -31,7 +32,9 @@ def _duration(seconds: int) -> str:
 
 def _starts(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    payers: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    payers: dict[str, dict[tuple[str | None, str | None, str | None], int]] = defaultdict(
+        lambda: defaultdict(int)
+    )
     spares: dict[str, int] = defaultdict(int)
     for ev in plan.events:
         lease = ev.lease
@@ -45,17 +48,27 @@ def _starts(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, dict[str, Any
         entry["gpus"] += lease.gpus
         entry["domains"].add(domain_of.get(lease.node, "?"))
         who = (
-            "nobody (fill on spare GPUs)"
+            (None, None, None)
             if lease.role == "Borrowed"
-            else f"{lease.payer.owner} ({lease.payer.budget}/{lease.payer.envelope})"
+            else (lease.payer.owner, lease.payer.budget, lease.payer.envelope)
         )
         payers[lease.run][who] += lease.gpus
     for run, entry in out.items():
         entry["domains"] = sorted(entry["domains"])
         if spares.get(run):
             entry["spareGPUs"] = spares[run]  # hot spares held beside it, funded like its GPUs
-        entry["payers"] = [{"payer": p, "gpus": n} for p, n in sorted(payers[run].items())]
+        entry["payers"] = sorted(
+            (_payer(who, n) for who, n in payers[run].items()), key=lambda p: str(p["payer"])
+        )
     return out
+
+
+def _payer(who: tuple[str | None, str | None, str | None], gpus: int) -> dict[str, Any]:
+    """Who pays for `gpus` of a start: the words people read, and the owner, budget and envelope
+    (None for a fill on spare GPUs, which nobody pays for)."""
+    owner, budget, envelope = who
+    text = "nobody (fill on spare GPUs)" if owner is None else f"{owner} ({budget}/{envelope})"
+    return {"payer": text, "owner": owner, "budget": budget, "envelope": envelope, "gpus": gpus}
 
 
 def _ends(plan: Plan) -> dict[tuple[str, str], int]:

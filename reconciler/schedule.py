@@ -42,13 +42,7 @@ def run(
         now = parse_time(now_text) if now_text is not None else None
     except ValueError as err:
         raise click.UsageError(f"--now {now_text!r}: {err}") from err
-    if now is not None and push and now > time.time() + MAX_CLOCK_SKEW:
-        click.echo(
-            f"jobtree: --now {now_text} is ahead of this machine's clock: pushed, it moves the shared "
-            "fleet's time forward, and passes on the clock plan as of it (time-driven events wait) "
-            "until the clock catches up",
-            err=True,
-        )
+    ahead = now is not None and push and now > time.time() + MAX_CLOCK_SKEW  # warned of once pushed
     if once and interval is not None:
         raise click.UsageError(
             f"--once and --interval {interval} exclude each other: --once runs one pass and exits, "
@@ -101,6 +95,13 @@ def run(
                     click.echo(line, err=True)
                 shown = outcome.diagnostics
             click.echo(str(outcome))
+            if ahead and outcome.pushed:
+                click.echo(
+                    f"jobtree: --now {now_text} is ahead of this machine's clock: pushed, it moved the "
+                    "shared fleet's time forward, and passes on the clock plan as of it (time-driven "
+                    "events wait) until the clock catches up",
+                    err=True,
+                )
         except GitStoreError as err:
             click.echo(f"jobtree: {err}", err=True)
             if every is None:

@@ -119,7 +119,7 @@ def test_a_pull_request_adding_a_run_that_fits_shows_it_starting_and_who_pays(
     assert report["version"] == 2
     want_start = {
         "run": "t/small", "gpus": 8, "domains": ["A"], "reason": "Start",
-        "payers": [{"payer": "org:t (t/now)", "gpus": 8}],
+        "payers": [{"payer": "org:t (t/now)", "owner": "org:t", "budget": "t", "envelope": "now", "gpus": 8}],
     }  # fmt: skip
     assert report["starts"] == [want_start]
     assert [b["envelope"] for b in report["budgets"]] == ["t/now"]
@@ -380,7 +380,7 @@ def test_a_pull_request_deleting_a_run_shows_it_stopping_and_the_run_it_lets_sta
     assert (start["run"], start["gpus"], start["payers"]) == (
         "t/r2",
         16,
-        [{"payer": "org:t (t/now)", "gpus": 16}],
+        [{"payer": "org:t (t/now)", "owner": "org:t", "budget": "t", "envelope": "now", "gpus": 16}],
     )
     assert [e["text"] for e in report["eta"]] == ["t/r2 now starts at once instead of 2026-03-02T10:00:10Z"]
 

@@ -726,7 +726,9 @@ def test_a_future_now_pushed_is_warned_of_and_passes_on_the_clock_then_plan_as_o
     repo = clone(tmp_path / "fleet.git", tmp_path / "work")
     future = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
     result = CliRunner().invoke(command, [str(tmp_path / "work"), "--push", "--now", future, "--quiet"])
-    assert result.exit_code == 0 and "is ahead of this machine's clock: pushed, it moves" in result.stderr
+    assert result.exit_code == 0 and "is ahead of this machine's clock: pushed, it moved" in result.stderr
+    same = CliRunner().invoke(command, [str(tmp_path / "work"), "--push", "--now", future, "--quiet"])
+    assert same.stdout.startswith("no change at ") and "ahead of this machine's clock" not in same.stderr
     again = CliRunner().invoke(command, [str(tmp_path / "work"), "--push", "--quiet"])  # on the clock
     assert again.exit_code == 0 and again.stdout.startswith("no change at ")
     assert f"so this one plans as of {future}" in again.stderr
