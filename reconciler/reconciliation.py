@@ -313,6 +313,12 @@ def reconcile_once(
                 raise PermanentGitError(
                     _no_branch(repo, want_branch, branch is not None, remote if push else None)
                 )
+            if not repo.is_bare and repo.head_is_unborn:  # a clone of a remote whose HEAD is another branch
+                unborn = repo.references["HEAD"].target
+                say(
+                    f"the work tree is on {str(unborn).removeprefix('refs/heads/')}, which has no commits; "
+                    f"jobtree reconciles {want_branch}: `git checkout {want_branch}` shows its files"
+                )
             planned = plan_once(repo, want_branch, moment, say, memos, early, now_given=now is not None)
             head, spec, tree, result = planned.head, planned.spec, planned.tree, planned.plan
             outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed

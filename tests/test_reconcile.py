@@ -809,3 +809,15 @@ def test_a_local_remote_whose_hooks_a_push_would_skip_is_refused_and_samples_do_
     assert pygit2.Repository(str(remote)).references["refs/heads/main"].target == before
     (hooks / "pre-receive").chmod(0o644)  # not executable: git would not run it either
     assert reconcile_once(tmp_path / "work", now=T0, push=True).pushed
+
+
+def test_a_clone_left_on_an_unborn_branch_is_told_which_branch_holds_the_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    remote = bare_remote(tmp_path, steady_files())
+    pygit2.Repository(str(remote)).references["HEAD"].set_target("refs/heads/master")  # nothing there
+    work = pygit2.clone_repository(str(remote), str(tmp_path / "work"))  # checks out nothing
+    assert work.head_is_unborn
+    assert reconcile_once(tmp_path / "work", now=T0, push=True, progress=True).pushed
+    said = capsys.readouterr().err
+    assert "the work tree is on master, which has no commits; jobtree reconciles main" in said
