@@ -1,9 +1,12 @@
 """What merging a change would do: two planner passes from one state, base spec versus head spec.
 
-Pure comparison of two `Plan`s into a versioned report (a plain dict, JSON-ready, sorted): runs
-that start, reservations with their ETA and remedies, cuts and shrinks, conflict-set warnings,
-running runs left charged to nobody (or funded again), running runs whose pods are rendered anew
-(image, command, env changed), budget usage before and after, and how other runs' ETAs move. Reads no Git and renders nothing.
+Pure comparison of two `Plan`s into a versioned report (a plain dict, JSON-ready, sorted), both
+ways: runs that start or grow (and their hot spares), reservations with their ETA and remedies
+(new, removed, or waiting for another reason), cuts and shrinks made or prevented, conflict-set
+warnings given or lifted, running runs left charged to nobody (or funded again), running runs
+whose pods are rendered anew (image, command, env changed), new runs waiting with no reservation,
+widths a running run waits for, budget usage before and after, and how other runs' ETAs move.
+Reads no Git and renders nothing.
 """
 
 from __future__ import annotations
