@@ -43,6 +43,13 @@ def signature_for(secret: bytes, body: bytes) -> str:
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
+def secret_of(value: str) -> bytes:
+    """The webhook secret as set in the environment, without the line break a secret mounted from a
+    file ends in (GitHub never signs with it); empty when nothing but whitespace is set."""
+    value = value.rstrip("\r\n")
+    return value.encode() if value.strip() else b""
+
+
 def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
     """Constant-time check; a header that is not even ASCII is simply wrong (never an exception)."""
     if header is None:
@@ -133,6 +140,8 @@ Reply = tuple[int, dict[str, Any]]
 
 
 STOP_GRACE = 25.0  # seconds a stopping webhook waits for the running reconcile
+LOCK_WAIT = 20.0  # seconds a push's pass waits for another process's pass on the same clone
+REMOTE = "origin"  # where every pass pushes (as `reconcile --push`)
 
 
 class _Server(ThreadingHTTPServer):
@@ -201,7 +210,11 @@ class WebhookServer:
         self.queue.stop(timeout)
 
     def health(self) -> Reply:
-        return 200, {"status": "ok", "branch": self.branch, **self.queue.snapshot()}
+        """200 while the server is up (a failing remote is no reason to restart it); `status` says
+        `failing` while the last pass failed, so a monitor reading it sees pushes going nowhere."""
+        snapshot = self.queue.snapshot()
+        status = "failing" if snapshot["lastResult"] == "error" else "ok"
+        return 200, {"status": status, "branch": self.branch, **snapshot}
 
     def receive(self, event: str | None, signature: str | None, content_type: str, body: bytes) -> Reply:
         """Decide what one verified delivery means; nothing runs unless the signature matches."""
@@ -209,7 +222,10 @@ class WebhookServer:
             return 401, {"error": f"{SIGNATURE_HEADER} missing or wrong; nothing was run"}
         try:
             if content_type.split(";")[0].strip() == "application/x-www-form-urlencoded":
-                payload = json.loads(parse_qs(body.decode("utf-8"))["payload"][0])
+                fields = parse_qs(body.decode("utf-8")).get("payload")
+                if not fields:
+                    return 400, {"error": "malformed payload: a form body needs a payload= field"}
+                payload = json.loads(fields[0])
             else:
                 payload = json.loads(body)
         except (ValueError, KeyError, IndexError, RecursionError) as err:
@@ -328,6 +344,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         self._route_safely("PATCH")
 
+    def do_OPTIONS(self) -> None:
+        self._route_safely("OPTIONS")
+
     def log_message(self, format: str, *args: Any) -> None:  # http.server names this parameter `format`
         LOG.info("%s %s", self.address_string(), format % args)
 
@@ -342,10 +361,29 @@ def _reconcile_for(repo: str, apply: bool, branch: str | None) -> tuple[Callable
     from reconciler import gitstore, reconciliation  # the engine: imported when serving, not for --help
 
     try:
-        chosen = branch or reconciliation.configured_branch(gitstore.open_repo(repo))
+        git = gitstore.open_repo(repo)
     except gitstore.NotARepository as err:
         raise click.UsageError(str(err)) from err
-    return (lambda: reconciliation.reconcile_once(repo, push=True, apply=apply, branch=chosen)), chosen
+    if REMOTE not in list(git.remotes.names()):
+        raise click.UsageError(
+            f"{repo} has no remote {REMOTE!r}: every pass the webhook runs pushes there; add it "
+            f"(git remote add {REMOTE} URL) or serve a clone of the fleet's repository"
+        )
+    chosen = branch or reconciliation.configured_branch(git)
+
+    def one_pass() -> object:
+        # a `reconcile` of the same clone (a scheduled pass) holds its writer lock for a pass or so:
+        # wait for it rather than fail this push's pass
+        waited = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                return reconciliation.reconcile_once(repo, push=True, apply=apply, branch=chosen)
+            except gitstore.LockBusy:
+                if time.monotonic() >= waited:
+                    raise
+                time.sleep(1.0)
+
+    return one_pass, chosen
 
 
 @click.command(
@@ -367,7 +405,7 @@ def _reconcile_for(repo: str, apply: bool, branch: str | None) -> tuple[Callable
 )
 def command(repo: str, port: int, host: str, secret_env: str, branch: str | None, apply: bool) -> None:
     """Reconcile REPO on every GitHub push to BRANCH, sent to POST /webhook (HMAC-verified); health at GET /healthz."""
-    secret = os.environ.get(secret_env, "")
+    secret = secret_of(os.environ.get(secret_env, ""))
     if not secret:
         raise click.UsageError(
             f"no webhook secret: set ${secret_env} to the secret configured on the GitHub webhook "
@@ -375,7 +413,7 @@ def command(repo: str, port: int, host: str, secret_env: str, branch: str | None
         )
     reconcile, branch = _reconcile_for(repo, apply, branch)
     try:
-        server = WebhookServer(reconcile, secret.encode(), branch=branch, host=host, port=port)
+        server = WebhookServer(reconcile, secret, branch=branch, host=host, port=port)
     except OSError as err:
         raise _Failure(f"cannot listen on {host}:{port}: {err}") from err
     click.echo(f"jobtree webhook: POST {server.url}/webhook (pushes to {branch}), GET {server.url}/healthz")

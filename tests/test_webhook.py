@@ -6,6 +6,8 @@ import http.client
 import json
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -187,11 +189,13 @@ def test_health_reports_the_last_run_and_a_failure_does_not_stop_the_worker(serv
     assert server.queue.wait_idle(5)
     health = call(server, "GET", "/healthz")[1]
     assert health["lastError"] == "RuntimeError: remote unreachable" and health["lastResult"] == "error"
+    assert health["status"] == "failing"  # the server is up (200), its pushes go nowhere: a monitor sees it
     assert health["lastRunAt"] == "2026-01-05T08:00:00Z"
     deliver(server, "push", PUSH_MAIN)
     assert server.queue.wait_idle(5)
     health = call(server, "GET", "/healthz")[1]
     assert health["lastError"] is None and health["lastResult"] == "run 2" and health["runs"] == 2
+    assert health["status"] == "ok"
 
 
 def test_an_oversized_body_gets_413_without_being_read(server, recorder) -> None:
@@ -233,6 +237,7 @@ def test_form_encoded_deliveries_are_understood(server, recorder) -> None:
 def test_wrong_methods_get_405_and_unknown_paths_404(server) -> None:
     assert call(server, "GET", "/webhook")[0] == 405
     assert call(server, "POST", "/healthz", b"{}")[0] == 405
+    assert call(server, "OPTIONS", "/webhook") == (405, {"error": "OPTIONS not allowed on /webhook"})
     assert call(server, "GET", "/nope")[0] == 404
 
 
@@ -427,3 +432,67 @@ def test_the_server_listens_on_an_ipv6_address(recorder) -> None:
         conn.close()
     finally:
         srv.shutdown()
+
+
+def test_a_form_body_without_a_payload_field_gets_400_saying_so(server, recorder) -> None:
+    body = b"other=1"
+    headers = {
+        "X-GitHub-Event": "push",
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Hub-Signature-256": webhook.signature_for(SECRET, body),
+    }
+    assert call(server, "POST", "/webhook", body, headers) == (
+        400,
+        {"error": "malformed payload: a form body needs a payload= field"},
+    )
+    assert recorder.runs == 0
+
+
+def test_the_command_refuses_a_repository_with_no_remote_to_push_to(tmp_path: Path) -> None:
+    pygit2.init_repository(str(tmp_path / "fleet.git"), bare=True, initial_head="main")
+    result = CliRunner().invoke(
+        webhook.command, [str(tmp_path / "fleet.git"), "--port", "0"], env={"JOBTREE_WEBHOOK_SECRET": "x"}
+    )
+    assert (
+        result.exit_code == 2
+        and "has no remote 'origin': every pass the webhook runs pushes there" in result.output
+    )
+
+
+def test_a_push_waits_for_another_process_holding_the_clone_instead_of_failing(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path, template_files())
+    pygit2.clone_repository(str(remote), str(tmp_path / "work"), checkout_branch="main")
+    one_pass, _ = webhook._reconcile_for(str(tmp_path / "work"), apply=False, branch=None)
+    # a scheduled `reconcile` of the same clone, in a process of its own, holds its writer lock
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path / "work")], stdout=subprocess.PIPE, cwd=ROOT
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        outcome = one_pass()  # LockBusy at first: waits, then reconciles and pushes
+    finally:
+        holder.wait(10)
+    assert "pushed" in str(outcome)
+    assert (
+        pygit2.Repository(str(remote)).references["refs/heads/main"].peel(pygit2.Commit).author.name
+        == "jobtree"
+    )
+
+
+HOLD_LOCK = """
+import sys, time
+from reconciler.writerlock import writer_lock
+with writer_lock(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(2)
+"""
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(
+    ("value", "want_secret"), [("s3cret\n", b"s3cret"), ("s3cret\r\n", b"s3cret"), ("  \n", b"")]
+)
+def test_a_secret_mounted_from_a_file_loses_its_line_break_and_blank_is_none(
+    value: str, want_secret: bytes
+) -> None:
+    assert webhook.secret_of(value) == want_secret
