@@ -91,9 +91,15 @@ def resolve(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
     """The commit `rev` names (sha, branch, tag, `origin/main`, `HEAD~2`, ...)."""
     try:
         obj = repo.revparse_single(rev)
-        commit = obj.peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as err:
         raise RevisionNotFound(f"revision {rev!r} not found in {repo.path}: {err}") from err
+    try:
+        commit = obj.peel(pygit2.Commit)
+    except (ValueError, pygit2.GitError, pygit2.InvalidSpecError) as err:
+        kind = obj.type_str if hasattr(obj, "type_str") else type(obj).__name__.lower()
+        raise RevisionNotFound(
+            f"revision {rev!r} in {repo.path} names a {kind}, not a commit: give a branch, tag or commit"
+        ) from err
     assert isinstance(commit, pygit2.Commit)
     return commit
 

@@ -227,6 +227,12 @@ def test_an_unknown_base_revision_is_a_usage_error_naming_it(fleet: pygit2.Repos
     assert result.exit_code == 2 and "no-such-branch" in result.output and "Traceback" not in result.output
 
 
+def test_a_base_naming_a_folder_of_a_commit_is_told_it_is_not_a_commit(fleet: pygit2.Repository) -> None:
+    result = CliRunner().invoke(command, [fleet.path, "--base", "main:runs", "--now", NOW])
+    assert result.exit_code == 2 and "'main:runs'" in result.output
+    assert "names a tree, not a commit: give a branch, tag or commit" in result.output
+
+
 def test_invalid_head_files_are_listed_and_exit_three(fleet: pygit2.Repository) -> None:
     commit(
         fleet,
