@@ -302,9 +302,10 @@ def sync_with_remote(
     if repo.descendant_of(remote_oid, local):
         move_branch(repo, branch, remote_oid)
         return SyncOutcome.FAST_FORWARDED
-    ahead = repo.descendant_of(local, remote_oid)
+    if repo.descendant_of(local, remote_oid):
+        return SyncOutcome.AHEAD
     if not discard_unpushed:
-        return SyncOutcome.AHEAD if ahead else SyncOutcome.DIVERGED
+        return SyncOutcome.DIVERGED
     walker = repo.walk(local, SortMode.TOPOLOGICAL | SortMode.REVERSE)
     walker.hide(remote_oid)
     unpushed = list(walker)
@@ -313,21 +314,13 @@ def sync_with_remote(
         first = foreign[0]
         count = len(unpushed)
         theirs = "" if len(foreign) == count else f", {len(foreign)} of them not written by jobtree"
-        why = (
-            "jobtree pushes only its own state commits: a change to the fleet is reviewed (a pull "
-            "request) before it reaches the branch everyone reconciles, so nothing was pushed"
-            if ahead
-            else f"{remote}/{branch} moved on, and jobtree discards only its own unpushed state "
-            "commits, so nothing was changed"
-        )
         raise UnpushedWork(
             f"{branch} has {count} local commit{'s' if count != 1 else ''} that {remote}/{branch} does not "
-            f'have{theirs} (the first: {str(first.id)[:12]} "{_subject(first)}"); {why}. '
+            f'have{theirs} (the first: {str(first.id)[:12]} "{_subject(first)}"), and {remote}/{branch} '
+            f"moved on; jobtree discards only its own unpushed state commits, so nothing was changed. "
             f"Push those commits (e.g. through a pull request), or reset {branch} to {remote}/{branch} "
             f"(`git reset --hard {remote}/{branch}` throws them away), then reconcile again"
         )
-    if ahead:
-        return SyncOutcome.AHEAD  # jobtree's own commits a killed pass or a lost push left: pushed now
     move_branch(repo, branch, remote_oid)
     return SyncOutcome.RESET
 

@@ -174,12 +174,8 @@ def test_without_discarding_a_diverged_branch_is_reported_and_left_alone(pair) -
     assert head(two) == mine
 
 
-def test_a_persons_commit_ahead_of_an_unmoved_remote_is_left_alone_and_never_pushed(pair) -> None:
-    # as when the remote moved on: a change to the fleet reaches the shared branch reviewed, not
-    # because the reconciler happened to push while nobody else had
+def test_a_persons_commit_ahead_of_an_unmoved_remote_is_left_alone(pair) -> None:
     _, two = pair
     mine = human_commit(two, {"runs/team-a/b1.yaml": b"kind: Run\n"})
-    with pytest.raises(gitremote.UnpushedWork, match="jobtree pushes only its own state commits"):
-        gitremote.sync_with_remote(two, discard_unpushed=True, author_email=BOT[1])
+    assert gitremote.sync_with_remote(two, discard_unpushed=True, author_email=BOT[1]) is SyncOutcome.AHEAD
     assert head(two) == mine
-    assert gitremote.sync_with_remote(two, author_email=BOT[1]) is SyncOutcome.AHEAD  # not pushing: fine
