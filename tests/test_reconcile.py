@@ -295,6 +295,21 @@ def test_a_persons_unpushed_spec_commit_is_refused_and_kept_intact(tmp_path: Pat
     assert gitstore.read_file(mine, "main", "runs/media-audio/b1.yaml") is not None
 
 
+def test_a_run_committed_in_the_clone_of_an_unmoved_remote_is_pushed_with_its_state_commit(
+    tmp_path: Path,
+) -> None:
+    # one clone, as an admin (or the benchmark) works: commit a run, reconcile --push, as `git push` would
+    remote = bare_remote(tmp_path, steady_files())
+    mine = clone(remote, tmp_path / "mine")
+    spec = commit_spec(mine, another_run(mine, "b1"), "add b1\n")
+    outcome = reconcile_once(tmp_path / "mine", now=T0, push=True)
+    assert outcome.pushed
+    served = pygit2.Repository(str(remote))
+    head = served.references["refs/heads/main"].peel(pygit2.Commit)
+    assert [str(p.id) for p in head.parents] == [spec] and head.author.email == BOT_EMAIL
+    assert gitstore.read_file(served, "main", "state/leases/media-audio/b1.yaml") is not None
+
+
 def test_the_reconcilers_own_unpushed_commit_is_discarded_and_replanned(tmp_path: Path) -> None:
     remote = bare_remote(tmp_path, steady_files())
     mine, theirs = clone(remote, tmp_path / "mine"), clone(remote, tmp_path / "theirs")
