@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -107,15 +108,21 @@ def plan(repo: pygit2.Repository, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def changes(repo: pygit2.Repository) -> dict[str, Any]:
+    """The JSON report of a change that changes something: `--exit-code` exits 1."""
+    code, out = plan(repo, "--format", "json", "--exit-code")
+    assert code == 1, out
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
 def test_a_pull_request_adding_a_run_that_fits_shows_it_starting_and_who_pays(
     fleet: pygit2.Repository,
 ) -> None:
     # a third 8-GPU run: nothing is free in A (r1 holds all 16), so it cannot start; widen A instead
     commit(fleet, {"inventory/nodes.yaml": INVENTORY.replace(b"nodes: 2", b"nodes: 3"),
                    "budgets/t.yaml": budget(now_gpus=24), "runs/t/small.yaml": run("small", 8)}, "small\n", "pr")  # fmt: skip
-    code, out = plan(fleet, "--format", "json", "--exit-code")
-    assert code == 1
-    report = json.loads(out)
+    report = changes(fleet)
     assert report["version"] == 2
     want_start = {
         "run": "t/small", "gpus": 8, "domains": ["A"], "reason": "Start",
@@ -216,9 +223,7 @@ def test_a_reconciled_branch_whose_state_clashes_with_newer_state_on_the_base_st
     assert reconcile_once(tmp_path / "fleet", now=T0 + 60, branch="pr").commit is not None
     commit(fleet, {"budgets/t.yaml": budget(later_start="2026-03-02T09:30:00Z")}, "earlier window\n")
     assert reconcile_once(tmp_path / "fleet", now=T0 + 120).commit is not None
-    code, out = plan(fleet, "--format", "json", "--exit-code")
-    assert code == 1, out
-    report = json.loads(out)
+    report = changes(fleet)
     assert report["merged"] is not None and [r["run"] for r in report["reserved"]] == ["t/r3"]
 
 
@@ -377,9 +382,7 @@ def test_a_pull_request_deleting_a_run_shows_it_stopping_and_the_run_it_lets_sta
     fleet: pygit2.Repository,
 ) -> None:
     commit(fleet, {}, "drop r1\n", "pr", delete=("runs/t/r1.yaml",))
-    code, out = plan(fleet, "--format", "json", "--exit-code")
-    assert code == 1
-    report = json.loads(out)
+    report = changes(fleet)
     assert report["cuts"] == [{"run": "t/r1", "reason": "RunDeleted", "gpus": 16, "gpusBefore": 0}]
     # r1's 16 GPUs and its 16 of envelope `now` are free, so r2 no longer waits for the 10:00 window
     (start,) = report["starts"]
@@ -393,9 +396,7 @@ def test_a_pull_request_deleting_a_run_shows_it_stopping_and_the_run_it_lets_sta
 
 def test_cutting_a_budget_under_a_running_run_shows_the_unfunded_gpus(fleet: pygit2.Repository) -> None:
     commit(fleet, {"budgets/t.yaml": budget(now_gpus=8)}, "halve now\n", "pr")
-    code, out = plan(fleet, "--format", "json", "--exit-code")
-    assert code == 1
-    report = json.loads(out)
+    report = changes(fleet)
     assert report["cuts"] == []  # a budget change never kills work
     (usage,) = [b for b in report["budgets"] if b["envelope"] == "t/now"]
     # r1's group 0 (8 GPUs) stays funded by the 8 left; group 1 keeps running, paid by nobody
@@ -498,9 +499,7 @@ def test_deleting_a_budget_names_the_running_runs_it_leaves_charged_to_nobody(tm
     fleet = pygit2.Repository(str(remote))
     fleet.references.create("refs/heads/pr", fleet.references["refs/heads/main"].target)
     commit(fleet, {}, "drop rai-sys's budget\n", "pr", delete=("budgets/rai-sys.yaml",))
-    code, out = plan(fleet, "--format", "json", "--exit-code")
-    assert code == 1, out
-    assert json.loads(out)["unfunded"] == [
+    assert changes(fleet)["unfunded"] == [
         {"run": "rai-sys/moe-spares", "groupsBefore": 0, "groupsAfter": 2},
         {"run": "rai-sys/train-cofunded", "groupsBefore": 0, "groupsAfter": 1},
     ]
@@ -638,9 +637,7 @@ def test_deleting_a_reserved_run_is_a_change_naming_the_reservation_and_the_conf
     # at 09:05 r2 waits for the 10:00 window with r1 (all 16 GPUs of A) certain to be drawn: deleting
     # r2 moves no GPU, yet merging it drops a reservation and r1's conflict-set warning
     commit(fleet, {}, "drop r2\n", "pr", delete=("runs/t/r2.yaml",))
-    code, out = plan(fleet, "--format", "json", "--exit-code")
-    assert code == 1
-    report = json.loads(out)
+    report = changes(fleet)
     assert [e["text"] for e in report["eta"]] == [
         "t/r2 no longer waits in a reservation (was due 2026-03-02T10:00:10Z): removed from the fleet"
     ]
@@ -670,9 +667,7 @@ def test_a_reservation_that_now_waits_for_another_reason_is_listed_with_what_it_
     # the `later` window opens at 08:00 instead of 10:00: r2 is funded now and waits only for r1's
     # GPUs, so it is exposed to a lottery where it waited for money before
     commit(fleet, {"budgets/t.yaml": budget(later_start="2026-03-02T08:00:00Z")}, "open later\n", "pr")
-    code, out = plan(fleet, "--format", "json", "--exit-code")
-    assert code == 1
-    (reserved,) = json.loads(out)["reserved"]
+    (reserved,) = changes(fleet)["reserved"]
     assert reserved["run"] == "t/r2"
     assert (reserved["reason"], reserved["confidence"]) == (
         "cluster short by 16 GPUs in scope",
@@ -720,9 +715,7 @@ def test_a_new_run_waiting_on_another_is_named_though_it_holds_no_reservation(
 ) -> None:
     after_r2 = run("r3", 8).replace(b"  template:", b"  after: [r2]\n  template:")
     commit(fleet, {"runs/t/r3.yaml": after_r2}, "r3 after r2\n", "pr")
-    code, out = plan(fleet, "--format", "json", "--exit-code")
-    assert code == 1
-    (waiting,) = json.loads(out)["waiting"]
+    (waiting,) = changes(fleet)["waiting"]
     assert waiting["run"] == "t/r3" and "r2" in waiting["why"]
 
 
@@ -731,9 +724,7 @@ def test_a_new_width_for_a_running_fixed_width_run_says_it_waits_for_the_run_to_
 ) -> None:
     # r1 runs on 16 GPUs; a fixed-width run keeps the width it started with (nothing moves)
     commit(fleet, {"runs/t/r1.yaml": run("r1", 8)}, "r1 at 8\n", "pr")
-    code, out = plan(fleet, "--format", "json", "--exit-code")
-    assert code == 1
-    report = json.loads(out)
+    report = changes(fleet)
     assert report["widths"] == [
         {
             "run": "t/r1",
