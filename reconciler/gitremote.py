@@ -78,6 +78,7 @@ class PushResult:
     local_oid: str | None
     remote_oid: str | None  # the remote head after the attempt, as far as we know
     message: str = ""
+    locked: bool = False  # STALE because another push held the branch's lock, not because it moved
 
     @property
     def ok(self) -> bool:
@@ -181,8 +182,10 @@ def push(
     local = str(local_ref.target)
     head = fetch(repo, remote, branch, token=token)  # sets the network timeout for the push too
 
-    def result(status: PushStatus, remote_oid: str | None, message: str = "") -> PushResult:
-        return PushResult(status, remote, branch, local, remote_oid, message)
+    def result(
+        status: PushStatus, remote_oid: str | None, message: str = "", locked: bool = False
+    ) -> PushResult:
+        return PushResult(status, remote, branch, local, remote_oid, message, locked)
 
     if head == local:
         return result(PushStatus.UP_TO_DATE, head)
@@ -214,7 +217,7 @@ def push(
                     if os.path.exists(lock)
                     else "another push held it"
                 )
-                return result(PushStatus.STALE, after, f"{branch} in {path} was locked ({held})")
+                return result(PushStatus.STALE, after, f"{branch} in {path} was locked ({held})", locked=True)
             return result(PushStatus.STALE, after, f"remote moved from {expected_remote_oid} to {after}")
     callbacks = _Callbacks(token)
     with _pushing_handle(repo) as pusher:

@@ -96,9 +96,8 @@ def resolve(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
     try:
         commit = obj.peel(pygit2.Commit)
     except (ValueError, pygit2.GitError, pygit2.InvalidSpecError) as err:
-        kind = obj.type_str if hasattr(obj, "type_str") else type(obj).__name__.lower()
         raise RevisionNotFound(
-            f"revision {rev!r} in {repo.path} names a {kind}, not a commit: give a branch, tag or commit"
+            f"revision {rev!r} in {repo.path} names a {obj.type_str}, not a commit: give a branch, tag or commit"
         ) from err
     assert isinstance(commit, pygit2.Commit)
     return commit

@@ -274,6 +274,12 @@ def reconcile_once(
     memos: dict[tuple[tuple[str, str], ...], passmemo.Memo] = {}
     with batchgc.paused(), writer_lock(repo_path):
         want_branch = branch or configured_branch(repo)
+        if not repo.is_bare and repo.head_is_unborn:  # a clone of a remote whose HEAD is another branch
+            unborn = str(repo.references["HEAD"].target).removeprefix("refs/heads/")
+            say(
+                f"the work tree is on {unborn}, which has no commits; jobtree reconciles {want_branch}: "
+                f"`git checkout {want_branch}` shows its files"
+            )
 
         def attempt() -> gitremote.PushResult:
             outcome.attempts += 1
@@ -312,12 +318,6 @@ def reconcile_once(
             if repo.references.get(f"refs/heads/{want_branch}") is None:
                 raise PermanentGitError(
                     _no_branch(repo, want_branch, branch is not None, remote if push else None)
-                )
-            if not repo.is_bare and repo.head_is_unborn:  # a clone of a remote whose HEAD is another branch
-                unborn = repo.references["HEAD"].target
-                say(
-                    f"the work tree is on {str(unborn).removeprefix('refs/heads/')}, which has no commits; "
-                    f"jobtree reconciles {want_branch}: `git checkout {want_branch}` shows its files"
                 )
             planned = plan_once(repo, want_branch, moment, say, memos, early, now_given=now is not None)
             head, spec, tree, result = planned.head, planned.spec, planned.tree, planned.plan
@@ -380,11 +380,7 @@ def reconcile_once(
             if result.status == PushStatus.REFUSED:
                 raise PermanentGitError(f"{remote} refused the state commit: {result.message}")
             if result.status == PushStatus.STALE:
-                why = (
-                    result.message
-                    if " was locked (" in result.message
-                    else f"{remote}/{want_branch} kept moving"
-                )
+                why = result.message if result.locked else f"{remote}/{want_branch} kept moving"
                 raise TemporaryGitError(f"{why} during {attempts} attempts; the next pass retries")
             outcome.pushed = result.status == PushStatus.PUSHED
     if apply:

@@ -376,8 +376,8 @@ def _keep_copies(repo: pygit2.Repository, paths: list[str]) -> str | None:
     """Copy the work tree's files at `paths` into a new folder under `.git/jobtree/put-back/` (links as
     links); only the newest `PUT_BACK_KEPT` folders stay. Nothing is put back when a copy fails."""
     assert repo.workdir is not None
-    files = [p for p in paths if os.path.lexists(os.path.join(repo.workdir, p))]
-    files = [p for p in files if not os.path.isdir(os.path.join(repo.workdir, p))]
+    here = [os.path.join(repo.workdir, p) for p in paths]
+    files = [p for p, at in zip(paths, here, strict=True) if os.path.lexists(at) and not os.path.isdir(at)]
     if not files:
         return None
     root = os.path.join(repo.path, "jobtree", "put-back")
