@@ -106,16 +106,20 @@ class _Game:
         Counted on bit masks without the arithmetic, so a lottery too large to enumerate is told
         apart far more cheaply than by running into the budget: a pool's draws count as soon as
         the pool is reached, before any of them is followed."""
-        groups = list(self.group_bits.items())
+        groups = list(self.group_bits.values())
+
+        def draws(pool: int, left: tuple[int, ...]) -> int:  # a pool's choices, if it is drawn from
+            return sum(1 for bits in groups if bits & pool) if pool and max(left, default=0) > 0 else 0
+
         start = (1 << len(self.lottery.candidates)) - 1
         seen = {start}
         todo = [(start, tuple(self.lottery.need[d] for d in sorted(self.lottery.need)))]
-        work = len(groups) if self.lottery.candidates and max(todo[0][1], default=0) > 0 else 0
+        work = draws(*todo[0])
         while todo:
             pool, left = todo.pop()
             if not pool or max(left, default=0) <= 0:
                 continue
-            for (run, group), bits in groups:
+            for (run, group), bits in self.group_bits.items():
                 if not bits & pool:
                     continue
                 ended = self.ends_mask(pool, run, group)
@@ -123,10 +127,9 @@ class _Game:
                 if rest not in seen:
                     seen.add(rest)
                     after = self.left_after(left, _members(ended))
-                    if rest and max(after, default=0) > 0:
-                        work += sum(1 for _, b in groups if b & rest)
-                        if work > limit:
-                            return work
+                    work += draws(rest, after)
+                    if work > limit:
+                        return work
                     todo.append((rest, after))
         return work
 
