@@ -119,8 +119,9 @@ Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 class Model(BaseModel):
     """Frozen, closed model: a typo is an error, and parsed objects never change.
 
-    Validators are built on a model's first use, not at import: a warm pass that parses one new
-    run file (the rest come from the parse cache) builds the Run model's alone.
+    Validators are built on a model's first use, not at import: a reconcile pass builds those of
+    the kinds it validates (Run, Budget, FleetConfig, Inventory), never the Lease, Reservation or
+    Scenario models it has no documents of.
     """
 
     model_config = ConfigDict(
