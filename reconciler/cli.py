@@ -64,8 +64,9 @@ def entry() -> None:
         code = done.code
     if isinstance(code, str):
         print(code, file=sys.stderr)
-    if signals.stopped() and code == 1:  # click's "Aborted!": exit as a process the signal stopped
-        code = 128 + (signals.stopped() or 0)
+    signum = signals.stopped()
+    if signum is not None and code == 1:  # click's "Aborted!": exit as a process the signal stopped
+        code = 128 + signum
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -119,8 +119,9 @@ def run(
         except pipeline.InvariantViolation as err:
             click.echo(f"jobtree: {err}", err=True)
             sys.exit(exitcodes.OTHER)
-        if signals.stopped():  # a signal Python could not raise where it arrived: stop here
-            sys.exit(128 + (signals.stopped() or 0))
+        signum = signals.stopped()
+        if signum is not None:  # a signal Python could not raise where it arrived: stop here
+            sys.exit(128 + signum)
         if every is None:
             return
         wake = time.time() + every
