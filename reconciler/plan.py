@@ -52,6 +52,14 @@ MAX_RECOMPUTED = 20  # commits off the fleet's branch proven by recomputing a pa
 class PlanFailure(Exception):
     """Planning could not finish; the message says what is wrong and what to do (exit 4)."""
 
+    exit_code = exitcodes.OTHER
+
+
+class NowBeforeBase(PlanFailure):
+    """`--now` is earlier than the base's last pass: a wrong option, so exit 2 like click's own."""
+
+    exit_code = exitcodes.USAGE
+
 
 def _state_at(repo: pygit2.Repository, commit: pygit2.Commit, email: str) -> FleetState:
     """The state `reconcile` would start from at `commit` (jobtree's last own state when files were
@@ -227,7 +235,8 @@ def command(
 ) -> None:
     """Plan the change HEAD makes to the fleet in REPO against BASE.
 
-    Exit 0 no change (or changes without --exit-code), 1 changes with --exit-code, 2 usage error,
+    Exit 0 no change (or changes without --exit-code), 1 changes with --exit-code, 2 usage error
+    (--now before the base's last pass included),
     3 fleet files this change makes invalid (problems the base already has are listed, not failed;
     an inventory it deletes or empties counts) or hand-edited state/ or rendered/, 4 any other failure."""
     try:
@@ -246,7 +255,10 @@ def command(
         with batchgc.paused():
             report, diagnostics = _plan(git, base_commit, head_commit, now, now_text is not None)
         text = _render(report, diagnostics, fmt)
-    except (PlanFailure, pipeline.InvariantViolation, gitstore.GitStoreError, OSError) as err:
+    except PlanFailure as err:
+        click.echo(f"jobtree plan: {err}", err=True)
+        sys.exit(err.exit_code)
+    except (pipeline.InvariantViolation, gitstore.GitStoreError, OSError) as err:
         click.echo(f"jobtree plan: {err}", err=True)
         sys.exit(exitcodes.OTHER)
     except Exception as err:  # noqa: BLE001 - the contract is "no traceback"; exit 4 names the bug
@@ -287,7 +299,7 @@ def _plan(
     state = _state_at(git, base_commit, base_spec.fleet.git.author.email)
     if state.as_of is not None and now < state.as_of:
         if now_given:  # leases the plan ends would end before they started
-            raise PlanFailure(
+            raise NowBeforeBase(
                 f"--now {format_time(now)} is before the base's last pass (asOf {format_time(state.as_of)}"
                 " in state/fleet.yaml): plan at or after it"
             )

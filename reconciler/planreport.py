@@ -66,8 +66,10 @@ def _cut_gpus(c: dict[str, Any]) -> str:
 
 
 def _conflict_sets(c: dict[str, Any]) -> str:
-    now = ", ".join(c["reservations"]) or "none"
-    return _was(now, ", ".join(c.get("before") or []))
+    def entries(side: list[dict[str, Any]]) -> str:
+        return ", ".join(f"{e['reservation']} ({e['probability']})" for e in side)
+
+    return _was(entries(c["reservations"]) or "none", entries(c.get("before") or []))
 
 
 def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:

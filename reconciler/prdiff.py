@@ -18,8 +18,8 @@ from typing import Any
 from planner.plan import Plan
 from schemas.common import format_time, parse_time
 
-VERSION = 2  # 2: cuts and conflict sets both ways, a reservation's `was`, `waiting`, `widths`, `spareGPUs`,
-# payers' owner, budget and envelope
+VERSION = 3  # 2: cuts and conflict sets both ways, a reservation's `was`, `waiting`, `widths`, `spareGPUs`,
+# payers' owner, budget and envelope; 3: conflict-set entries are objects (reservation, probability)
 
 
 def _duration(seconds: int) -> str:
@@ -98,12 +98,14 @@ def _reserved(plan: Plan) -> dict[str, dict[str, Any]]:
     }
 
 
-def _conflicts(plan: Plan) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
+def _conflicts(plan: Plan) -> dict[str, list[dict[str, Any]]]:
+    """Per run in a conflict set: the reservations that may cut it and the chance, by reservation."""
+    out: dict[str, list[dict[str, Any]]] = {}
     for run, status in plan.runs.items():
         entries = status.get("conflicts") or []
         if entries:
-            out[run] = sorted(f"{c.get('reservation')} ({c.get('probability')})" for c in entries)
+            pairs = sorted((str(c.get("reservation")), c.get("probability")) for c in entries)
+            out[run] = [{"reservation": r, "probability": p} for r, p in pairs]
     return out
 
 

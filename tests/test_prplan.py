@@ -123,7 +123,7 @@ def test_a_pull_request_adding_a_run_that_fits_shows_it_starting_and_who_pays(
     commit(fleet, {"inventory/nodes.yaml": INVENTORY.replace(b"nodes: 2", b"nodes: 3"),
                    "budgets/t.yaml": budget(now_gpus=24), "runs/t/small.yaml": run("small", 8)}, "small\n", "pr")  # fmt: skip
     report = changes(fleet)
-    assert report["version"] == 2
+    assert report["version"] == 3
     want_start = {
         "run": "t/small", "gpus": 8, "domains": ["A"], "reason": "Start",
         "payers": [{"payer": "org:t (t/now)", "owner": "org:t", "budget": "t", "envelope": "now", "gpus": 8}],
@@ -349,7 +349,9 @@ def test_a_long_table_never_crowds_out_the_budget_usage_or_leaves_an_empty_table
             for i in range(2000)
         ],
         "reserved": [], "cuts": [], "eta": [],
-        "conflicts": [{"run": f"u/r{i}", "reservations": ["t/x (0.5)"]} for i in range(3000)],
+        "conflicts": [
+            {"run": f"u/r{i}", "reservations": [{"reservation": "t/x", "probability": 0.5}]} for i in range(3000)
+        ],
         "budgets": [{"envelope": f"t/e{i}", "before": None, "after": usage} for i in range(3)],
     }  # fmt: skip
     out = planreport.as_markdown(report, [])
@@ -597,12 +599,12 @@ def test_a_new_image_for_a_running_run_shows_its_pods_rendered_anew_and_the_comm
     assert r1.count(b"busybox:2") == 2 and b"busybox:1" not in r1
 
 
-def test_a_now_before_the_bases_last_pass_is_exit_four(fleet: pygit2.Repository) -> None:
+def test_a_now_before_the_bases_last_pass_is_a_usage_error_exit_two(fleet: pygit2.Repository) -> None:
     commit(fleet, {"runs/t/small.yaml": run("small", 8)}, "small\n", "pr")
     result = CliRunner().invoke(
         command, [fleet.path, "--base", "main", "--head", "pr", "--now", "2026-03-02T08:00:00Z"]
     )
-    assert result.exit_code == 4
+    assert result.exit_code == 2
     assert (
         "--now 2026-03-02T08:00:00Z is before the base's last pass (asOf 2026-03-02T09:00:00Z"
         in result.output
@@ -641,7 +643,9 @@ def test_deleting_a_reserved_run_is_a_change_naming_the_reservation_and_the_conf
     assert [e["text"] for e in report["eta"]] == [
         "t/r2 no longer waits in a reservation (was due 2026-03-02T10:00:10Z): removed from the fleet"
     ]
-    assert report["conflicts"] == [{"run": "t/r1", "reservations": [], "before": ["t/r2 (1.0)"]}]
+    assert report["conflicts"] == [
+        {"run": "t/r1", "reservations": [], "before": [{"reservation": "t/r2", "probability": 1.0}]}
+    ]
     code, out = plan(fleet, "--format", "markdown")
     assert "| `t/r1` | none (was t/r2 (1.0)) |" in out
 
