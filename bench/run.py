@@ -17,11 +17,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from bench import generate
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[1]
 README = Path(__file__).resolve().parent / "README.md"
@@ -30,6 +34,7 @@ NOW = generate.START
 WARM_NOW = "2026-03-02T09:05:00Z"
 FRESH_NOW = "2026-03-02T09:10:00Z"
 LIMIT = {"timeout": 300}  # seconds per measured command (--timeout); slower is reported as timed out
+REPEAT = {"times": 3}  # measurements per row (--repeat): the row shows the median and the range
 
 # One fresh process per measurement, so RUSAGE_CHILDREN sees only the measured command.
 _WRAPPER = """
@@ -88,6 +93,25 @@ def measure(cmd: list[str], stdout_path: str | None = None, cwd: Path = ROOT) ->
     return Measured(
         data["rc"], data["wall"], data["rss_kb"] / 1024, data["stderr"], sink, data.get("cpu", 0.0)
     )
+
+
+def middle(samples: list[T], seconds: Callable[[T], float]) -> tuple[T, str]:
+    """The median sample by `seconds` (the lower middle of an even count) and the range of all of
+    them, as ` (4.31–4.60)`, or "" for a single sample."""
+    ranked = sorted(samples, key=seconds)
+    spread = f" ({seconds(ranked[0]):.2f}–{seconds(ranked[-1]):.2f})" if len(ranked) > 1 else ""
+    return ranked[(len(ranked) - 1) // 2], spread
+
+
+def measure_median(cmd: list[str], stdout_path: str | None = None) -> tuple[Measured, str]:
+    """`measure` REPEAT times; the median and the range (the first failure instead, if one fails)."""
+    samples = []
+    for _ in range(REPEAT["times"]):
+        m = measure(cmd, stdout_path)
+        if not m.ok:
+            return m, ""
+        samples.append(m)
+    return middle(samples, lambda m: m.wall)
 
 
 def jobtree_bin() -> str:
@@ -174,11 +198,11 @@ def simulate_row(
     if not available:
         row.verdict = "not available (`jobtree simulate` not built yet)"
         return row
-    m = measure([jobtree, "simulate", str(scenario), "--format", "json"])
+    m, spread = measure_median([jobtree, "simulate", str(scenario), "--format", "json"])
     if not m.ok:
         row.verdict = m.problem()
         return row
-    row.wall, row.rss = f"{m.wall:.2f} s", f"{m.rss_mb:.0f} MB"
+    row.wall, row.rss = f"{m.wall:.2f} s{spread}", f"{m.rss_mb:.0f} MB"
     row.throughput = f"{fleet.gpus / m.wall:,.0f} GPUs/s, {len(fleet.runs) / m.wall:,.0f} runs/s"
     row.verdict = _verdict(m.wall, m.rss_mb, max_wall, max_rss) if max_wall is not None else "measured"
     if not details:
@@ -196,19 +220,22 @@ def simulate_row(
 def pass_row(name: str, scenario: Path, max_wall: float) -> Row:
     """The slowest single reconcile pass of a scenario (`python -m bench.passes`), load excluded."""
     row = Row(name, f"<= {max_wall:g} s per pass")
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
-        out = fh.name
-    try:
-        m = measure([sys.executable, "-m", "bench.passes", str(scenario)], stdout_path=out)
-        if not m.ok:
-            row.verdict = m.problem()
-            return row
-        data = json.loads(Path(out).read_text())
-    finally:
-        os.unlink(out)
-    passes = data["passes"]
+    runs = []  # (slowest pass seconds, its measurement, its passes), one per repetition
+    for _ in range(REPEAT["times"]):
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+            out = fh.name
+        try:
+            m = measure([sys.executable, "-m", "bench.passes", str(scenario)], stdout_path=out)
+            if not m.ok:
+                row.verdict = m.problem()
+                return row
+            passes = json.loads(Path(out).read_text())["passes"]
+        finally:
+            os.unlink(out)
+        runs.append((max(p["seconds"] for p in passes), m, passes))
+    (_, m, passes), spread = middle(runs, lambda r: r[0])
     slowest = max(passes, key=lambda p: p["seconds"])
-    row.wall, row.rss = f"{slowest['seconds']:.2f} s", f"{m.rss_mb:.0f} MB"
+    row.wall, row.rss = f"{slowest['seconds']:.2f} s{spread}", f"{m.rss_mb:.0f} MB"
     row.throughput = ", ".join(f"{p['at'][11:16]} {p['seconds']:.1f} s" for p in passes)
     row.verdict = _verdict(slowest["seconds"], None, max_wall)
     row.note = (
@@ -279,6 +306,73 @@ def _stages(text: str) -> str:
     return ", ".join(parts)
 
 
+def _git_round(
+    tmp: Path, jobtree: str, repo_src: Path, fleet: generate.Fleet, push: list[str]
+) -> dict[str, tuple[Measured, str]]:
+    """One round in `tmp`: cold, warm and fresh-clone reconciles and the pull-request plan; per row its
+    measurement and its output (stdout and stderr). Stops after a measurement that failed."""
+    out: dict[str, tuple[Measured, str]] = {}
+    bare, repo = tmp / "remote.git", tmp / "fleet"
+    tmp.mkdir()
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    shutil.copytree(repo_src, repo)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "fleet: 100k GPUs")
+    _git(repo, "remote", "add", "origin", str(bare))
+    _git(repo, "push", "-q", "-u", "origin", "main")
+    for key, now in (("cold", NOW), ("warm", WARM_NOW), ("fresh", FRESH_NOW)):
+        where = repo
+        if key == "warm":
+            ns = next(t.namespace for t in fleet.teams if t.level == 3)
+            run = {
+                "apiVersion": generate.API,
+                "kind": "Run",
+                "metadata": {"name": "bench-warm", "namespace": ns},
+                "spec": {
+                    "owner": next(t.owner for t in fleet.teams if t.namespace == ns),
+                    "resources": {"gpuType": generate.FLAVOR, "totalGPUs": 8},
+                },
+            }
+            (repo / "runs" / ns / "bench-warm.yaml").write_text(generate.dump(run))
+            _git(repo, "add", "runs")
+            _git(repo, "commit", "-q", "-m", "runs: add bench-warm")
+        if key == "fresh":  # a new clone of the reconciled fleet: no cache, as on a CI runner
+            where = tmp / "fresh"
+            subprocess.run(["git", "clone", "-q", str(bare), str(where)], check=True, capture_output=True)
+        with tempfile.NamedTemporaryFile(suffix=".out", delete=False) as fh:
+            out_path = fh.name
+        m = measure([jobtree, "reconcile", str(where), "--once", "--now", now, *push], stdout_path=out_path)
+        out[key] = (m, Path(out_path).read_text(errors="replace") + "\n" + m.stderr)
+        os.unlink(out_path)
+        if not m.ok:
+            return out
+    # what a CI runner does for a pull request: a new clone (no cache), the change planned against
+    # its base. main is: cold state commit, the bench-warm run, the warm state commit, ...
+    where = tmp / "pr"
+    subprocess.run(["git", "clone", "-q", str(bare), str(where)], check=True, capture_output=True)
+    base, head = _parent_and_commit(where, "runs: add bench-warm")
+    m = measure([jobtree, "plan", str(where), "--base", base, "--head", head, "--now", WARM_NOW,
+                 "--format", "markdown"])  # fmt: skip
+    out["pr"] = (m, "")
+    return out
+
+
+def _median_round(
+    rounds: list[dict[str, tuple[Measured, str]]], key: str
+) -> tuple[Measured | None, str, str]:
+    """(the median measurement of row `key` over the rounds, its output, the range of wall times);
+    the first failure instead if one failed, None if an earlier row's failure left it unmeasured."""
+    samples = [r[key] for r in rounds if key in r]
+    failed = next((s for s in samples if not s[0].ok), None)
+    if failed is not None:
+        return failed[0], failed[1], ""
+    if len(samples) < len(rounds):
+        return None, "", ""
+    (m, text), spread = middle(samples, lambda s: s[0].wall)
+    return m, text, spread
+
+
 def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: bool) -> list[Row]:
     cold, warm = Row("reconcile, cold (Git)", "<= 10 s"), Row("reconcile, warm (+1 run)", "<= 1 s")
     fresh = Row("reconcile, fresh clone (no cache)", "-")
@@ -291,74 +385,47 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
         return rows
     help_text = subprocess.run([jobtree, "reconcile", "--help"], capture_output=True, text=True).stdout
     push = ["--push"] if "--push" in help_text else []
+    # every round's files are kept until all rounds are done: deleting a round's ~40,000 files just
+    # before the next cold pass slows the creation of its work tree (see "Wall time" above)
     with tempfile.TemporaryDirectory(prefix="jobtree-bench-") as tmp:
-        bare, repo = Path(tmp) / "remote.git", Path(tmp) / "fleet"
-        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
-        shutil.copytree(repo_src, repo)
-        _git(repo, "init", "-q", "-b", "main")
-        _git(repo, "add", ".")
-        _git(repo, "commit", "-q", "-m", "fleet: 100k GPUs")
-        _git(repo, "remote", "add", "origin", str(bare))
-        _git(repo, "push", "-q", "-u", "origin", "main")
-        outputs = []
-        for row, now in ((cold, NOW), (warm, WARM_NOW), (fresh, FRESH_NOW)):
-            where = repo
-            if row is warm:
-                ns = next(t.namespace for t in fleet.teams if t.level == 3)
-                run = {
-                    "apiVersion": generate.API,
-                    "kind": "Run",
-                    "metadata": {"name": "bench-warm", "namespace": ns},
-                    "spec": {
-                        "owner": next(t.owner for t in fleet.teams if t.namespace == ns),
-                        "resources": {"gpuType": generate.FLAVOR, "totalGPUs": 8},
-                    },
-                }
-                (repo / "runs" / ns / "bench-warm.yaml").write_text(generate.dump(run))
-                _git(repo, "add", "runs")
-                _git(repo, "commit", "-q", "-m", "runs: add bench-warm")
-            if row is fresh:  # a new clone of the reconciled fleet: no cache, as on a CI runner
-                where = Path(tmp) / "fresh"
-                subprocess.run(["git", "clone", "-q", str(bare), str(where)], check=True, capture_output=True)
-            with tempfile.NamedTemporaryFile(suffix=".out", delete=False) as fh:
-                out_path = fh.name
-            m = measure(
-                [jobtree, "reconcile", str(where), "--once", "--now", now, *push], stdout_path=out_path
-            )
-            text = Path(out_path).read_text(errors="replace") + "\n" + m.stderr
-            os.unlink(out_path)
-            if row is not fresh:
-                outputs.append(text)
-            if not m.ok:
-                row.verdict = m.problem()
-                continue
-            row.wall, row.rss = f"{m.wall:.2f} s", f"{m.rss_mb:.0f} MB"
-            stages = f"CPU {m.cpu:.1f} s (user + system); " + _stages(text)
-            if row is fresh:
-                row.verdict = "measured (no target)"
-                row.note = "state decoded and every file written again: " + stages
-                continue
-            row.verdict = _verdict(m.wall, None, 10.0 if row is cold else 1.0)
-            row.note = ("with --push to a bare remote: " if push else "no --push flag yet: ") + stages
-        found = [t for t in (_commit_time(o) for o in outputs) if t]
-        commit.wall = " / ".join(found) if found else "-"
-        commit.verdict = "cold / warm" if found else "not reported by `jobtree reconcile`"
-        # what a CI runner does for a pull request: a new clone (no cache), the change planned against
-        # its base. main is: cold state commit, the bench-warm run, the warm state commit, ...
-        where = Path(tmp) / "pr"
-        subprocess.run(["git", "clone", "-q", str(bare), str(where)], check=True, capture_output=True)
-        base, head = _parent_and_commit(where, "runs: add bench-warm")
-        m = measure([jobtree, "plan", str(where), "--base", base, "--head", head, "--now", WARM_NOW,
-                     "--format", "markdown"])  # fmt: skip
-        if m.ok:
-            pr.wall, pr.rss = f"{m.wall:.2f} s", f"{m.rss_mb:.0f} MB"
-            pr.verdict = "measured (no target)"
-            pr.note = (
-                f"CPU {m.cpu:.1f} s (user + system): both specs read, the base state decoded, both planned "
-                "(Markdown to /dev/null)"
-            )
-        else:
-            pr.verdict = m.problem()
+        rounds = [
+            _git_round(Path(tmp) / f"round-{i}", jobtree, repo_src, fleet, push)
+            for i in range(REPEAT["times"])
+        ]
+    outputs = []
+    for row, key in ((cold, "cold"), (warm, "warm"), (fresh, "fresh")):
+        m, text, spread = _median_round(rounds, key)
+        if m is None:
+            row.verdict = "not measured: an earlier reconcile failed"
+            continue
+        if not m.ok:
+            row.verdict = m.problem()
+            continue
+        if row is not fresh:
+            outputs.append(text)
+        row.wall, row.rss = f"{m.wall:.2f} s{spread}", f"{m.rss_mb:.0f} MB"
+        stages = f"CPU {m.cpu:.1f} s (user + system); " + _stages(text)
+        if row is fresh:
+            row.verdict = "measured (no target)"
+            row.note = "state decoded and every file written again: " + stages
+            continue
+        row.verdict = _verdict(m.wall, None, 10.0 if row is cold else 1.0)
+        row.note = ("with --push to a bare remote: " if push else "no --push flag yet: ") + stages
+    found = [t for t in (_commit_time(o) for o in outputs) if t]
+    commit.wall = " / ".join(found) if found else "-"
+    commit.verdict = "cold / warm (the median rounds')" if found else "not reported by `jobtree reconcile`"
+    m, _, spread = _median_round(rounds, "pr")
+    if m is None:
+        pr.verdict = "not measured: a reconcile before it failed"
+    elif not m.ok:
+        pr.verdict = m.problem()
+    else:
+        pr.wall, pr.rss = f"{m.wall:.2f} s{spread}", f"{m.rss_mb:.0f} MB"
+        pr.verdict = "measured (no target)"
+        pr.note = (
+            f"CPU {m.cpu:.1f} s (user + system): both specs read, the base state decoded, both planned "
+            "(Markdown to /dev/null)"
+        )
     return rows
 
 
@@ -432,9 +499,18 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds before a measured command counts as timed out",
     )
     parser.add_argument("--jobtree", help="the jobtree executable (default: the one beside this Python)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=REPEAT["times"],
+        help="measurements per row; the table shows the median and the range (default 3)",
+    )
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
 
     LIMIT["timeout"] = int(args.timeout)
+    REPEAT["times"] = args.repeat
     fleet = ensure_generated(args.out, args.seed, args.scale, args.regenerate)
     jobtree = args.jobtree or jobtree_bin()
     have = verbs(jobtree)
@@ -473,7 +549,10 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     text = (
         f"Measured {stamp} on {machine()}; fleet seed {args.seed}, scale {args.scale:g} "
-        f"({fleet.gpus:,} GPUs, {len(fleet.runs):,} runs).\n\n{table(rows)}"
+        f"({fleet.gpus:,} GPUs, {len(fleet.runs):,} runs). Each row is the median of {args.repeat} "
+        f"measurement{'s' if args.repeat > 1 else ''}"
+        + (", with the fastest and slowest in brackets" if args.repeat > 1 else "")
+        + f".\n\n{table(rows)}"
     )
     print(text)
     if args.write_readme:
