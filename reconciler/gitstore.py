@@ -175,20 +175,24 @@ def read_files(repo: pygit2.Repository, rev: str, prefixes: Iterable[str] | None
 # ------------------------------------------------------------------------------------------- commit
 
 
-def format_message(summary_lines: list[str], spec_commit: str) -> str:
-    """Subject line, blank line, one bullet per decision, blank line, `Spec-Commit: <sha>` trailer."""
+def format_message(summary_lines: list[str], spec_commit: str, heading: str = "") -> str:
+    """Subject line, blank line, one bullet per decision, blank line, `Spec-Commit: <sha>` trailer.
+
+    `heading` opens the subject (`jobtree: pass at <time>: ...`, as `simulate --git` writes) and is
+    not repeated in the body."""
     if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", spec_commit):
         raise ValueError(f"spec commit must be a full hex sha, got {spec_commit!r}")
     lines = [line.strip() for line in summary_lines if line.strip()]
-    subject = "jobtree: refresh state"
+    prefix = f"jobtree: {heading}: " if heading else "jobtree: "
+    subject = prefix + "refresh state"
     if lines:  # as many whole lines as fit (the body lists them all); a first line too long is cut
-        room = _SUBJECT_MAX - len("jobtree: ")
+        room = _SUBJECT_MAX - len(prefix)
         head = lines[0] if len(lines[0]) <= room else lines[0][: room - 1] + "…"
         for line in lines[1:]:
             if len(head) + 2 + len(line) > room:
                 break
             head += "; " + line
-        subject = "jobtree: " + head
+        subject = prefix + head
     body = "\n".join(f"- {line}" for line in lines) or "- no decision changed; state refreshed"
     return f"{subject}\n\n{body}\n\n{TRAILER}: {spec_commit}\n"
 

@@ -151,7 +151,7 @@ class Simulation:
         if self.history is not None:
             inventory = self.scenario.spec.inventory.model_dump(exclude_none=True)
             spec_files = {**self.files(), "inventory/nodes.yaml": statefiles.dump(inventory)}
-            self.history.record(now, spec_files, result)
+            self.history.record(now, spec_files, result, self.spec_cache.fleet.git.author)
         for ev in result.events:
             self.ledger.append(ev.as_json(statefiles.time_text))
         if result.events:
@@ -309,7 +309,12 @@ def play_and_print(
         click.echo(f"error: {exc}", err=True)
         sys.exit(exitcodes.OTHER)
     if sim.history is not None:
-        click.echo(f"wrote {sim.history.commits} passes as commits to {git_dir} (branch main)", err=True)
+        h = sim.history
+        click.echo(
+            f"wrote {h.commits} passes as state commits, after {h.spec_commits} commits of the spec "
+            f"files they planned, to {git_dir} (branch main)",
+            err=True,
+        )
     if fmt == "json":
         sys.stdout.flush()
         sys.stdout.buffer.write(jsonout.dumps(result))

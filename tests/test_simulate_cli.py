@@ -70,9 +70,23 @@ def test_git_writes_each_pass_as_a_commit_at_the_virtual_clock(tmp_path: Path) -
     result = json.loads(recorded.stdout)
     repo = pygit2.Repository(str(tmp_path / "h"))
     commits = list(repo.walk(repo.head.target, pygit2.enums.SortMode.REVERSE))
-    times = [format_time(c.author.time) for c in commits]
+    passes = [c for c in commits if c.author.email == "jobtree@localhost"]  # the fleet's default author
+    times = [format_time(c.author.time) for c in passes]
     assert times == sorted(set(times))  # one commit per pass, in virtual time
     assert {e["at"] for e in result["ledger"]} <= set(times)
+    # the scenario changes spec files at +0 (its fleet), +5 (two budgets), +10 (j4), +30 (deletions)
+    edits = [format_time(c.author.time) for c in commits if c.author.email == "scenario@localhost"]
+    assert edits[:4] == [
+        "2026-03-02T09:00:00Z",
+        "2026-03-02T09:05:00Z",
+        "2026-03-02T09:10:00Z",
+        "2026-03-02T09:30:00Z",
+    ]
+    assert len(commits) == len(passes) + len(edits)
+    for c in passes:  # a state commit as reconcile writes one: after the spec it planned, owned files only
+        assert gitstore.spec_commit_of(c.message) == str(c.parents[0].id)
+        paths = {d.new_file.path for d in c.parents[0].tree.diff_to_tree(c.tree).deltas}
+        assert paths and all(p.startswith(("state/", "rendered/")) for p in paths)
     files = gitstore.read_files(repo, "main", ["state/"])
     final = statefiles.decode({p: b for p, b in files.items() if not p.startswith("state/ledger/")})
     assert sorted(x.name for x in final.leases if x.open) == sorted(
@@ -81,6 +95,29 @@ def test_git_writes_each_pass_as_a_commit_at_the_virtual_clock(tmp_path: Path) -
     assert {"jobtree.yaml", "inventory/nodes.yaml"} <= set(gitstore.list_blobs(repo, "main"))
     again = CliRunner().invoke(command, [str(scenario), "--git", str(tmp_path / "h")])
     assert again.exit_code == 2 and "is not empty; give --git a new or empty directory" in again.output
+
+
+def test_a_simulated_history_can_be_planned_between_its_commits(tmp_path: Path) -> None:
+    # its state commits are jobtree's own, so a what-if branch is planned, not refused as hand edits:
+    # from the first pass (j1, j2, j3 running) to the end, the +30m deletions cut all three
+    from reconciler.plan import command as plan
+
+    scenario = SHARED / "04-reservation-and-lottery.yaml"
+    assert CliRunner().invoke(command, [str(scenario), "--git", str(tmp_path / "h")]).exit_code == 0
+    repo = pygit2.Repository(str(tmp_path / "h"))
+    first = next(
+        c
+        for c in repo.walk(repo.head.target, pygit2.enums.SortMode.REVERSE)
+        if c.author.email == "jobtree@localhost"
+    )
+    result = CliRunner().invoke(
+        plan,
+        [str(tmp_path / "h"), "--base", str(first.id), "--head", "main", "--now", "2026-03-02T10:30:00Z",
+         "--format", "json", "--exit-code"],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert {c["run"] for c in report["cuts"]} >= {"team-a/j1", "team-a/j3", "team-b/j2"}
 
 
 def test_simulate_git_never_writes_into_a_persons_repository(tmp_path: Path) -> None:
