@@ -265,14 +265,17 @@ def reconcile_once(
     attempts: int = 5,
     progress: bool = False,
     early: specprefetch.Prefetch | None = None,
+    lock_wait: float = 0.0,
 ) -> Outcome:
-    """One reconcile pass; raises GitStoreError (temporary or permanent) with a message for people."""
+    """One reconcile pass; raises GitStoreError (temporary or permanent) with a message for people.
+
+    `lock_wait`: seconds to wait for another writer's pass on the same clone (`writer_lock`)."""
     say = _progress(progress)
     repo = gitstore.open_repo(repo_path)
     token = os.environ.get(TOKEN_ENV)
     outcome = Outcome(attempts=0)
     memos: dict[tuple[tuple[str, str], ...], passmemo.Memo] = {}
-    with batchgc.paused(), writer_lock(repo_path):
+    with batchgc.paused(), writer_lock(repo_path, lock_wait, say):
         want_branch = branch or configured_branch(repo)
         if not repo.is_bare and repo.head_is_unborn:  # a clone of a remote whose HEAD is another branch
             unborn = str(repo.references["HEAD"].target).removeprefix("refs/heads/")

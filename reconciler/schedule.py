@@ -13,7 +13,7 @@ import time
 
 import click
 
-from reconciler import exitcodes, gitstore, pipeline, signals, specprefetch
+from reconciler import exitcodes, gitstore, pipeline, signals, specprefetch, writerlock
 from reconciler.gitstore import GitStoreError
 from reconciler.reconciliation import MAX_CLOCK_SKEW, FleetInvalid, Outcome, fleet_file, reconcile_once
 from schemas.common import format_time, parse_duration, parse_time
@@ -88,6 +88,7 @@ def run(
                 branch=branch,
                 progress=not quiet,
                 early=early,
+                lock_wait=writerlock.WAIT,  # a pass of another process (the webhook's, a cron's) on this clone
             )
             early = None  # a head start for the first pass only
             if outcome.diagnostics != shown:

@@ -140,7 +140,6 @@ Reply = tuple[int, dict[str, Any]]
 
 
 STOP_GRACE = 25.0  # seconds a stopping webhook waits for the running reconcile
-LOCK_WAIT = 20.0  # seconds a push's pass waits for another process's pass on the same clone
 REMOTE = "origin"  # where every pass pushes (as `reconcile --push`)
 
 
@@ -358,7 +357,11 @@ class _Failure(click.ClickException):
 def _reconcile_for(repo: str, apply: bool, branch: str | None) -> tuple[Callable[[], object], str]:
     """The pass a push runs (`reconcile --once --push` on `branch`), and that branch: by default
     `git.branch` of jobtree.yaml, the branch `reconcile` itself would take."""
-    from reconciler import gitstore, reconciliation  # the engine: imported when serving, not for --help
+    from reconciler import (
+        gitstore,
+        reconciliation,
+        writerlock,
+    )  # the engine: imported when serving, not for --help
 
     try:
         git = gitstore.open_repo(repo)
@@ -374,14 +377,9 @@ def _reconcile_for(repo: str, apply: bool, branch: str | None) -> tuple[Callable
     def one_pass() -> object:
         # a `reconcile` of the same clone (a scheduled pass) holds its writer lock for a pass or so:
         # wait for it rather than fail this push's pass
-        waited = time.monotonic() + LOCK_WAIT
-        while True:
-            try:
-                return reconciliation.reconcile_once(repo, push=True, apply=apply, branch=chosen)
-            except gitstore.LockBusy:
-                if time.monotonic() >= waited:
-                    raise
-                time.sleep(1.0)
+        return reconciliation.reconcile_once(
+            repo, push=True, apply=apply, branch=chosen, lock_wait=writerlock.WAIT
+        )
 
     return one_pass, chosen
 

@@ -1,7 +1,8 @@
 """One writer per clone (around steps 1-6 of a pass): an O_EXCL lock file in the Git dir; it never touches Git objects.
 
-`<gitdir>/jobtree.lock` holds `pid=<pid> host=<host> since=<unix time>`. A second writer gets
-`LockBusy` (temporary) naming the holder; a lock whose pid is dead on this host (or is this
+`<gitdir>/jobtree.lock` holds `pid=<pid> host=<host> since=<unix time>`. A second writer waits for
+it up to the seconds it was given (`reconcile` and the webhook give `WAIT`: a pass or several),
+then gets `LockBusy` (temporary) naming the holder; a lock whose pid is dead on this host (or is this
 process's own pid while this process holds no such lock: a restarted container, pid 1 again) is
 taken over, and
 the Git lock files that writer left (a ref, the index, packed-refs) since it started are removed:
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,6 +23,8 @@ import pygit2
 from reconciler.gitstore import LockBusy, NotARepository, PermanentGitError
 
 LOCK_NAME = "jobtree.lock"
+WAIT = 60.0  # seconds `reconcile` and the webhook wait for another pass on the same clone to end
+_POLL = 0.2  # seconds between looks at a held lock
 _HELD: set[Path] = set()  # the lock files this process holds now (its threads take turns)
 
 
@@ -43,9 +46,43 @@ def _alive(pid: int) -> bool:
 
 
 @contextmanager
-def writer_lock(repo_path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Hold `<gitdir>/jobtree.lock` (one writer per clone); a lock left by a dead pid is taken over."""
+def writer_lock(
+    repo_path: str | os.PathLike[str], wait: float = 0.0, waiting: Callable[[str], None] | None = None
+) -> Iterator[Path]:
+    """Hold `<gitdir>/jobtree.lock` (one writer per clone); a lock left by a dead pid is taken over.
+
+    A lock another writer holds is waited for up to `wait` seconds (`waiting` hears once who holds
+    it), then `LockBusy`."""
     path = _gitdir(repo_path) / LOCK_NAME
+    deadline = time.monotonic() + wait
+    told = False
+    while True:
+        try:
+            mine, dead_since = _take(path)
+            break
+        except LockBusy as busy:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            if waiting is not None and not told:
+                waiting(f"waiting up to {wait:g} s: {busy}")
+                told = True
+            time.sleep(min(_POLL, left))
+    if dead_since is not None:
+        _clear_git_locks(path.parent, dead_since)
+    try:
+        yield path
+    finally:
+        _HELD.discard(path)
+        try:
+            if path.read_text() == mine:
+                path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _take(path: Path) -> tuple[str, int | None]:
+    """Create the lock file: what it holds, and when the dead writer it took over from started."""
     mine = f"pid={os.getpid()} host={socket.gethostname()} since={int(time.time())}\n"
     dead_since: int | None = None
     for _ in range(3):
@@ -63,20 +100,8 @@ def writer_lock(repo_path: str | os.PathLike[str]) -> Iterator[Path]:
         with os.fdopen(fd, "w") as fh:
             fh.write(mine)
         _HELD.add(path)
-        break
-    else:
-        raise _busy(path)
-    if dead_since is not None:
-        _clear_git_locks(path.parent, dead_since)
-    try:
-        yield path
-    finally:
-        _HELD.discard(path)
-        try:
-            if path.read_text() == mine:
-                path.unlink()
-        except FileNotFoundError:
-            pass
+        return mine, dead_since
+    raise _busy(path)
 
 
 def _fields(seen: str) -> dict[str, str]:

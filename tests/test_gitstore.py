@@ -573,3 +573,34 @@ def test_commit_trees_are_exactly_the_trees_git_builds_from_an_index(paths) -> N
 def test_a_big_batch_is_compressed_in_threads_into_exactly_what_one_thread_gives() -> None:
     items = [("blob", b"kind: Pod # %d\n" % i * (1 + i % 7)) for i in range(3_000)]
     assert gitpack._compressed(items) == gitpack._compress(items)
+
+
+def test_a_writer_given_time_waits_for_the_holder_and_is_told_who_it_is(local: pygit2.Repository) -> None:
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom reconciler import writerlock\n"
+         f"with writerlock.writer_lock({local.path!r}):\n    print('held', flush=True)\n    time.sleep(1.0)\n"],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[1],
+    )  # fmt: skip
+    heard: list[str] = []
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        began = time.monotonic()
+        with writerlock.writer_lock(local.path, wait=30, waiting=heard.append):
+            waited = time.monotonic() - began
+    finally:
+        holder.wait(timeout=10)
+    assert 0.5 < waited < 30  # the holder kept it a second after saying so
+    assert (
+        len(heard) == 1 and heard[0].startswith("waiting up to 30 s: ") and f"pid={holder.pid} " in heard[0]
+    )
+
+
+def test_a_writer_that_waited_its_time_gets_lock_busy(local: pygit2.Repository) -> None:
+    with writerlock.writer_lock(local.path):
+        began = time.monotonic()
+        with pytest.raises(gitstore.LockBusy, match=f"pid={os.getpid()} "):
+            with writerlock.writer_lock(local.path, wait=0.5):
+                pass
+        assert time.monotonic() - began >= 0.5

@@ -409,6 +409,29 @@ def test_a_lock_left_by_a_killed_writer_is_taken_over(tmp_path: Path) -> None:
     assert reconcile_once(path, now=T0).commit is not None
 
 
+def test_a_reconcile_started_while_another_process_reconciles_the_clone_waits_then_runs(
+    tmp_path: Path,
+) -> None:
+    # a cron's pass and a webhook's on one clone: the second waits for the first instead of exit 4
+    remote = bare_remote(tmp_path)
+    path = tmp_path / "work"
+    repo = clone(remote, path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom reconciler import writerlock\n"
+         f"with writerlock.writer_lock({repo.path!r}):\n    print('held', flush=True)\n    time.sleep(1.5)\n"],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[1],
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        result = CliRunner().invoke(command, [str(path), "--push", "--now", "2026-03-02T09:00:00Z"])
+    finally:
+        holder.wait(timeout=10)
+    assert result.exit_code == 0, result.output
+    assert f"waiting up to 60 s: {repo.path}jobtree.lock is held by pid={holder.pid} " in result.output
+    served = pygit2.Repository(str(remote)).references["refs/heads/main"].peel(pygit2.Commit)
+    assert served.author.email == BOT_EMAIL
+
+
 def test_remote_history_after_pushes_is_the_spec_commit_then_state_commits(tmp_path: Path) -> None:
     remote = bare_remote(tmp_path, growing_files())
     clone(remote, tmp_path / "work")
