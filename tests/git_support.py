@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pygit2
@@ -78,3 +80,27 @@ def lose_the_race_after_the_fetch(
         return head
 
     monkeypatch.setattr(gitremote, "fetch", fetch_then_lose_the_race)
+
+
+_HOLD_LOCK = """
+import sys, time
+from reconciler.writerlock import writer_lock
+with writer_lock(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+@contextmanager
+def lock_held_elsewhere(repo_path: str | Path, seconds: float) -> Iterator[subprocess.Popen[str]]:
+    """The clone's writer lock held by another process (a scheduled `reconcile`, say) for `seconds`
+    from when this yields: the holder has said it holds it. Waits for the holder on the way out."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(repo_path), str(seconds)],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.wait(timeout=seconds + 10)

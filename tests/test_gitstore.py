@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from reconciler import authorship, gitpack, gitremote, gitstore, writerlock
 from reconciler.gitremote import PushStatus, SyncOutcome
-from tests.git_support import daemon, free_port, lose_the_race_after_the_fetch, write_tree
+from tests.git_support import (
+    daemon,
+    free_port,
+    lock_held_elsewhere,
+    lose_the_race_after_the_fetch,
+    write_tree,
+)
 
 __all__ = ["daemon"]  # a fixture: imported for pytest, used by name
 
@@ -576,21 +582,11 @@ def test_a_big_batch_is_compressed_in_threads_into_exactly_what_one_thread_gives
 
 
 def test_a_writer_given_time_waits_for_the_holder_and_is_told_who_it_is(local: pygit2.Repository) -> None:
-    import sys
-
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom reconciler import writerlock\n"
-         f"with writerlock.writer_lock({local.path!r}):\n    print('held', flush=True)\n    time.sleep(1.0)\n"],
-        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[1],
-    )  # fmt: skip
     heard: list[str] = []
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with lock_held_elsewhere(local.path, 1.0) as holder:
         began = time.monotonic()
         with writerlock.writer_lock(local.path, wait=30, waiting=heard.append):
             waited = time.monotonic() - began
-    finally:
-        holder.wait(timeout=10)
     assert 0.5 < waited < 30  # the holder kept it a second after saying so
     assert (
         len(heard) == 1 and heard[0].startswith("waiting up to 30 s: ") and f"pid={holder.pid} " in heard[0]

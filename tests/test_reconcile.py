@@ -30,7 +30,7 @@ from reconciler import gitstore, statefiles, workfiles
 from reconciler.reconcile import command
 from reconciler.reconciliation import reconcile_once
 from schemas.common import parse_time
-from tests.git_support import daemon, free_port, write_tree
+from tests.git_support import daemon, free_port, lock_held_elsewhere, write_tree
 
 __all__ = ["daemon"]  # a fixture: imported for pytest, used by name
 
@@ -416,16 +416,8 @@ def test_a_reconcile_started_while_another_process_reconciles_the_clone_waits_th
     remote = bare_remote(tmp_path)
     path = tmp_path / "work"
     repo = clone(remote, path)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom reconciler import writerlock\n"
-         f"with writerlock.writer_lock({repo.path!r}):\n    print('held', flush=True)\n    time.sleep(1.5)\n"],
-        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[1],
-    )  # fmt: skip
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with lock_held_elsewhere(repo.path, 1.5) as holder:
         result = CliRunner().invoke(command, [str(path), "--push", "--now", "2026-03-02T09:00:00Z"])
-    finally:
-        holder.wait(timeout=10)
     assert result.exit_code == 0, result.output
     assert f"waiting up to 60 s: {repo.path}jobtree.lock is held by pid={holder.pid} " in result.output
     served = pygit2.Repository(str(remote)).references["refs/heads/main"].peel(pygit2.Commit)

@@ -6,8 +6,6 @@ import http.client
 import json
 import socket
 import struct
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from reconciler import webhook
+from tests.git_support import lock_held_elsewhere
 from tests.test_reconcile import bare_remote, template_files
 
 SECRET = b"s3cret"
@@ -464,29 +463,13 @@ def test_a_push_waits_for_another_process_holding_the_clone_instead_of_failing(t
     pygit2.clone_repository(str(remote), str(tmp_path / "work"), checkout_branch="main")
     one_pass, _ = webhook._reconcile_for(str(tmp_path / "work"), apply=False, branch=None)
     # a scheduled `reconcile` of the same clone, in a process of its own, holds its writer lock
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(tmp_path / "work")], stdout=subprocess.PIPE, cwd=ROOT
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+    with lock_held_elsewhere(tmp_path / "work", 2.0):
         outcome = one_pass()  # LockBusy at first: waits, then reconciles and pushes
-    finally:
-        holder.wait(10)
     assert "pushed" in str(outcome)
     assert (
         pygit2.Repository(str(remote)).references["refs/heads/main"].peel(pygit2.Commit).author.name
         == "jobtree"
     )
-
-
-HOLD_LOCK = """
-import sys, time
-from reconciler.writerlock import writer_lock
-with writer_lock(sys.argv[1]):
-    print("held", flush=True)
-    time.sleep(2)
-"""
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(
