@@ -108,14 +108,9 @@ def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
         rows = [f"| {_code(u['run'])} | {u['pods']} | {', '.join(u['changed'])} |" for u in report["updated"]]
         out.append((title, ["| run | pods | changed |", "|---|---:|---|"], rows))
     if report.get("waiting"):
+        title = "Waits, holding no reservation (behind `after`, or for spare GPUs to fill)"
         rows = [f"| {_code(w['run'])} | {w['why']} |" for w in report["waiting"]]
-        out.append(
-            (
-                "Waits, holding no reservation (behind `after`, or for spare GPUs to fill)",
-                ["| run | why |", "|---|---|"],
-                rows,
-            )
-        )
+        out.append((title, ["| run | why |", "|---|---|"], rows))
     if report.get("widths"):
         title = "Width asked of a running run"
         rows = [

@@ -12,6 +12,7 @@ import sys
 import time
 
 import click
+import pygit2
 
 from reconciler import exitcodes, gitstore, pipeline, signals, specprefetch, writerlock
 from reconciler.gitstore import GitStoreError
@@ -66,10 +67,10 @@ def run(
             "wake early when due)"
         )
     try:
-        gitstore.open_repo(repo)
+        git = gitstore.open_repo(repo)
     except gitstore.NotARepository as err:  # a wrong argument, as `jobtree plan` reports it
         raise click.UsageError(str(err)) from err
-    if apply and _clusters_configured(repo):
+    if apply and _clusters_configured(git):
         click.echo(
             "jobtree: applying to a configured cluster is not built yet (the cluster stage comes next); "
             "run without --apply, or remove `clusters` from jobtree.yaml to use the embedded cluster",
@@ -148,9 +149,9 @@ def problem_lines(diagnostics: list[Diagnostic], limit: int = DIAGNOSTICS_SHOWN)
     return lines
 
 
-def _clusters_configured(repo_path: str) -> bool:
+def _clusters_configured(git: pygit2.Repository) -> bool:
     try:
-        files = fleet_file(gitstore.open_repo(repo_path))
+        files = fleet_file(git)
     except GitStoreError:
         return False
     return bool(pipeline.read_spec(files).fleet.clusters)

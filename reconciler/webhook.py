@@ -357,11 +357,8 @@ class _Failure(click.ClickException):
 def _reconcile_for(repo: str, apply: bool, branch: str | None) -> tuple[Callable[[], object], str]:
     """The pass a push runs (`reconcile --once --push` on `branch`), and that branch: by default
     `git.branch` of jobtree.yaml, the branch `reconcile` itself would take."""
-    from reconciler import (
-        gitstore,
-        reconciliation,
-        writerlock,
-    )  # the engine: imported when serving, not for --help
+    # the engine: imported when serving, not for --help
+    from reconciler import gitstore, reconciliation, writerlock
 
     try:
         git = gitstore.open_repo(repo)

@@ -376,17 +376,17 @@ def _keep_copies(repo: pygit2.Repository, paths: list[str]) -> str | None:
     """Copy the work tree's files at `paths` into a new folder under `.git/jobtree/put-back/` (links as
     links); only the newest `PUT_BACK_KEPT` folders stay. Nothing is put back when a copy fails."""
     assert repo.workdir is not None
-    here = [os.path.join(repo.workdir, p) for p in paths]
-    files = [p for p, at in zip(paths, here, strict=True) if os.path.lexists(at) and not os.path.isdir(at)]
+    here = ((p, os.path.join(repo.workdir, p)) for p in paths)
+    files = [(p, at) for p, at in here if os.path.lexists(at) and not os.path.isdir(at)]
     if not files:
         return None
     root = os.path.join(repo.path, "jobtree", "put-back")
     where = os.path.join(root, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}")
     try:
-        for path in files:
+        for path, at in files:
             copy = os.path.join(where, path)
             os.makedirs(os.path.dirname(copy), exist_ok=True)
-            shutil.copy2(os.path.join(repo.workdir, path), copy, follow_symlinks=False)
+            shutil.copy2(at, copy, follow_symlinks=False)
         for old in sorted(os.listdir(root))[:-PUT_BACK_KEPT]:
             shutil.rmtree(os.path.join(root, old), ignore_errors=True)
     except OSError as err:

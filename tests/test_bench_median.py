@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -23,7 +24,7 @@ def test_an_even_count_takes_the_lower_middle_and_one_sample_has_no_range() -> N
 
 
 def test_a_git_row_is_judged_on_its_median_round_and_reports_a_failed_round() -> None:
-    def m(wall: float, rc: int = 0) -> object:
+    def m(wall: float, rc: int = 0) -> Any:  # a bench.run.Measured
         return run.Measured(rc, wall, 100.0, "boom" if rc else "", "/dev/null")
 
     rounds = [{"cold": (m(10.44), "a")}, {"cold": (m(9.00), "b")}, {"cold": (m(9.08), "c")}]
