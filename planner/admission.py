@@ -1,8 +1,10 @@
 """Admission: the line of waiting runs in submission order — start, reserve, or activate with cuts.
 
 A run starts when fully funded and placeable without touching capacity held for fully funded
-reservations ahead of it; otherwise it gets (or keeps) a Reservation. Due reservations that are
-funded but short of capacity go to the resolver. Growth and conflict sets come after the line.
+reservations ahead of it; otherwise it gets (or keeps) a Reservation, whose scope, deficit and
+funding reason are drawn here at its turn in line. A due reservation that is funded but short of
+capacity activates with the resolver only when the cuts the resolver may make clear its deficit,
+and it then starts on the GPUs they free. ETAs, conflict sets and remedies come after the line.
 """
 
 from __future__ import annotations
@@ -10,23 +12,49 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from planner import accounting, bind, cover, elastic, failover, forecast, pack
+from planner import accounting, bind, cover, elastic, failover, forecast, pack, reasons
 from planner.context import Pass
-from planner.resolve import REQUEUED, Resolver
+from planner.reasons import OpenReason, Phase, ResState, Role, Wait
+from planner.resolve import Resolver
 from planner.topology import Topology
 from planner.world import Lease, Payer, Reservation
 from schemas.run import Run
 
 
 @dataclass(slots=True)
+class Waiting:
+    """A waiting run at its turn in line: the width it waits for, its funding and its scope."""
+
+    need: int  # GPUs of its minimum width, spares included
+    short: cover.Shortfall | None  # None: fully funded now
+    scope: forecast.Scope
+    sizes: list[int] | None
+    funding: list[tuple[pack.Source, int]]  # (source, GPUs) a funded run's need is paid from
+    placeable: bool  # it fits on an empty fleet of the domains its funding reaches
+    grouping: bool  # some group (or, kept together, the whole run) is larger than every such domain
+
+    @property
+    def why(self) -> Wait:
+        if self.short is not None:  # the funding reason wins when both are short
+            return self.short.why
+        if not self.placeable:
+            return Wait.GROUPING if self.grouping else Wait.CLUSTER_SHORT
+        return Wait.CLUSTER_SHORT
+
+    @property
+    def holds(self) -> bool:
+        """A fully funded reservation that can be placed keeps capacity and funding from runs behind."""
+        return self.short is None and self.placeable and not self.scope.unpaid
+
+
+@dataclass(slots=True)
 class Line:
-    held: dict[str, int] = field(default_factory=dict)
-    order: list[tuple[str, dict[str, int], int]] = field(default_factory=list)  # capacity reservations
+    held: dict[str, int] = field(default_factory=dict)  # domain -> free GPUs held by reservations
     waiting: list[str] = field(default_factory=list)  # every run that got or kept a reservation
-    scopes: dict[str, forecast.Scope] = field(default_factory=dict)  # capacity reservations' scopes
+    states: dict[str, Waiting] = field(default_factory=dict)  # what each waits for, at its turn
     funding_holds: list[tuple[str, str, int]] = field(default_factory=list)  # (envelope, class, GPUs)
-    holding: set[int] = field(default_factory=set)  # places in `waiting` of reservations that held funding
     held_log: list[str] = field(default_factory=list)  # domains whose hold grew, in order
+    unplaced: list[str] = field(default_factory=list)  # activations that cut and could not start
     _unheld: dict[str, _Unheld] = field(default_factory=dict)
 
     def unheld_free(self, topo: Topology, flavor: str) -> int:
@@ -59,12 +87,11 @@ class _Unheld:
 
 
 def _request(
-    spec: Run, width: int, srcs: list[pack.Source], held: dict[str, int], fill: bool = False
+    spec: Run, width: int, srcs: list[pack.Source], held: dict[str, int], first: int, fill: bool = False
 ) -> pack.Request:
     sizes = pack.group_sizes(width, elastic.group_size(spec))
     return pack.Request(
-        sizes, width, 0, spec.spec.sparesPerGroup, srcs,
-        spec.spec.funding.maxBorrowGPUs if spec.spec.funding.allowBorrow else 0,
+        sizes, width, first, spec.spec.sparesPerGroup, srcs, cover.borrow_cap(spec),
         not spec.spec.locality.allowCrossGroupSpread, (), held, fill,
     )  # fmt: skip
 
@@ -74,42 +101,62 @@ def need_gpus(spec: Run, width: int) -> int:
     return width + spec.spec.sparesPerGroup * (len(sizes) if sizes else 1)
 
 
-def run_line(ctx: Pass, lookahead_hours: float) -> Line:
-    """Funded runs in submission order; then opportunistic ones, on the spares the line left."""
+def run_line(ctx: Pass, lookahead_hours: float, attempted: set[str]) -> Line:
+    """Funded runs in submission order; reserved runs keep their place. `attempted`: reservations
+    whose activation this pass already tried (each is tried once per pass)."""
     line = Line()
     waiting = [
         key
         for key in sorted(ctx.specs, key=ctx.rank)
         if (rec := ctx.records.get(key)) is not None
-        and rec.phase == "Pending"
-        and key not in ctx.cut
+        and rec.phase == Phase.PENDING
         and key not in ctx.world.frozen_runs
+        and not ctx.specs[key].spec.opportunistic
     ]
     for key in waiting:
-        spec = ctx.specs[key]
-        if spec.spec.opportunistic:
-            continue
-        if _fits_at_all(ctx, spec, line) and _try_start(ctx, key, spec, line.held, lookahead_hours):
-            continue
-        _reserve(ctx, key, spec, line, lookahead_hours)
+        if ctx.records[key].phase == Phase.PENDING:  # an activation ahead may have started it again
+            _turn(ctx, key, ctx.specs[key], line, lookahead_hours, attempted)
     failover.settle_fills(ctx)  # spares the resolver dropped took fill leases with them
-    for key in waiting:  # fill never competes for funded capacity, so it goes after the line
-        if ctx.specs[key].spec.opportunistic:
-            _fill(ctx, key, ctx.specs[key])
     return line
 
 
+def fill(ctx: Pass) -> None:
+    """Opportunistic runs, last in the pass, on spare-held GPUs as Borrowed leases nobody is debited
+    for. A filler holds no spares of its own: it is the first thing reclaimed, so a spare for it
+    would only sit on another run's spare slots."""
+    for key in sorted(ctx.specs, key=ctx.rank):
+        spec = ctx.specs[key]
+        rec = ctx.records.get(key)
+        if not spec.spec.opportunistic or rec is None or rec.phase != Phase.PENDING:
+            continue
+        if key in ctx.world.frozen_runs:
+            continue
+        for width in elastic.widths(spec):
+            req = _request(spec, width, [], {}, rec.next_group, fill=True)
+            req.spares_per_group = 0
+            placed = pack.place(ctx.topo, req, spec.spec.resources.gpuType)
+            if placed.failure is None:
+                _start(ctx, key, spec, placed, OpenReason.FILL, Role.BORROWED)
+                break
+        else:
+            ctx.set_status(key, reasons.WAITING_TO_FILL)
+
+
 def _start(
-    ctx: Pass, key: str, spec: Run, placed: pack.Packing, reason: str = "Start", role: str = "Active"
+    ctx: Pass,
+    key: str,
+    spec: Run,
+    placed: pack.Packing,
+    reason: OpenReason = OpenReason.START,
+    role: Role = Role.ACTIVE,
 ) -> None:
     bind.bind(ctx, key, spec.spec.owner, placed.groups, reason, role)
-    rec = ctx.records[key]
-    rec.phase, rec.started = "Running", ctx.now
     ctx.started.add(key)
-    ctx.messages[key] = f"bound {ctx.allocated(key)} GPUs"
+    ctx.resized(key)
+    ctx.set_status(key, reasons.bound(ctx.allocated(key)), Phase.RUNNING)
     res = ctx.reservations.get(key)
-    if res is not None and res.state == "Pending":
-        res.state, res.ended = "Released", ctx.now
+    if res is not None and res.state == ResState.PENDING:
+        res.state, res.ended = ResState.RELEASED, ctx.now
 
 
 def _fits_at_all(ctx: Pass, spec: Run, line: Line) -> bool:
@@ -119,107 +166,105 @@ def _fits_at_all(ctx: Pass, spec: Run, line: Line) -> bool:
     return need <= line.unheld_free(ctx.topo, spec.spec.resources.gpuType)
 
 
-def _try_start(ctx: Pass, key: str, spec: Run, held: dict[str, int], lookahead_hours: float) -> bool:
-    srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
+def _try_start(
+    ctx: Pass, key: str, spec: Run, srcs: list[pack.Source], held: dict[str, int], lookahead_hours: float
+) -> bool:
+    first = ctx.records[key].next_group
     for width in elastic.widths(spec):
-        if cover.shortfall(ctx.book, spec, need_gpus(spec, width), srcs, lookahead_hours) is not None:
+        if cover.fundable(srcs, cover.borrow_cap(spec)) < need_gpus(spec, width):
             continue
-        placed = pack.place(ctx.topo, _request(spec, width, srcs, held), spec.spec.resources.gpuType)
+        placed = pack.place(ctx.topo, _request(spec, width, srcs, held, first), spec.spec.resources.gpuType)
         if placed.failure is None:
             _start(ctx, key, spec, placed)
             return True
     return False
 
 
-def _fill(ctx: Pass, key: str, spec: Run) -> None:
-    """Opportunistic runs live only on spare-held GPUs, as Borrowed leases nobody is debited for.
-
-    A filler holds no spares of its own: it is the first thing reclaimed, so a spare for it would
-    only sit on another run's spare slots."""
-    for width in elastic.widths(spec):
-        req = _request(spec, width, [], {}, fill=True)
-        req.spares_per_group = 0
-        placed = pack.place(ctx.topo, req, spec.spec.resources.gpuType)
-        if placed.failure is None:
-            _start(ctx, key, spec, placed, "Fill", "Borrowed")
+def _turn(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float, attempted: set[str]) -> None:
+    """One waiting run's turn: start it, activate its due reservation, or (re)draw its reservation."""
+    srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
+    if _fits_at_all(ctx, spec, line) and _try_start(ctx, key, spec, srcs, line.held, lookahead_hours):
+        return
+    w = waiting(ctx, key, spec, srcs, line.held, lookahead_hours)
+    if w.holds and w.scope.deficit == 0 and _start_in_scope(ctx, key, spec, w, line, lookahead_hours):
+        return  # what pack-to-empty by free GPUs missed, the scope's own domains hold
+    res = ctx.reservations.get(key)
+    if res is None or res.state != ResState.PENDING:
+        res = ctx.reservations[key] = Reservation(key, None, ctx.now)
+    due = res.earliest_start is not None and res.earliest_start <= ctx.now and key not in attempted
+    if due:
+        attempted.add(key)
+        if w.holds and _activate(ctx, key, spec, res, w, line, lookahead_hours):
             return
-    ctx.messages[key] = "waiting for spare capacity to fill"
+        res.basis = ctx.now  # a pass at or after the ETA that could not activate: forecast again
+    _record(ctx, res, w, line)
 
 
-def _reserve(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float) -> None:
-    """Create or refresh the run's Reservation; activate it with cuts when due and funded."""
-    now, settings = ctx.now, ctx.world.settings
+def waiting(
+    ctx: Pass, key: str, spec: Run, srcs: list[pack.Source], held: dict[str, int], lookahead_hours: float
+) -> Waiting:
+    """What a waiting run waits for, at its turn: funding, whether any fleet its funding reaches
+    can hold it, and its scope (where its groups would go, and the deficit there)."""
     width = elastic.min_width(spec)
     need = need_gpus(spec, width)
-    srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
-    short = cover.shortfall(ctx.book, spec, need, srcs, lookahead_hours)
-    res = ctx.reservations.get(key)
-    if res is None or res.state != "Pending":
-        res = Reservation(key, now + settings.notice, now)
-        ctx.reservations[key] = res
-    keep = res.domains
-    res.paying = _paying(srcs) or res.paying
-    line.waiting.append(key)
-    sizes = pack.group_sizes(width, elastic.group_size(spec)) or [width]
+    sizes = pack.group_sizes(width, elastic.group_size(spec))
+    spares = spec.spec.sparesPerGroup
     single = not spec.spec.locality.allowCrossGroupSpread
-    if _note_funding(ctx, res, short):  # a funding shortfall holds nothing and cuts nobody now
-        if short is not None and short.window is not None:
-            # ...but once its window opens it is funded: warn who its activation may cut now, so
-            # they have had their notice by the window-aligned ETA
-            later = [*srcs, *cover.window_sources(ctx.book, ctx.topo, spec, short.window)]
-            sc = forecast.scope(ctx.topo, later, sizes, spec.spec.sparesPerGroup, line.held, single, keep)
-            res.domains, res.nodes = tuple(sorted(sc.claims)), tuple(sorted(sc.nodes))
-            line.scopes[key] = sc
-            line.order.append((key, sc.short, res.earliest_start))
-        return
-    # the scope is drawn over the envelopes whose funding the reservation holds: runs behind it can
-    # spend other envelopes' room, never this, so the next pass draws the same scope
-    funding = _funding_of(srcs, need, spec)
-    sc = forecast.scope(
-        ctx.topo,
-        [src for src, _ in funding],
-        sizes,
-        spec.spec.sparesPerGroup,
-        line.held,
-        single,
-        keep,
-        funding,
-    )
-    res.domains, res.nodes = tuple(sorted(sc.claims)), tuple(sorted(sc.nodes))
-    line.scopes[key] = sc
-    if sc.unplaceable and not spec.spec.locality.allowCrossGroupSpread:
-        res.reason = pack.REASON_GROUPING
+    short = cover.shortfall(ctx.book, spec, need, srcs, lookahead_hours)
+    caps = ctx.topo.member_view(tuple(s.nodes for s in srcs)).cap
+    placeable = forecast.fits_empty(caps, sizes, width, spares, single)
+    grouping = not placeable and forecast.grouping_blocks(caps, sizes, width, spares, single)
+    res = ctx.reservations.get(key)
+    keep = res.domains if res is not None and res.state == ResState.PENDING else ()
+    funding: list[tuple[pack.Source, int]] = []
+    if not placeable:
+        sc = forecast.Scope()
+    elif short is None:  # drawn over the funding it holds: runs behind it never spend that
+        funding = _funding_of(srcs, need, spec)
+        sc = forecast.scope(
+            ctx.topo, [s for s, _ in funding], [n for _, n in funding], sizes, width, spares, held, single,
+            keep, cover.borrow_cap(spec),
+        )  # fmt: skip
+    elif short.window is not None:  # what will pay once the window it waits for is open
+        later = [*srcs, *cover.window_sources(ctx.book, ctx.topo, spec, short.window)]
+        sc = forecast.scope(
+            ctx.topo, later, [s.room for s in later], sizes, width, spares, held, single, keep,
+            cover.borrow_cap(spec),
+        )  # fmt: skip
+    else:  # where it would go if funded: every envelope that could pay for it, by capacity
+        sc = forecast.scope(
+            ctx.topo, srcs, [max(1, s.room) for s in srcs], sizes, width, spares, held, single, keep, None
+        )
+    return Waiting(need, short, sc, sizes, funding, placeable, grouping)
+
+
+def _record(ctx: Pass, res: Reservation, w: Waiting, line: Line) -> None:
+    """Write what the run waits for into its reservation; a funded one holds capacity and funding."""
+    key = res.run
+    sc = w.scope
+    res.why = w.why
+    if w.short is not None:  # the funding reason wins when both are short
+        res.deficit, res.reason = w.short.deficit, w.short.reason
     else:
-        res.reason = f"cluster short by {sc.deficit} GPUs in scope"
-    res.deficit = sc.deficit
-    if (
-        now >= res.earliest_start
-        and not sc.unplaceable
-        and _activate(ctx, key, spec, res, sc, srcs, line, width)
-    ):
-        return
-    forecast.hold(line.held, sc)
-    line.held_log.extend(sc.claims)
-    _hold_funding(ctx, line, srcs, need, spec)
-    line.order.append((key, sc.short, res.earliest_start))
-    _say_reserved(ctx, key, res.reason)
+        res.deficit = sc.deficit if w.placeable else w.need
+        res.reason = reasons.wait_text(res.why, res.deficit)
+    res.domains, res.nodes = tuple(sorted(sc.claims)), tuple(sorted(sc.nodes))
+    res.paying = forecast.paying(sc)
+    line.waiting.append(key)
+    line.states[key] = w
+    if not w.placeable:
+        return  # holds nothing: backfill passes it
+    if w.holds:
+        forecast.hold(line.held, sc)
+        line.held_log.extend(sc.claims)
+        for env_key, category, gpus in _funding_to_hold(w.funding):
+            line.funding_holds.append((env_key, category, gpus))
+            ctx.book.hold(env_key, category, gpus)
 
 
-def _hold_funding(ctx: Pass, line: Line, srcs: list[pack.Source], need: int, spec: Run) -> None:
-    """A funded reservation keeps its funding from runs behind it, as it keeps their capacity.
-
-    Held claims go into the book like claims (in cover order) until the next classify; the line
-    re-applies them after each activation's refresh, and the final refresh drops them.
-    """
-    line.holding.add(len(line.waiting) - 1)
-    for env_key, category, gpus in _funding_to_hold(srcs, need, spec):
-        line.funding_holds.append((env_key, category, gpus))
-        ctx.book.hold(env_key, category, gpus)
-
-
-def _funding_to_hold(srcs: list[pack.Source], need: int, spec: Run) -> list[tuple[str, str, int]]:
-    """(envelope, class, GPUs) that fund `need` from these sources, in cover order."""
-    return [(src.env.key, src.category, gpus) for src, gpus in _funding_of(srcs, need, spec) if gpus > 0]
+def _funding_to_hold(funding: list[tuple[pack.Source, int]]) -> list[tuple[str, str, int]]:
+    """(envelope, class, GPUs) of a funded reservation's funding, in cover order."""
+    return [(src.env.key, src.category, gpus) for src, gpus in funding if gpus > 0]
 
 
 def _funding_of(srcs: list[pack.Source], need: int, spec: Run) -> list[tuple[pack.Source, int]]:
@@ -227,7 +272,7 @@ def _funding_of(srcs: list[pack.Source], need: int, spec: Run) -> list[tuple[pac
     run's limit, until `need` is met."""
     out = []
     left = need
-    borrow_left = spec.spec.funding.maxBorrowGPUs if spec.spec.funding.allowBorrow else 0
+    borrow_left = cover.borrow_cap(spec)
     for src in srcs:
         if left <= 0:
             break
@@ -241,6 +286,68 @@ def _funding_of(srcs: list[pack.Source], need: int, spec: Run) -> list[tuple[pac
     return out
 
 
+def _start_in_scope(ctx: Pass, key: str, spec: Run, w: Waiting, line: Line, lookahead_hours: float) -> bool:
+    """Place each group in the domain the scope drew for it (the scope found room where pack did not)."""
+    sc = w.scope
+    srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
+    req = _request(spec, sum(n for _, n in sc.groups), srcs, line.held, ctx.records[key].next_group)
+    req.sizes = [n for _, n in sc.groups]
+    req.assign = tuple(d for d, _ in sc.groups)
+    placed = pack.place(ctx.topo, req, spec.spec.resources.gpuType)
+    if placed.failure is not None:
+        return False
+    _start(ctx, key, spec, placed)
+    return True
+
+
+def _activate(
+    ctx: Pass, key: str, spec: Run, res: Reservation, w: Waiting, line: Line, lookahead_hours: float
+) -> bool:
+    """Due, funded, short of capacity: when the runs it may cut can clear its deficit, cut them
+    (the resolver's fixed order) and start on the GPUs they free, each group in its scope's domain.
+    When they cannot, nobody is cut."""
+    sc = w.scope
+    resolver = Resolver(ctx, res, sc.short, set())
+    if not resolver.feasible():
+        return False
+    # only now worth knowing which groups this run's own claims would leave unfunded
+    resolver.unfunded = _unfunded_with(ctx, spec, w.funding)
+    resolver.run()
+    _refresh_after_cuts(ctx, line)
+    if not _start_in_scope(ctx, key, spec, w, line, lookahead_hours):
+        line.unplaced.append(key)  # the cuts free what the scope needs: never reached (§4.9 check)
+        return False
+    # a run cut whole keeps its place in line: it is reserved at once, so runs behind it in line
+    # cannot backfill what it needs (or starts at once where the cuts left room for it)
+    for victim in sorted(set(resolver.requeued), key=ctx.rank):
+        victim_spec = ctx.specs.get(victim)
+        if victim_spec is not None and ctx.records[victim].phase == Phase.PENDING:
+            _turn(ctx, victim, victim_spec, line, lookahead_hours, {victim})
+    return True
+
+
+def _unfunded_with(ctx: Pass, spec: Run, funding: list[tuple[pack.Source, int]]) -> set[tuple[str, int]]:
+    """Groups that become unfunded once this run's claims are counted (family claims it recalls)."""
+    key = f"{spec.metadata.namespace}/{spec.metadata.name}"
+    extra = [
+        Lease(
+            "probe",
+            key,
+            0,
+            Role.ACTIVE,
+            "",
+            tuple(range(n)),
+            Payer(src.env.owner, src.env.budget, src.env.name),
+            ctx.now,
+            OpenReason.START,
+        )  # fmt: skip
+        for src, n in funding
+    ]
+    return accounting.unfunded_with(
+        ctx.book, ctx.leases, extra, ctx.owner_of, ctx.rank, ctx.closures == ctx.book.closures_at
+    )
+
+
 def _refresh_after_cuts(ctx: Pass, line: Line) -> None:
     """Funding classes again after an activation's cuts; the funding held for reservations in line
     is put back on the envelopes re-derived."""
@@ -248,136 +355,6 @@ def _refresh_after_cuts(ctx: Pass, line: Line) -> None:
     for env_key, category, gpus in line.funding_holds:
         if env_key in touched:
             ctx.book.hold(env_key, category, gpus)
-
-
-def _note_funding(ctx: Pass, res: Reservation, short: cover.Shortfall | None) -> bool:
-    """Record the funding side of a reservation: ETA basis, confidence, and the shortfall if any."""
-    window = short.window if short is not None else None
-    if window is not None and res.window_basis != window:
-        res.earliest_start = max(ctx.now + ctx.world.settings.notice, window + 10)
-    res.window_basis = window
-    res.confidence = "window-aligned" if window is not None else "conservative"
-    if short is None:
-        return False
-    res.reason, res.deficit, res.remedies = short.reason, short.deficit, (short.remedy,)
-    if window is None:  # a window-aligned one keeps warning who its activation may cut
-        res.conflicts = []
-    _say_reserved(ctx, res.run, short.reason)
-    return True
-
-
-def _say_reserved(ctx: Pass, key: str, reason: str) -> None:
-    """The waiting run's message: why it waits, except that a run requeued by a cut keeps saying so
-    while the reservation it got then waits for the same reason (the next pass changes nothing)."""
-    rec, was = ctx.records.get(key), ctx.world.state.reservations.get(key)
-    if (
-        rec is not None
-        and rec.message.startswith(REQUEUED)
-        and was is not None
-        and was.state == "Pending"
-        and was.reason == reason
-    ):
-        return
-    ctx.messages[key] = f"reserved: {reason}"
-
-
-def settle_funding(ctx: Pass, line: Line, lookahead_hours: float) -> None:
-    """After the line and growth: a waiting run's funding as this pass leaves it.
-
-    Runs behind it in line (and growth) may have spent budget it was short of; its reason and
-    deficit report what is left at the end of the pass, so planning again changes nothing. As in
-    the line, a funded reservation that held funding keeps holding it from the runs behind it:
-    worked out again from the end-of-pass funding once its run has been looked at, then dropped.
-    """
-    held: set[str] = set()
-    for place, key in enumerate(line.waiting):
-        res = ctx.reservations.get(key)
-        spec = ctx.specs.get(key)
-        if res is None or spec is None or res.state != "Pending":
-            continue
-        need = need_gpus(spec, elastic.min_width(spec))
-        srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
-        short = cover.shortfall(ctx.book, spec, need, srcs, lookahead_hours)
-        _note_funding(ctx, res, short)
-        sc = line.scopes.get(key)
-        if sc is not None and sc.view is not None:
-            res.nodes = tuple(sorted(forecast.slice_nodes(ctx.topo, sc.view, sc.claims)))
-        if short is None and place in line.holding:
-            for env_key, category, gpus in _funding_to_hold(srcs, need, spec):
-                ctx.book.hold(env_key, category, gpus)
-                held.add(env_key)
-    refresh_changed(ctx, held)  # holds end with the pass
-
-
-def _paying(srcs: list[pack.Source]) -> Payer | None:
-    if not srcs:
-        return None
-    env = srcs[0].env
-    return Payer(env.owner, env.budget, env.name)
-
-
-def _activate(
-    ctx: Pass,
-    key: str,
-    spec: Run,
-    res: Reservation,
-    sc: forecast.Scope,
-    srcs: list[pack.Source],
-    line: Line,
-    width: int,
-) -> bool:
-    """Due, funded, short of capacity: clear the deficit with the resolver, then start."""
-    resolver = Resolver(ctx, res, sc.short, set())
-    if not resolver.feasible():
-        ctx.messages[key] = f"reserved: {res.reason}; waiting for warned runs to clear it"
-        return False
-    # only now worth knowing which groups this run's own claims would leave unfunded
-    resolver.unfunded = _unfunded_with(ctx, spec, srcs, need_gpus(spec, width))
-    resolver.run()
-    lookahead_hours = ctx.world.settings.lookahead / 3600
-    _refresh_after_cuts(ctx, line)
-    srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
-    placed = pack.place(ctx.topo, _request(spec, width, srcs, line.held), spec.spec.resources.gpuType)
-    if placed.failure is not None:
-        return False
-    _start(ctx, key, spec, placed)
-    # a run cut whole keeps its place in line: it is reserved at once, so runs behind it in line
-    # cannot backfill what it needs (it restarts at a later pass, §4.6)
-    for victim in sorted(set(resolver.requeued), key=ctx.rank):
-        victim_spec = ctx.specs.get(victim)
-        if victim_spec is not None and ctx.records[victim].phase == "Pending":
-            why = ctx.records[victim].message  # REQUEUED + "<reason> for reservation <key>"
-            _reserve(ctx, victim, victim_spec, line, lookahead_hours)
-            ctx.messages[victim] = why
-    return True
-
-
-def _unfunded_with(ctx: Pass, spec: Run, srcs: list[pack.Source], need: int) -> set[tuple[str, int]]:
-    """Groups that become unfunded once this run's claims are counted (family claims it recalls)."""
-    extra: list[Lease] = []
-    left = need
-    key = f"{spec.metadata.namespace}/{spec.metadata.name}"
-    for src in srcs:
-        if left <= 0:
-            break
-        n = min(left, src.room)
-        extra.append(
-            Lease(
-                "probe",
-                key,
-                0,
-                "Active",
-                "",
-                tuple(range(n)),
-                Payer(src.env.owner, src.env.budget, src.env.name),
-                ctx.now,
-                "Start",
-            )
-        )
-        left -= n
-    return accounting.unfunded_with(
-        ctx.book, ctx.leases, extra, ctx.owner_of, ctx.rank, ctx.closures == ctx.book.closures_at
-    )
 
 
 def refresh_changed(ctx: Pass, also: Iterable[str] = ()) -> set[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from planner.context import Pass
 from planner.pack import GroupPlan, Piece
+from planner.reasons import OpenReason, Role
 from planner.world import Lease, Payer
 
 
@@ -22,45 +23,45 @@ def _payer(owner: str, piece: Piece, payers: dict[int, Payer]) -> Payer:
 
 
 def bind(
-    ctx: Pass, run: str, owner: str, groups: list[GroupPlan], reason: str, role: str = "Active"
+    ctx: Pass, run: str, owner: str, groups: list[GroupPlan], reason: OpenReason, role: Role = Role.ACTIVE
 ) -> list[Lease]:
     """Open the leases of the planned groups (and their spares), debiting the paying envelopes.
 
-    Each working lease records the first rendezvous rank its GPUs serve: group i starts at
-    i × the group size (or after the groups before it), pieces in placement order. A swap moves
-    these ranks to the spare; nothing else ever renumbers them."""
+    Each working lease records the first rendezvous rank its GPUs serve: a new group takes the lowest
+    block of ranks no open group serves (blocks of the group size; or after the groups before it),
+    pieces in placement order. A swap moves these ranks to the spare; nothing else renumbers them."""
     out: list[Lease] = []
     payers: dict[int, Payer] = {}
-    size = _group_size(ctx, run)
-    after = max((x.rank + x.gpus for x in ctx.open_leases(run) if x.rank is not None), default=0)
+    taken = sorted((x.rank, x.rank + x.gpus) for x in ctx.open_leases(run) if x.rank is not None)
     for g in groups:
-        rank = g.index * size if size else after
-        for pieces, piece_role in ((g.pieces, role), (g.spares, "Spare")):
+        rank = _free_block(taken, g.gpus)
+        taken = sorted([*taken, (rank, rank + g.gpus)])
+        for pieces, piece_role in ((g.pieces, role), (g.spares, Role.SPARE)):
             for piece in pieces:
                 node = ctx.topo.nodes[piece.node]
                 slots = (
                     tuple(node.fill_slots()[: piece.gpus])
-                    if role == "Borrowed"
+                    if role == Role.BORROWED
                     else node.free_slots(piece.gpus)
                 )
-                working = piece_role != "Spare"
+                working = piece_role != Role.SPARE
                 lease = ctx.open_lease(
                     run, g.index, piece_role, piece.node, slots, _payer(owner, piece, payers), reason,
                     rank if working else None,
                 )  # fmt: skip
                 if working:
                     rank += piece.gpus
-                    after = max(after, rank)
                 if piece.source is not None:
                     ctx.book.add(piece.source.env.key, piece.source.category, piece.gpus)
                 out.append(lease)
     return out
 
 
-def _group_size(ctx: Pass, run: str) -> int | None:
-    spec = ctx.specs.get(run)
-    if spec is None:
-        return None
-    if spec.spec.locality.groupGPUs is not None:
-        return spec.spec.locality.groupGPUs
-    return spec.spec.malleable.stepGPUs if spec.spec.malleable is not None else None
+def _free_block(taken: list[tuple[int, int]], size: int) -> int:
+    """The lowest rank b such that [b, b + size) overlaps none of the sorted `taken` ranges."""
+    base = 0
+    for low, high in taken:
+        if base + size <= low:
+            break
+        base = max(base, high)
+    return base

@@ -1,40 +1,69 @@
 """One pass's working set: the snapshot being changed, with indexes and the events it emits.
 
 Every module of a pass reads and changes state through this object, so a lease is opened or
-closed in exactly one place (`open_lease`, `close_lease`) and the ledger never misses an event.
+closed in exactly one place (`open_lease`, `close_lease`), a run's phase and message are written in
+exactly one place (`set_status`), and the ledger never misses an event. Decides nothing itself.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from planner.accounting import Book
+from planner.reasons import Closure, OpenReason, Phase, Role, closure_text
 from planner.topology import Topology
 from planner.world import Lease, Payer, Reservation, RunRecord, World, run_key
 from schemas.run import Run
 
+TimeText = Callable[[int], str]
+
 
 @dataclass(slots=True)
 class Event:
+    """A lease opened (`Start`; reason: how it opened) or closed (`End`; reason: its closure)."""
+
     at: int
     event: str  # Start | End
     lease: Lease
     reason: str
+    closure: Closure | None = None  # the kind of an End (its reason may carry the lottery's seed)
 
-    def as_json(self, fmt_time: object) -> dict[str, object]:
+    def as_json(self, fmt_time: TimeText) -> dict[str, object]:
         lease = self.lease
         return {
-            "at": fmt_time(self.at),  # type: ignore[operator]
+            "at": fmt_time(self.at),
             "event": self.event,
             "lease": lease.name,
             "run": lease.run,
             "group": lease.group,
-            "role": lease.role,
+            "role": lease.role.value,
             "gpus": lease.gpus,
             "nodes": [f"{lease.node}#{s}" for s in lease.slots],
             "payer": lease.payer.as_dict(),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """A reservation's ETA moved (§4.5): when, from what, to what, and why it waits now."""
+
+    at: int
+    run: str
+    earliest_start: int | None
+    previous: int | None
+    reason: str
+
+    def as_json(self, fmt_time: TimeText) -> dict[str, object]:
+        return {
+            "at": fmt_time(self.at),
+            "event": "ReservationMoved",
+            "run": self.run,
+            "earliestStart": None if self.earliest_start is None else fmt_time(self.earliest_start),
+            "previous": None if self.previous is None else fmt_time(self.previous),
             "reason": self.reason,
         }
 
@@ -57,7 +86,6 @@ class Pass:
     leases: list[Lease]
     events: list[Event] = field(default_factory=list)
     by_run: dict[str, list[Lease]] = field(default_factory=lambda: defaultdict(list))
-    cut: set[str] = field(default_factory=set)  # runs cut or shrunk this pass: no re-admission or growth now
     started: set[str] = field(default_factory=set)  # runs (re)started this pass
     cordon: set[str] = field(default_factory=set)
     messages: dict[str, str] = field(default_factory=dict)
@@ -65,6 +93,7 @@ class Pass:
     fill_lost: set[str] = field(default_factory=set)  # opportunistic runs that lost fill leases
     closed_log: list[Lease] = field(default_factory=list)  # leases closed this pass, in order
     _allocated: dict[str, int] = field(default_factory=dict)  # run -> working GPUs, until a lease moves
+    _fills: dict[str, list[Lease]] = field(default_factory=lambda: defaultdict(list))  # node -> fill leases
 
     @property
     def now(self) -> int:
@@ -73,9 +102,12 @@ class Pass:
     def index(self) -> None:
         self._allocated.clear()
         self.by_run = defaultdict(list)
+        self._fills = defaultdict(list)
         for lease in self.leases:
             if lease.open:
                 self.by_run[lease.run].append(lease)
+                if lease.role == Role.BORROWED:
+                    self._fills[lease.node].append(lease)
 
     def open_leases(self, run: str) -> list[Lease]:
         return [lease for lease in self.by_run.get(run, []) if lease.open]
@@ -91,60 +123,97 @@ class Pass:
         rec = self.records.get(run)
         return (rec.submitted if rec else self.now, run)
 
+    # -- leases: one opener, one closer ----------------------------------------------------------
     def open_lease(
         self,
         run: str,
         group: int,
-        role: str,
+        role: Role,
         node: str,
         slots: tuple[int, ...],
         payer: Payer,
-        reason: str,
+        reason: OpenReason,
         rank: int | None = None,
     ) -> Lease:
         name = lease_name(run, group, role, node, payer, self.now)
         lease = Lease(name, run, group, role, node, slots, payer, self.now, reason, rank=rank)
         self.leases.append(lease)
         self.by_run[run].append(lease)
+        if role == Role.BORROWED:
+            self._fills[node].append(lease)
         self._allocated.pop(run, None)
         self.topo.occupy(lease)
-        self.events.append(Event(self.now, "Start", lease, reason))
+        self.events.append(Event(self.now, "Start", lease, reason.value))
+        rec = self.records.get(run)
+        if rec is not None and group >= rec.next_group:
+            rec.next_group = group + 1
         return lease
 
-    def close_lease(self, lease: Lease, closure: str) -> None:
+    def close_lease(self, lease: Lease, kind: Closure, seed: str | None = None) -> None:
         if not lease.open:
             return
-        lease.ended, lease.closure = self.now, closure
+        text = closure_text(kind, seed)
+        lease.ended, lease.closure = self.now, text
         self._allocated.pop(lease.run, None)
         self.closures += 1
         self.closed_log.append(lease)
         self.topo.release(lease)
-        self.events.append(Event(self.now, "End", lease, closure))
-        if lease.role == "Borrowed" and closure in ("ReclaimedBySpare", "NodeFailure"):
+        self.events.append(Event(self.now, "End", lease, text, kind))
+        if lease.role == Role.BORROWED and kind in (Closure.RECLAIMED_BY_SPARE, Closure.NODE_FAILURE):
             self.fill_lost.add(lease.run)
-        if lease.role == "Spare":  # opportunistic work on these slots loses its host with it (§4.8)
-            node = self.topo.nodes.get(lease.node)
-            why = "NodeFailure" if node is None or node.fenced else "ReclaimedBySpare"
-            for fill in self.leases:
-                if (
-                    fill.open
-                    and fill.role == "Borrowed"
-                    and fill.node == lease.node
-                    and set(fill.slots) & set(lease.slots)
-                ):
-                    self.close_lease(fill, why)
+        if lease.role == Role.SPARE:  # opportunistic work on these slots loses its host with it (§4.8)
+            why = Closure.NODE_FAILURE if self.failed(lease.node) else Closure.RECLAIMED_BY_SPARE
+            for fill in self.fills_on(lease.node, lease.slots):
+                self.close_lease(fill, why)
 
-    def close_run(
-        self, run: str, closure: str, *, first: Lease | None = None, first_closure: str | None = None
-    ) -> None:
-        """Close every open lease of a run (fill leases included), `first` with its own reason."""
+    def fills_on(self, node: str, slots: tuple[int, ...]) -> list[Lease]:
+        """Open fill (Borrowed) leases overlaying any of these slots of a node."""
+        mine = set(slots)
+        return [x for x in self._fills.get(node, ()) if x.open and mine.intersection(x.slots)]
+
+    def failed(self, node: str) -> bool:
+        """The node failed: fenced, or gone from the cluster."""
+        n = self.topo.nodes.get(node)
+        return n is None or n.fenced
+
+    def close_run(self, run: str, kind: Closure) -> None:
+        """Close every open lease of a run (fill leases included); a lease on a failed node ends
+        `NodeFailure` whatever ended the run (§4.8)."""
         for lease in sorted(
-            self.open_leases(run), key=lambda x: (x.group, x.role != "Active", x.node, x.name)
+            self.open_leases(run), key=lambda x: (x.group, x.role != Role.ACTIVE, x.node, x.name)
         ):
-            self.close_lease(lease, first_closure if lease is first and first_closure else closure)
+            self.close_lease(lease, Closure.NODE_FAILURE if self.failed(lease.node) else kind)
         self.by_run[run] = []
 
-    def groups(self, run: str, role: str = "Active") -> dict[int, list[Lease]]:
+    # -- run status: one writer ------------------------------------------------------------------
+    def set_status(
+        self, run: str, message: str, phase: Phase | None = None, *, cause: str | None = None
+    ) -> None:
+        """The one writer of a run's phase and message (and what goes with a phase: when it started,
+        when it finished, what put it back in line)."""
+        rec = self.records[run]
+        if phase is not None and phase != rec.phase:
+            if phase == Phase.RUNNING:
+                rec.started, rec.cause = self.now, ""
+            elif phase in (Phase.PENDING, Phase.WAITING):
+                rec.started = None
+            else:
+                rec.finished, rec.cause = self.now, ""
+            rec.phase = phase
+        elif phase == Phase.RUNNING:  # started again within the pass
+            rec.started, rec.cause = self.now, ""
+        if cause is not None:
+            rec.cause = cause
+        self.messages[run] = message
+
+    def resized(self, run: str) -> None:
+        """A decision changed the run's width now: it takes no other growth step at this instant."""
+        rec = self.records.get(run)
+        if rec is not None:
+            rec.resized = self.now
+
+    # -- reading ---------------------------------------------------------------------------------
+    def groups(self, run: str, role: Role = Role.ACTIVE) -> dict[int, list[Lease]]:
         out: dict[int, list[Lease]] = defaultdict(list)
         for lease in self.open_leases(run):
             if lease.role == role:
@@ -155,14 +224,17 @@ class Pass:
         """GPUs the run works on (Active and fill leases), remembered until one of its leases moves."""
         hit = self._allocated.get(run)
         if hit is None:
-            hit = self._allocated[run] = sum(
-                x.gpus for x in self.open_leases(run) if x.role in ("Active", "Borrowed")
-            )
+            hit = self._allocated[run] = sum(x.gpus for x in self.open_leases(run) if x.role != Role.SPARE)
         return hit
+
+    def counted(self, run: str) -> int:
+        """The width held against the run's minimum: what it works on plus its completed groups."""
+        rec = self.records.get(run)
+        return self.allocated(run) + (rec.completed if rec is not None else 0)
 
 
 def ranked(runs: dict[str, Run], records: dict[str, RunRecord], now: int) -> list[str]:
     return sorted(runs, key=lambda k: (records[k].submitted if k in records else now, k))
 
 
-__all__ = ["Event", "Pass", "lease_name", "ranked", "run_key"]
+__all__ = ["Event", "Moved", "Pass", "lease_name", "ranked", "run_key"]

@@ -11,24 +11,30 @@ from dataclasses import dataclass
 
 from planner.accounting import FAMILY, LOAN, OWN, Book, Env
 from planner.pack import DomainIndex, Source
+from planner.reasons import FUNDING_REMEDY, Remedy, Wait, wait_text
 from planner.topology import Topology
-from schemas.common import format_time
 from schemas.run import Run
-
-REMEDY_BORROW = "Increase maxBorrowGPUs or shrink the run"
-REMEDY_ACL = "Update the lending policy and re-submit"
-REMEDY_HEADROOM = "Wait for budget headroom, add sponsors, or shrink the run"
-REMEDY_WINDOW = "Wait for the budget window to open"
 
 
 @dataclass(frozen=True, slots=True)
 class Shortfall:
-    """Why a run cannot be funded now: the reason string of the contract, the GPUs short, advice."""
+    """Why a run cannot be funded now (§4.5): the binding kind, the GPUs short, every remedy that
+    applies (the binding one first), and the window start that funds its full width, if one does."""
 
-    reason: str
+    why: Wait
     deficit: int
-    remedy: str
-    window: int | None = None  # the window start that would fund it, if any
+    remedies: tuple[Remedy, ...]
+    window: int | None = None
+    borrow_limit: int = 0
+
+    @property
+    def reason(self) -> str:
+        return wait_text(self.why, self.deficit, window=self.window, borrow_limit=self.borrow_limit)
+
+
+def borrow_cap(run: Run) -> int | None:
+    """The most a run may borrow from sponsors per admission or growth step (None: no limit)."""
+    return run.spec.funding.maxBorrowGPUs if run.spec.funding.allowBorrow else 0
 
 
 def candidates(book: Book, run: Run) -> list[tuple[Env, str]]:
@@ -241,50 +247,81 @@ def fundable(srcs: list[Source], max_borrow: int | None) -> int:
 def shortfall(
     book: Book, run: Run, need: int, srcs: list[Source], lookahead_hours: float
 ) -> Shortfall | None:
-    """None when `need` GPUs are fundable now; otherwise the funding reason (window, borrow, headroom)."""
-    max_borrow = run.spec.funding.maxBorrowGPUs if run.spec.funding.allowBorrow else 0
+    """None when `need` GPUs are fundable now; otherwise what binds (§4.5): a sponsor's refusal,
+    then the borrow limit, then a window that funds the full width when it opens, then headroom."""
+    max_borrow = borrow_cap(run)
     have = fundable(srcs, max_borrow)
     if have >= need:
         return None
-    # a future window that would make it whole
-    extra = 0  # what every window opened by then adds (own and family envelopes)
-    for start, adds in _future_windows(book, run):
-        extra += adds
-        if have + extra >= need:
-            return Shortfall(
-                f"budget window opens at {format_time(start)}", need - have, REMEDY_WINDOW, start
-            )
     unlimited = fundable(srcs, None)
-    if max_borrow is not None and unlimited > have:
-        return Shortfall(
-            f"borrow limit of {max_borrow} GPUs exhausted for requested width", need - have, REMEDY_BORROW
+    short_anyway = unlimited < need  # even without the borrow limit
+    borrow_binds = max_borrow is not None and unlimited > have
+    refused = (
+        short_anyway
+        and run.spec.funding.allowBorrow
+        and any(
+            not any(
+                env.lends_to(run.spec.owner) and env.flavor == run.spec.resources.gpuType
+                for env in book.by_owner.get(s, [])
+            )
+            for s in run.spec.funding.sponsors
         )
-    refused = run.spec.funding.allowBorrow and any(
-        not any(
-            env.lends_to(run.spec.owner) and env.flavor == run.spec.resources.gpuType
-            for env in book.by_owner.get(s, [])
-        )
-        for s in run.spec.funding.sponsors
     )
-    remedy = REMEDY_ACL if refused else REMEDY_HEADROOM
-    return Shortfall(f"budget headroom short by {need - have} GPUs", need - have, remedy)
+    window = _funding_window(book, run, srcs, need, max_borrow, lookahead_hours)
+    applies = {
+        Wait.BORROW_LIMIT: borrow_binds,
+        Wait.SPONSOR_REFUSED: refused,
+        Wait.HEADROOM: short_anyway,
+        Wait.WINDOW: window is not None,
+    }
+    if refused:
+        why = Wait.SPONSOR_REFUSED
+    elif borrow_binds:
+        why = Wait.BORROW_LIMIT
+    elif window is not None:
+        why = Wait.WINDOW
+    else:
+        why = Wait.HEADROOM
+    rest = tuple(FUNDING_REMEDY[k] for k, on in applies.items() if on and k is not why)
+    return Shortfall(why, need - have, (FUNDING_REMEDY[why], *rest), window, max_borrow or 0)
 
 
-def _future_windows(book: Book, run: Run) -> list[tuple[int, int]]:
-    """(window start, concurrency it opens) for the run's own and family envelopes, soonest first."""
+def _funding_window(
+    book: Book, run: Run, srcs: list[Source], need: int, max_borrow: int | None, lookahead_hours: float
+) -> int | None:
+    """The first future window opening at which the run is fully funded, counting what that instant
+    really funds: envelopes open now that are still open then (their room now), plus every window
+    opened by then (its whole concurrency, within its GPU-hour cap and lending caps)."""
     cands = candidates(book, run)
     hit = book.window_cache.get(id(cands))
-    if hit is not None and hit[0] is cands:
-        windows: list[tuple[int, int]] = hit[1]
-        return windows
-    adds: dict[int, int] = {}
-    for env, cat in cands:
-        start = env.start
-        if start is not None and start > book.now and cat != LOAN and (env.end is None or env.end > start):
-            adds[start] = adds.get(start, 0) + env.concurrency
-    windows = sorted(adds.items())
-    book.window_cache[id(cands)] = (cands, windows)
-    return windows
+    if hit is None or hit[0] is not cands:
+        later = [env.concurrency for env, _ in cands if env.start is not None and env.start > book.now]
+        starts = sorted({env.start for env, _ in cands if env.start is not None and env.start > book.now})
+        hit = book.window_cache[id(cands)] = (cands, (starts, sum(later)))
+    starts, opening = hit[1]
+    if not starts or sum(max(0, src.room) for src in srcs) + opening < need:
+        return None  # not even every window opened at once would fund it
+    now_room = {src.env.key: max(0, src.room) for src in srcs}
+    for start in starts:
+        own = loans = 0
+        for env, cat in cands:
+            if not env.open_at(start):
+                continue
+            if env.open_at(book.now):
+                room = now_room.get(env.key, 0)
+            else:
+                room = env.concurrency
+                if env.max_hours is not None and lookahead_hours > 0:
+                    room = min(room, int(env.max_hours // lookahead_hours))
+                if cat == LOAN and env.lend_max is not None:
+                    room = min(room, env.lend_max)
+            if cat == LOAN:
+                loans += room
+            else:
+                own += room
+        if own + (loans if max_borrow is None else min(loans, max_borrow)) >= need:
+            return start
+    return None
 
 
 def window_sources(book: Book, topo: Topology, run: Run, until: int) -> list[Source]:

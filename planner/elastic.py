@@ -6,8 +6,9 @@ by reservations; shrink closes the highest-index groups. Admission and cuts live
 
 from __future__ import annotations
 
-from planner import bind, cover, pack
+from planner import bind, cover, pack, reasons
 from planner.context import Pass
+from planner.reasons import Closure, OpenReason, Phase, Role
 from schemas.run import Run
 
 
@@ -48,37 +49,49 @@ def shrink_to_desired(ctx: Pass) -> None:
     for key in sorted(ctx.specs):
         spec = ctx.specs[key]
         rec = ctx.records.get(key)
-        if spec.spec.malleable is None or rec is None or rec.phase != "Running":
+        if spec.spec.malleable is None or rec is None or rec.phase != Phase.RUNNING:
             continue
         target = desired(spec)
-        if ctx.allocated(key) <= target:
+        if ctx.counted(key) <= target:
             continue
         for group in sorted(ctx.groups(key), reverse=True):
-            if ctx.allocated(key) <= target:
+            if ctx.counted(key) <= target:
                 break
             for lease in sorted(
                 (x for x in ctx.open_leases(key) if x.group == group), key=lambda x: (x.role, x.node, x.name)
             ):
-                ctx.close_lease(lease, "Shrink")
-        ctx.messages[key] = f"shrunk to {ctx.allocated(key)} GPUs"
+                ctx.close_lease(lease, Closure.SHRINK)
+        ctx.resized(key)
+        ctx.set_status(key, reasons.shrunk(ctx.allocated(key)))
 
 
-def grow(ctx: Pass, held: dict[str, int], lookahead_hours: float) -> None:
-    """One step toward `desiredTotalGPUs` for each running malleable run, in ranking order."""
+def may_grow(ctx: Pass, key: str) -> bool:
+    """A running malleable run below its desired width whose width no decision changed at this
+    instant (one growth step per run per instant; a run just started, grown or cut waits for a later
+    pass). Completed groups count toward the width: they are never grown back."""
+    spec = ctx.specs[key]
+    rec = ctx.records.get(key)
+    return (
+        spec.spec.malleable is not None
+        and rec is not None
+        and rec.phase == Phase.RUNNING
+        and rec.resized != ctx.now
+        and rec.started != ctx.now
+        and ctx.counted(key) < desired(spec)
+    )
+
+
+def grow(ctx: Pass, held: dict[str, int], lookahead_hours: float, opportunistic: bool = False) -> None:
+    """One step toward `desiredTotalGPUs` for each running malleable run, in ranking order (funded
+    runs after the line; opportunistic ones, on spare-held GPUs, with the fill at the pass's end)."""
     for key in sorted(ctx.specs, key=ctx.rank):
         spec = ctx.specs[key]
-        rec = ctx.records.get(key)
+        if spec.spec.opportunistic != opportunistic or not may_grow(ctx, key):
+            continue
         m = spec.spec.malleable
-        if m is None or rec is None or rec.phase != "Running" or key in ctx.cut or key in ctx.started:
-            continue
-        have = ctx.allocated(key)
-        if have >= desired(spec):
-            continue
-        step = min(m.stepGPUs, desired(spec) - have)
-        indices = set(ctx.groups(key)) | set(ctx.groups(key, "Borrowed"))
-        first = 0
-        while first in indices:
-            first += 1
+        assert m is not None
+        step = min(m.stepGPUs, desired(spec) - ctx.counted(key))
+        first = ctx.records[key].next_group
         size = group_size(spec)
         sizes = pack.group_sizes(step, size)
         used = tuple(
@@ -88,20 +101,22 @@ def grow(ctx: Pass, held: dict[str, int], lookahead_hours: float) -> None:
             srcs: list[pack.Source] = []
         else:
             srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
-            if cover.shortfall(
-                ctx.book, spec, step + spec.spec.sparesPerGroup * len(sizes or [step]), srcs, lookahead_hours
-            ):
+            need = step + spec.spec.sparesPerGroup * len(sizes or [step])
+            if cover.fundable(srcs, cover.borrow_cap(spec)) < need:
                 continue
         req = pack.Request(
             sizes, step, first, 0 if spec.spec.opportunistic else spec.spec.sparesPerGroup, srcs,
-            spec.spec.funding.maxBorrowGPUs if spec.spec.funding.allowBorrow else 0,
-            not spec.spec.locality.allowCrossGroupSpread, used, held, fill=spec.spec.opportunistic,
+            cover.borrow_cap(spec), not spec.spec.locality.allowCrossGroupSpread, used, held,
+            fill=spec.spec.opportunistic,
         )  # fmt: skip
         placed = pack.place(ctx.topo, req, spec.spec.resources.gpuType)
         if placed.failure is not None or len(placed.groups) != len(sizes or [step]):
             continue
         if sizes is None and len(placed.groups) > 1:
             continue
-        role, reason = ("Borrowed", "Fill") if spec.spec.opportunistic else ("Active", "Grow")
+        role, reason = (
+            (Role.BORROWED, OpenReason.FILL) if spec.spec.opportunistic else (Role.ACTIVE, OpenReason.GROW)
+        )
         bind.bind(ctx, key, spec.spec.owner, placed.groups, reason, role)
-        ctx.messages[key] = f"grew to {ctx.allocated(key)} GPUs"
+        ctx.resized(key)
+        ctx.set_status(key, reasons.grew(ctx.allocated(key)))

@@ -8,46 +8,48 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from planner import reasons
 from planner.context import Pass
+from planner.reasons import Closure, OpenReason, Phase, Role
 from planner.world import Lease
 
 
 def failed_nodes(ctx: Pass) -> list[str]:
-    """Fenced nodes, plus nodes that vanished (deleted), that have open leases on them."""
+    """Fenced nodes, plus nodes that vanished (deleted) that have open leases on them."""
     known_bad = {name for name, _ in ctx.topo.problems}
-    names: set[str] = set()
+    names = {name for name, node in ctx.topo.nodes.items() if node.fenced}
     for lease in ctx.leases:
-        if not lease.open:
-            continue
-        node = ctx.topo.nodes.get(lease.node)
-        if (node is not None and node.fenced) or (node is None and lease.node not in known_bad):
+        if lease.open and lease.node not in ctx.topo.nodes and lease.node not in known_bad:
             names.add(lease.node)
     return sorted(names)
 
 
 def handle_failures(ctx: Pass) -> None:
+    """Every failed node's leases move or end (§4.8); every failed node still in the cluster is
+    cordoned by jobtree, whether or not it held leases."""
     down = failed_nodes(ctx)
+    failing = set(down)
     by_node: dict[str, list[Lease]] = defaultdict(list)
     for lease in ctx.leases:
-        if lease.open and lease.node in down:
+        if lease.open and lease.node in failing:
             by_node[lease.node].append(lease)
     # spares and fill on any failed node are lost with it before any group looks for a spare
     for node in down:
         for lease in sorted(by_node[node], key=lambda x: (ctx.rank(x.run), x.group, x.name)):
-            if lease.role in ("Spare", "Borrowed") and lease.open:
-                ctx.close_lease(lease, "NodeFailure")
+            if lease.role != Role.ACTIVE and lease.open:
+                ctx.close_lease(lease, Closure.NODE_FAILURE)
     for node in down:
         on_node = sorted(by_node[node], key=lambda x: (ctx.rank(x.run), x.group, x.name))
         failed: dict[tuple[str, int], list[Lease]] = defaultdict(list)
         for lease in on_node:
-            if lease.open and lease.role == "Active":
+            if lease.open and lease.role == Role.ACTIVE:
                 failed[(lease.run, lease.group)].append(lease)
         for (run, group), leases in failed.items():
             if not all(x.open for x in leases):
                 continue
             if not _swap(ctx, run, group, leases):
-                _lose_group(ctx, run, group, leases)
-        if node in ctx.topo.nodes:
+                _lose_group(ctx, run, group, node, leases)
+        if node in ctx.topo.nodes and node not in ctx.world.state.cordoned:
             ctx.cordon.add(node)
     settle_fills(ctx)
 
@@ -57,7 +59,11 @@ def _swap(ctx: Pass, run: str, group: int, failed: list[Lease]) -> bool:
         return False  # its spec is invalid now: a pod moved onto the spare would have none to run
     need = sum(x.gpus for x in failed)
     spares = sorted(
-        (x for x in ctx.open_leases(run) if x.role == "Spare" and x.group == group and _healthy(ctx, x.node)),
+        (
+            x
+            for x in ctx.open_leases(run)
+            if x.role == Role.SPARE and x.group == group and _healthy(ctx, x.node)
+        ),
         key=lambda x: (-x.gpus, x.node, x.name),
     )
     if sum(x.gpus for x in spares) < need:
@@ -70,21 +76,17 @@ def _swap(ctx: Pass, run: str, group: int, failed: list[Lease]) -> bool:
             break
         take = spare.slots[: min(left, spare.gpus)]
         keep = spare.slots[len(take) :]
-        for fill in [
-            x
-            for x in ctx.leases
-            if x.open and x.role == "Borrowed" and x.node == spare.node and set(x.slots) & set(take)
-        ]:
-            ctx.close_lease(fill, "ReclaimedBySpare")
-        ctx.close_lease(spare, "Swap")
+        for fill in ctx.fills_on(spare.node, take):
+            ctx.close_lease(fill, Closure.RECLAIMED_BY_SPARE)
+        ctx.close_lease(spare, Closure.SWAP)
         if keep:
-            ctx.open_lease(run, group, "Spare", spare.node, keep, spare.payer, "Swap")
-        ctx.open_lease(run, group, "Active", spare.node, take, spare.payer, "Swap", rank)
+            ctx.open_lease(run, group, Role.SPARE, spare.node, keep, spare.payer, OpenReason.SWAP)
+        ctx.open_lease(run, group, Role.ACTIVE, spare.node, take, spare.payer, OpenReason.SWAP, rank)
         rank = rank + len(take) if rank is not None else None
         left -= len(take)
     for lease in failed:
-        ctx.close_lease(lease, "NodeFailure")
-    ctx.messages[run] = f"group {group} swapped to spare after node failure"
+        ctx.close_lease(lease, Closure.NODE_FAILURE)
+    ctx.set_status(run, reasons.swapped(group))
     return True
 
 
@@ -93,44 +95,34 @@ def _healthy(ctx: Pass, node: str) -> bool:
     return n is not None and not n.fenced
 
 
-def _lose_group(ctx: Pass, run: str, group: int, failed: list[Lease]) -> None:
-    """No usable spare: a malleable run above its floor drops the group; otherwise fail or requeue."""
+def _lose_group(ctx: Pass, run: str, group: int, node: str, failed: list[Lease]) -> None:
+    """No usable spare: a malleable run still at its floor drops the group; otherwise fail or requeue.
+
+    Completed groups count toward the floor (they are done, not lost)."""
     spec = ctx.specs.get(run)
     rec = ctx.records.get(run)
-    lost = sum(x.gpus for x in ctx.open_leases(run) if x.group == group and x.role == "Active")
-    remaining = ctx.allocated(run) - lost
+    lost = sum(x.gpus for x in ctx.open_leases(run) if x.group == group and x.role == Role.ACTIVE)
+    remaining = ctx.counted(run) - lost
     malleable = spec.spec.malleable if spec is not None else None
     if malleable is not None and remaining >= malleable.minTotalGPUs:
         for lease in sorted(
             (x for x in ctx.open_leases(run) if x.group == group), key=lambda x: (x.node, x.name)
         ):
-            ctx.close_lease(lease, "NodeFailure")
-        ctx.messages[run] = f"group {group} lost after node failure; continuing at {remaining} GPUs"
+            ctx.close_lease(lease, Closure.NODE_FAILURE)
+        ctx.set_status(run, reasons.continuing(group, node, ctx.allocated(run)))
         return
-    first = failed[0]
     for lease in failed:
-        ctx.close_lease(lease, "NodeFailure")
-    ctx.close_run(run, "RunFailed", first=first, first_closure="NodeFailure")
+        ctx.close_lease(lease, Closure.NODE_FAILURE)
+    ctx.close_run(run, Closure.RUN_FAILED)
     if rec is None:
         return
-    if run in ctx.world.frozen_runs:  # whether it checkpoints is unknown: never failed for a typo
-        rec.phase, rec.message, rec.started = (
-            "Pending",
-            f"group {group} lost after node failure; requeued",
-            None,
-        )
-    elif spec is not None and spec.spec.runtime.checkpoint is not None:
-        rec.phase, rec.message, rec.started = (
-            "Pending",
-            f"group {group} lost after node failure; requeued to restart from checkpoint",
-            None,
-        )
+    cause = reasons.lost_group(group, node)
+    # requeued when it restarts from a checkpoint, or when whether it checkpoints is unknown (a run
+    # whose spec is invalid now is never failed for a typo)
+    if run in ctx.world.frozen_runs or (spec is not None and spec.spec.runtime.checkpoint is not None):
+        ctx.set_status(run, cause, Phase.PENDING, cause=cause)
     else:
-        rec.phase, rec.message, rec.finished = (
-            "Failed",
-            f"group {group} lost after node failure with no usable spare",
-            ctx.now,
-        )
+        ctx.set_status(run, reasons.failed_no_spare(group, node), Phase.FAILED)
 
 
 def settle_fills(ctx: Pass) -> None:
@@ -144,16 +136,12 @@ def settle_fill_run(ctx: Pass, run: str) -> None:
     """An opportunistic run that lost fill leases keeps going only while it stays whole."""
     rec = ctx.records.get(run)
     spec = ctx.specs.get(run)
-    if rec is None or rec.phase != "Running":
+    if rec is None or rec.phase != Phase.RUNNING:
         return
     left = ctx.allocated(run)
     malleable = spec.spec.malleable if spec is not None else None
     if left > 0 and malleable is not None and left >= malleable.minTotalGPUs:
-        ctx.messages[run] = f"fill leases reclaimed by spares; running with {left} GPUs"
+        ctx.set_status(run, reasons.running_with(left))
         return
-    ctx.close_run(run, "ReclaimedBySpare")
-    rec.phase, rec.message, rec.started = (
-        "Pending",
-        "fill leases reclaimed by spares; waiting for spare capacity",
-        None,
-    )
+    ctx.close_run(run, Closure.RECLAIMED_BY_SPARE)
+    ctx.set_status(run, reasons.FILL_RECLAIMED, Phase.PENDING, cause=reasons.FILL_RECLAIMED)

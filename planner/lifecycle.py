@@ -1,20 +1,29 @@
 """Lifecycle: fold what was observed into the pass — new and deleted runs, workload outcomes, `after`.
 
-Runs first; nothing here funds, places or cuts. Run deleted → `RunDeleted`; workload succeeded →
-`Completed` and Succeeded; workload failed → `WorkloadFailed` (the rest `RunFailed`) and Failed.
+Runs first; nothing here funds, places or cuts. Run deleted → `RunDeleted`; a group whose pods all
+succeeded → `Completed` (never re-grown, still counted toward the run's minimum), every group →
+Succeeded; workload failed → `WorkloadFailed` (the rest `RunFailed`) and Failed.
 """
 
 from __future__ import annotations
 
+from planner import reasons
 from planner.context import Pass
-from planner.world import RunRecord
+from planner.reasons import Closure, Phase, ResState
+from planner.world import Lease, RunRecord
 
 
 def admit_new_runs(ctx: Pass) -> None:
-    """Every run seen for the first time is submitted now: Waiting behind `after`, else Pending."""
+    """Every run seen for the first time is submitted now: Waiting behind `after`, else Pending.
+
+    A run whose file is invalid from the start is recorded too (its status names the file to fix),
+    but is not in line until the file is valid."""
     for key, run in sorted(ctx.specs.items()):
         if key not in ctx.records:
-            ctx.records[key] = RunRecord(key, ctx.now, "Waiting" if run.spec.after else "Pending")
+            ctx.records[key] = RunRecord(key, ctx.now, Phase.WAITING if run.spec.after else Phase.PENDING)
+    for key in sorted(ctx.world.frozen_runs):
+        if key not in ctx.records and key not in ctx.specs:
+            ctx.records[key] = RunRecord(key, ctx.now, Phase.PENDING)
 
 
 def fold_deletions(ctx: Pass) -> set[str]:
@@ -23,10 +32,10 @@ def fold_deletions(ctx: Pass) -> set[str]:
     for key in sorted(ctx.records):
         if key in ctx.specs or key in ctx.world.frozen_runs:
             continue
-        ctx.close_run(key, "RunDeleted")
+        ctx.close_run(key, Closure.RUN_DELETED)
         res = ctx.reservations.get(key)
-        if res is not None and res.state == "Pending":
-            res.state, res.reason, res.ended = "Failed", "run deleted", ctx.now
+        if res is not None and res.state == ResState.PENDING:
+            res.state, res.reason, res.ended = ResState.FAILED, "run deleted", ctx.now
         del ctx.records[key]
         deleted.add(key)
     return deleted
@@ -36,48 +45,48 @@ def fold_workload(ctx: Pass) -> None:
     """Workload outcomes: a whole run, or one group at a time until every group has succeeded."""
     for ev in ctx.world.workload:
         rec = ctx.records.get(ev.run)
-        if rec is None or rec.phase != "Running":
+        if rec is None or rec.phase != Phase.RUNNING:
             continue
         active = ctx.groups(ev.run)
         if ev.event == "Succeed":
-            targets = [g for g in active if ev.group is None or g == ev.group]
-            for g in targets:
+            for g in (g for g in active if ev.group is None or g == ev.group):
+                rec.completed += sum(x.gpus for x in active[g])
                 for lease in _group_leases(ctx, ev.run, g):
-                    ctx.close_lease(lease, "Completed")
+                    ctx.close_lease(lease, Closure.COMPLETED)
             if not ctx.groups(ev.run):
-                ctx.close_run(ev.run, "Completed")
-                _finish(ctx, rec, "Succeeded", "all groups completed")
+                ctx.close_run(ev.run, Closure.COMPLETED)
+                _finish(ctx, rec, Phase.SUCCEEDED, reasons.ALL_COMPLETED)
         else:
-            failed = next(
-                (x for x in ctx.open_leases(ev.run) if ev.group is None or x.group == ev.group), None
-            )
             for lease in sorted(ctx.open_leases(ev.run), key=lambda x: (x.group, x.node, x.name)):
                 same_group = ev.group is None or lease.group == ev.group
-                ctx.close_lease(lease, "WorkloadFailed" if same_group else "RunFailed")
+                ctx.close_lease(lease, Closure.WORKLOAD_FAILED if same_group else Closure.RUN_FAILED)
             ctx.by_run[ev.run] = []
-            where = "workload failed" if ev.group is None else f"workload of group {ev.group} failed"
-            _finish(ctx, rec, "Failed", where if failed is not None else "workload failed")
+            known = ev.group is None or ev.group in active
+            _finish(ctx, rec, Phase.FAILED, reasons.workload_failed(ev.group if known else None))
 
 
-def _group_leases(ctx: Pass, run: str, group: int) -> list:  # type: ignore[type-arg]
+def _group_leases(ctx: Pass, run: str, group: int) -> list[Lease]:
     return sorted(
         (x for x in ctx.open_leases(run) if x.group == group), key=lambda x: (x.role, x.node, x.name)
     )
 
 
-def _finish(ctx: Pass, rec: RunRecord, phase: str, message: str) -> None:
-    rec.phase, rec.message, rec.finished = phase, message, ctx.now
+def _finish(ctx: Pass, rec: RunRecord, phase: Phase, message: str) -> None:
+    ctx.set_status(rec.run, message, phase)
     res = ctx.reservations.get(rec.run)
-    if res is not None and res.state == "Pending":
-        res.state, res.ended = "Failed", ctx.now
+    if res is not None and res.state == ResState.PENDING:
+        res.state, res.ended = ResState.FAILED, ctx.now
 
 
 def resolve_after(ctx: Pass) -> None:
-    """A Waiting run joins the line once every run it waits for Succeeded; it fails if one failed or vanished."""
+    """A Waiting run joins the line once every run it waits for Succeeded; it fails if one failed.
+
+    A name that does not exist (never submitted, or deleted before this run waited for it) keeps
+    it Waiting, with a message naming it."""
     for key in sorted(ctx.records):
         rec = ctx.records[key]
         spec = ctx.specs.get(key)
-        if rec.phase != "Waiting" or spec is None:
+        if rec.phase != Phase.WAITING or spec is None:
             continue
         ns = key.split("/", 1)[0]
         waiting: list[str] = []
@@ -85,26 +94,27 @@ def resolve_after(ctx: Pass) -> None:
             dep_key = f"{ns}/{dep}"
             dep_rec = ctx.records.get(dep_key)
             if dep_rec is None:
-                waiting.append(f"{dep_key} (not submitted)")
-            elif dep_rec.phase == "Failed":
-                _finish(ctx, rec, "Failed", f"dependency {dep_key} failed")
+                waiting.append(f"{dep_key} (no such run)")
+            elif dep_rec.phase == Phase.FAILED:
+                _finish(ctx, rec, Phase.FAILED, reasons.dependency_failed(dep_key))
                 break
-            elif dep_rec.phase != "Succeeded":
+            elif dep_rec.phase != Phase.SUCCEEDED:
                 waiting.append(dep_key)
         else:
             if waiting:
-                rec.message = "waiting for " + ", ".join(waiting)
+                ctx.set_status(key, reasons.waiting_for(waiting))
             else:
-                rec.phase, rec.message = "Pending", "dependencies succeeded"
+                ctx.set_status(key, reasons.DEPENDENCIES_SUCCEEDED, Phase.PENDING)
 
 
 def mark_deleted_dependencies(ctx: Pass, deleted: set[str]) -> None:
-    """A Waiting run fails when a run it waits for is deleted before it succeeded."""
+    """A Waiting run fails when a run it waits for is deleted while it waits (not one submitted with
+    it at this instant: that one never waited for a run that existed)."""
     for key, rec in sorted(ctx.records.items()):
         spec = ctx.specs.get(key)
-        if rec.phase != "Waiting" or spec is None:
+        if rec.phase != Phase.WAITING or spec is None or rec.submitted == ctx.now:
             continue
         ns = key.split("/", 1)[0]
         gone = [f"{ns}/{d}" for d in spec.spec.after if f"{ns}/{d}" in deleted]
         if gone:
-            _finish(ctx, rec, "Failed", f"dependency {gone[0]} was deleted")
+            _finish(ctx, rec, Phase.FAILED, reasons.dependency_deleted(gone[0]))

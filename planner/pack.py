@@ -7,13 +7,15 @@ payer of every GPU. Binds nothing (slot numbers and names are `bind`) and cuts n
 from __future__ import annotations
 
 from bisect import insort
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from planner.accounting import LOAN, Env
 from planner.topology import Node, Topology
 
-REASON_GROUPING = "no single domain satisfies run grouping"
+CAPACITY = "capacity"  # no domain its funding reaches holds a group (with its spares) now
+GROUPING = "grouping"  # `allowCrossGroupSpread: false` and no one domain holds every group
 
 
 @dataclass(slots=True)
@@ -65,6 +67,7 @@ class Request:
     prefer: tuple[str, ...] = ()  # domains the run already uses
     held: dict[str, int] = field(default_factory=dict)  # free GPUs promised to reservations ahead
     fill: bool = False  # opportunistic: only spare-held slots, paid by nobody
+    assign: tuple[str, ...] | None = None  # each group's domain, as a reservation's scope drew it
 
 
 class _Cursor:
@@ -225,22 +228,22 @@ def place(topo: Topology, req: Request, flavor: str) -> Packing:
     """
     need = req.total + req.spares_per_group * (len(req.sizes) if req.sizes else 1)
     if not req.fill and topo.flavor_free.get(flavor, 0) < need:
-        return Packing([], "capacity")
+        return Packing([], CAPACITY)
     smallest = min(req.sizes) if req.sizes else 1
     if not req.fill and topo.max_domain_free(flavor) < smallest + req.spares_per_group:
-        return Packing([], "capacity")  # no domain could hold even the smallest group with its spares
+        return Packing([], CAPACITY)  # no domain could hold even the smallest group with its spares
     cur = _Cursor(topo, req, flavor)
     if cur.total_free() < need:  # fast refusal: not enough fundable free GPUs anywhere
-        return Packing([], "capacity")
+        return Packing([], CAPACITY)
     packing = _pack(cur, req, spares_last=True)
     if packing.failure == _SPARES:
         packing = _pack(_Cursor(topo, req, flavor), req, spares_last=False)
     if packing.failure == _SPARES:
-        packing.failure = "capacity"
+        packing.failure = CAPACITY
     return packing
 
 
-_SPARES = "spares"  # a group's spares did not fit (reported as "capacity")
+_SPARES = "spares"  # a group's spares did not fit (reported as CAPACITY)
 
 
 def _pack(cur: _Cursor, req: Request, spares_last: bool) -> Packing:
@@ -252,15 +255,18 @@ def _pack(cur: _Cursor, req: Request, spares_last: bool) -> Packing:
     index = req.first_index
     while left > 0:
         want = min(sizes.pop(0), left) if sizes else left
-        chosen = _choose(cur, used, want, req.sizes is None, spares)
+        if req.assign is not None:  # the scope decided each group's domain
+            chosen: tuple[str, int] | None = (req.assign[len(groups)], want)
+        else:
+            chosen = _choose(cur, used, want, req.sizes is None, spares)
         if chosen is None:
-            return Packing([], REASON_GROUPING if req.single_domain and groups else "capacity")
+            return Packing([], GROUPING if req.single_domain and groups else CAPACITY)
         domain, want = chosen
         if req.single_domain and groups and domain != groups[0].domain:
-            return Packing([], REASON_GROUPING)
+            return Packing([], GROUPING)
         pieces = cur.take(domain, want, commit=True)
         if pieces is None:
-            return Packing([], "capacity")
+            return Packing([], CAPACITY)
         group = GroupPlan(index, domain, pieces)
         groups.append(group)
         if spares and not spares_last:
@@ -284,12 +290,11 @@ def _pack(cur: _Cursor, req: Request, spares_last: bool) -> Packing:
 def _choose(
     cur: _Cursor, used: Sequence[str], want: int, chunked: bool, spares: int
 ) -> tuple[str, int] | None:
-    """Where the next group goes, and its size: a domain the run already uses, else the one with
-    most free GPUs (ties by key), else the next by free GPUs — each only if it holds the group with
-    its spares and the funding reaching it pays for them. A chunk (no fixed group size) is as much
-    of `want` as such a domain holds and pays for, at least one GPU. Where the run's spares then
-    fit, this is the domain a choice by free GPUs alone would make: the checks only skip a domain
-    where the group or its spares would not fit."""
+    """Where the next group goes, and its size (§4.3): a domain the run already uses; else the
+    domain whose funding is nearest in cover order, then the one with most free GPUs its funding
+    reaches, ties by key — each only if it holds the group with its spares and the funding reaching
+    it pays for them. A chunk (no fixed group size) is as much of `want` as such a domain holds and
+    pays for, at least one GPU."""
     need = (1 if chunked else want) + spares
 
     def size_in(d: str) -> int:
@@ -305,16 +310,55 @@ def _choose(
     for d in used:
         if (size := size_in(d)) > 0:
             return d, size
-    top = max(cur.free.values(), default=0)
-    if top < need:
+    if max(cur.free.values(), default=0) < need:
         return None
-    best = min(d for d, free in cur.free.items() if free == top)  # most free, ties by domain key
-    if (size := size_in(best)) > 0:
-        return best, size
-    for _, d in sorted((-free, d) for d, free in cur.free.items() if free >= need and d != best):
-        if (size := size_in(d)) > 0:
+    order = _by_free(cur.free, need) if cur.req.fill else _nearest(cur, need)
+    for d in order:
+        if d not in used and (size := size_in(d)) > 0:
             return d, size
     return None
+
+
+def _by_free(free: dict[str, int], need: int) -> Iterator[str]:
+    """Domains holding `need` by most free GPUs, ties by key (fill, which no envelope pays for)."""
+    for _, d in sorted((-v, d) for d, v in free.items() if v >= need):
+        yield d
+
+
+def _nearest(cur: _Cursor, need: int) -> Iterator[str]:
+    """Domains in pack-to-empty order: walk the sources in cover order, adding up what each can pay
+    in every domain it reaches; a domain's rank is the source at which that first covers the group
+    (with its spares; a chunk, from its first GPU). Domains of one rank come by most free GPUs,
+    then key. Lazy: a group mostly lands in a domain of the first source."""
+    free = cur.free
+    sources = cur.req.sources
+    rooms = cur.room
+    borrow_left = None if cur.req.max_borrow is None else cur.req.max_borrow - cur.borrowed
+    own: dict[str, int] = defaultdict(int)
+    loans: dict[str, int] = defaultdict(int)
+    done: set[str] = set()
+    for i, src in enumerate(sources):
+        room = rooms[i]
+        if room <= 0:
+            continue
+        loan = src.category == LOAN
+        if loan and borrow_left is not None and borrow_left <= 0:
+            continue
+        batch: list[tuple[int, str]] = []
+        for d in src.reach or cur.topo.coverage(src.nodes):
+            if d in done:
+                continue
+            if loan:
+                loans[d] += room
+            else:
+                own[d] += room
+            paid = own[d] + (loans[d] if borrow_left is None else min(loans[d], borrow_left))
+            if paid >= need:  # a chunk is as much as the funding reaching the domain pays
+                done.add(d)
+                if free.get(d, 0) >= need:
+                    batch.append((-free[d], d))
+        for _, d in sorted(batch):
+            yield d
 
 
 def domain_sources(topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:

@@ -1,8 +1,11 @@
-"""One reconcile pass, in the order of §4.1: observe, fund, line up, grow, forecast, report.
+"""One reconcile pass, in the order of §4.1: observe, fund, line up, grow, fill, forecast, report.
 
 `plan(world)` is the whole decision: a pure function of the snapshot. It returns the next state,
-the ledger events and statuses; it writes nothing and reads no clock. The pod manifests are the
-render stage's (`Plan.manifests`, built on first use): the simulator and `jobtree plan` never need them.
+the ledger events and statuses; it writes nothing and reads no clock. The pass is a fixed point:
+the line, growth and fill run again until a round of them changes nothing (capacity an activation's
+cuts freed goes to whoever fits, in line order), so planning again at the same instant from the
+pass's own output decides nothing new. The pod manifests are the render stage's (`Plan.manifests`,
+built on first use): the simulator and `jobtree plan` never need them.
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ from planner import (
     invariants,
     lifecycle,
     manifests,
+    reasons,
     status,
 )
-from planner.context import Event, Pass
+from planner.admission import Line
+from planner.context import Event, Moved, Pass
+from planner.reasons import Confidence, Phase, ResState
 from planner.topology import Topology, is_fenced
 from planner.world import FleetState, Lease, World, run_key
 from schemas.run import Run
@@ -47,6 +53,12 @@ class Plan:
     unfunded_before: frozenset[tuple[str, int]] = frozenset()
     # runs the last pass left waiting in a reservation: with `state.reservations`, who was reserved now
     waiting_before: frozenset[str] = frozenset()
+    moves: list[Moved] = field(default_factory=list)  # reservations whose ETA moved (§4.5)
+    due: list[int] = field(default_factory=list)  # instants after now a pass is due, soonest first
+    # (reservation, run) warnings a waiting reservation published before and no longer does
+    lifted: list[tuple[str, str]] = field(default_factory=list)
+    # runs whose file became invalid at this pass -> the file to fix (they are kept as they were)
+    newly_invalid: dict[str, str] = field(default_factory=dict)
 
     @property
     def running_groups(self) -> set[tuple[str, int]]:
@@ -93,48 +105,31 @@ def plan(world: World) -> Plan:
     lifecycle.fold_workload(ctx)
     lifecycle.mark_deleted_dependencies(ctx, deleted)
     lifecycle.resolve_after(ctx)
-    # meter GPU-hours since the last pass under the funding classes then in force
+    # meter GPU-hours since the last pass under the funding classes then in force, exactly
     book.unfunded = set(prev.unfunded)
-    meters = accounting.meter(prev.meters, book, ctx.leases, ctx.owner_of, prev.as_of, settings.spare_rate)
+    meters, cutoffs = accounting.meter(
+        prev.meters, book, ctx.leases, ctx.owner_of, prev.as_of, settings.spare_rate
+    )
     for (b, e), m in meters.items():
         if f"{b}/{e}" in book.consumed:
             book.consumed[f"{b}/{e}"] = m.consumed + m.spare
             book.lent_hours[f"{b}/{e}"] = m.lent
-    _meter_runs(ctx, prev.as_of)
+    _meter_runs(ctx, prev.as_of, cutoffs)
     admission.accounting_refresh(ctx)
     failover.handle_failures(ctx)
     elastic.shrink_to_desired(ctx)
     # 2. funding classes as of now (only envelopes whose leases the failures and shrinks changed)
     admission.refresh_after_failures(ctx)
-    # 3. the line: admissions, reservations, activations
-    line = admission.run_line(ctx, lookahead_hours)
-    # 4. growth, never into capacity held for funded reservations
-    elastic.grow(ctx, line.held, lookahead_hours)
-    admission.refresh_after_line(ctx, line)
-    admission.settle_funding(ctx, line, lookahead_hours)
-    # 5. conflict sets for reservations still waiting
-    order = sorted(
-        (o for o in line.order if ctx.reservations[o[0]].state == "Pending"),
-        key=lambda o: (o[2], ctx.rank(o[0])),
-    )
+    # 3-5. the line (admissions, reservations, activations), growth, fill: until nothing moves
+    line = _admit(ctx, lookahead_hours)
+    # 6. ETAs with the conflict sets and their odds, and remedies, for reservations still waiting
     risk = forecast.AtRisk(ctx)
-    leases_then = (len(ctx.leases), ctx.closures)
-    forecast.publish(ctx, forecast.conflict_sets(ctx, order, risk))
-    ordered = {o[0] for o in order}
-    for key, res in ctx.reservations.items():
-        if res.state == "Pending" and key not in ordered:
-            res.conflicts = []
-    failover.settle_fills(ctx)
-    _settle_phases(ctx)
-    # 6. report
+    _forecast(ctx, line, set(), risk)
+    _remedies(ctx, line, risk)
+    _say_waiting(ctx, line)
+    # 7. report
     clusters = {n.name: n.labels.get("cluster", "default") for n in topo.nodes.values()}
     by_run = status.conflicts_by_run(ctx.reservations)
-    if (len(ctx.leases), ctx.closures) != leases_then:  # fills or phases moved leases since
-        risk = forecast.AtRisk(ctx)
-    shorts = {k: short for k, short, _ in line.order}
-    for key, res in ctx.reservations.items():
-        if res.state == "Pending" and not res.reason.startswith(("budget", "borrow")):
-            res.remedies = tuple(risk.remedies(shorts.get(key, {})))
     status.note_specs(ctx)
     runs = {key: status.run_status(ctx, key, by_run.get(key, [])) for key in sorted(ctx.records)}
     budgets = status.budget_status(ctx, meters)
@@ -144,7 +139,7 @@ def plan(world: World) -> Plan:
     reservations = {
         k: v
         for k, v in sorted(ctx.reservations.items())
-        if v.state == "Pending" or (v.ended is not None and now - v.ended < settings.retention)
+        if v.state == ResState.PENDING or (v.ended is not None and now - v.ended < settings.retention)
     }
     for key, rec in ctx.records.items():
         if key in ctx.messages:
@@ -160,28 +155,170 @@ def plan(world: World) -> Plan:
     )
     open_leases = [x for x in ctx.leases if x.open]
     violations = invariants.check(open_leases, book, set(ctx.records))
+    violations += [f"reservation {k} cut runs and could not start on what they freed" for k in line.unplaced]
     return Plan(
         state, ctx.events, runs, budgets, sorted(ctx.cordon), list(topo.problems), violations,
         open_leases, specs, clusters, frozen=frozenset(world.frozen_runs), unfunded_before=prev.unfunded,
-        waiting_before=frozenset(k for k, r in prev.reservations.items() if r.state == "Pending"),
+        waiting_before=frozenset(k for k, r in prev.reservations.items() if r.state == ResState.PENDING),
+        moves=_moves(ctx), due=_due(ctx, meters), lifted=_lifted(ctx),
+        newly_invalid={k: p for k, p in sorted(world.frozen_runs.items()) if not (prev.runs.get(k) and prev.runs[k].invalid)},
     )  # fmt: skip
 
 
-def _meter_runs(ctx: Pass, since: int | None) -> None:
+def _admit(ctx: Pass, lookahead_hours: float) -> Line:
+    """The line, growth and fill again until a round of them changes nothing, each reservation's
+    activation tried at most once: capacity freed in the pass goes to whoever fits, in line order,
+    and the last round's line (which changed nothing) is what a second pass would see."""
+    attempted: set[str] = set()
+    while True:
+        mark = (len(ctx.leases), ctx.closures)
+        line = admission.run_line(ctx, lookahead_hours, attempted)
+        elastic.grow(ctx, line.held, lookahead_hours)
+        admission.fill(ctx)
+        elastic.grow(ctx, {}, lookahead_hours, opportunistic=True)
+        failover.settle_fills(ctx)
+        _settle_phases(ctx)
+        admission.refresh_after_line(ctx, line)
+        due_now = _forecast(ctx, line, attempted)
+        if mark == (len(ctx.leases), ctx.closures) and not due_now:
+            return line
+
+
+def _forecast(ctx: Pass, line: Line, attempted: set[str], risk: forecast.AtRisk | None = None) -> bool:
+    """Every waiting reservation's ETA and confidence (§4.5), and with `risk` (the pass's last word)
+    its conflict set with each member's odds. True when one is due now that this pass has not tried."""
+    now, notice = ctx.now, ctx.world.settings.notice
+    entries: list[forecast.Entry] = []
+    for key in line.waiting:
+        res = ctx.reservations[key]
+        if res.state != ResState.PENDING:
+            continue
+        w = line.states[key]
+        window = w.short.window if w.short is not None else None
+        if window is not None:
+            res.window = window
+        if w.placeable and (w.holds or window is not None):
+            # a reservation aligned to a window opens 10 s past it, as its ETA promised
+            earliest = max(res.since + notice, res.window + 10 if res.window is not None else 0)
+            entries.append(forecast.Entry(key, w.scope.short, w.scope.claims, earliest, window))
+        else:  # short of funding with no window to fund it, or no fleet it reaches can hold it
+            res.earliest_start, res.confidence = None, Confidence.UNKNOWN
+    seen = forecast.outlook(ctx, entries, risk or forecast.AtRisk(ctx), with_odds=risk is not None)
+    due = False
+    for key, found in seen.items():
+        res = ctx.reservations[key]
+        res.earliest_start = found.eta
+        if found.eta is None:
+            res.confidence = Confidence.UNKNOWN
+        else:
+            res.confidence = (
+                Confidence.WINDOW if line.states[key].short is not None else Confidence.CONSERVATIVE
+            )
+        due = due or (found.eta is not None and found.eta <= now and key not in attempted)
+    for key, res in ctx.reservations.items():
+        if res.state != ResState.PENDING:
+            continue
+        if risk is not None:
+            res.conflicts = [] if key not in seen else res.conflicts
+        if key in ctx.world.frozen_runs and res.earliest_start is not None and res.earliest_start <= now:
+            res.earliest_start, res.confidence = None, Confidence.UNKNOWN  # waits on its file
+    if risk is not None:
+        forecast.publish(ctx, seen)
+    return due
+
+
+def _remedies(ctx: Pass, line: Line, risk: forecast.AtRisk) -> None:
+    """Remedies as §4.5 lists them: for a funding shortfall every one that applies, the binding one
+    first; for a capacity deficit what can act on it in scope, with the GPUs each can free."""
+    for key in line.waiting:
+        res = ctx.reservations[key]
+        if res.state != ResState.PENDING:
+            continue
+        w = line.states[key]
+        if w.short is not None:
+            res.remedies, res.remedy_gpus = w.short.remedies, ()
+        elif not w.placeable:  # nothing in scope to act on: the run must change
+            res.remedies, res.remedy_gpus = (), ()
+        else:
+            res.remedies, res.remedy_gpus = risk.remedies(w.scope.short)
+
+
+def _say_waiting(ctx: Pass, line: Line) -> None:
+    """A reserved run's message: why it waits, after what put it back in line when something did."""
+    for key in line.waiting:
+        res = ctx.reservations[key]
+        rec = ctx.records.get(key)
+        if res.state != ResState.PENDING or rec is None or rec.phase != Phase.PENDING:
+            continue
+        w = line.states[key]
+        if not w.placeable and w.short is None:
+            ctx.set_status(key, reasons.held_back(res.reason, rec.cause))
+            continue
+        capacity = res.deficit if w.short is None else None
+        ctx.set_status(key, reasons.reserved(res.reason, rec.cause, capacity))
+
+
+def _moves(ctx: Pass) -> list[Moved]:
+    """A waiting reservation whose ETA is not what the last pass published: the ledger says so."""
+    out = []
+    for key, res in sorted(ctx.reservations.items()):
+        was = ctx.world.state.reservations.get(key)
+        if (
+            was is not None
+            and was.state == ResState.PENDING
+            and res.state == ResState.PENDING
+            and was.earliest_start != res.earliest_start
+        ):
+            out.append(Moved(ctx.now, key, res.earliest_start, was.earliest_start, res.reason))
+    return out
+
+
+def _lifted(ctx: Pass) -> list[tuple[str, str]]:
+    """Conflict-set warnings the last pass published that this one does not (the commit says so)."""
+    out = []
+    for key, was in sorted(ctx.world.state.reservations.items()):
+        if was.state != ResState.PENDING or not was.conflicts:
+            continue
+        res = ctx.reservations.get(key)
+        now = {e.run for e in res.conflicts} if res is not None and res.state == ResState.PENDING else set()
+        out += [(key, e.run) for e in was.conflicts if e.run not in now]
+    return out
+
+
+def _due(ctx: Pass, meters: dict[tuple[str, str], Any]) -> list[int]:
+    """Instants after now at which a pass is due without any change (§4.1): an ETA, an envelope
+    window opening or closing, a running claim spending an envelope's GPU-hour cap."""
+    now = ctx.now
+    times = {r.earliest_start for r in ctx.reservations.values() if r.state == ResState.PENDING}
+    for env in ctx.book.envs.values():
+        times |= {env.start, env.end}
+    times |= set(accounting.spent_when(ctx.book, ctx.leases, ctx.world.settings.spare_rate))
+    return sorted(t for t in times if t is not None and t > now)
+
+
+def _meter_runs(ctx: Pass, since: int | None, cutoffs: dict[str, accounting.Cutoff]) -> None:
     if since is None:
         return
     for lease in ctx.leases:
         if lease.role != "Active" or lease.payer.key is None:
             continue
         start = max(lease.start, since)
-        end = lease.ended if lease.ended is not None else ctx.now
-        if end <= start or (lease.run, lease.group) in ctx.book.unfunded:
+        end: float = lease.ended if lease.ended is not None else ctx.now
+        if (lease.run, lease.group) in ctx.book.unfunded:
             continue
         rec = ctx.records.get(lease.run)
         if rec is None:
             continue
+        own = lease.payer.owner == ctx.owner_of(lease.run)
+        cut = cutoffs.get(lease.payer.env_key or "")
+        if cut is not None:
+            env = ctx.book.envs.get(lease.payer.env_key or "")
+            loan = env is not None and ctx.book.category(ctx.owner_of(lease.run), env) == accounting.LOAN
+            end = cut.end(end, loan)
+        if end <= start:
+            continue
         hours = lease.gpus * (end - start) / 3600
-        if lease.payer.owner == ctx.owner_of(lease.run):
+        if own:
             rec.owned_hours += hours
         else:
             rec.borrowed_hours += hours
@@ -190,6 +327,6 @@ def _meter_runs(ctx: Pass, since: int | None) -> None:
 def _settle_phases(ctx: Pass) -> None:
     """A running run with no active GPUs left (and no spare swap pending) is back in line."""
     for key, rec in ctx.records.items():
-        if rec.phase == "Running" and ctx.allocated(key) == 0 and key not in ctx.world.frozen_runs:
-            ctx.close_run(key, "RunFailed")
-            rec.phase, rec.started = "Pending", None
+        if rec.phase == Phase.RUNNING and ctx.allocated(key) == 0 and key not in ctx.world.frozen_runs:
+            ctx.close_run(key, reasons.Closure.RUN_FAILED)
+            ctx.set_status(key, rec.message, Phase.PENDING)

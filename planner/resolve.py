@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from planner import reasons
 from planner.context import Pass
 from planner.lottery import draw, replay, seed_for
-from planner.world import Reservation
-
-REQUEUED = "requeued after "  # a run cut whole: "requeued after <closure> for reservation <key>"
+from planner.reasons import Closure, Phase, Role
+from planner.world import Lease, Reservation
 
 
 class Resolver:
@@ -35,7 +35,7 @@ class Resolver:
             if (
                 entry.since <= warned_before
                 and rec is not None
-                and rec.phase == "Running"
+                and rec.phase == Phase.RUNNING
                 and entry.run not in ctx.started
                 and (rec.started or 0) + protect <= ctx.now
             ):
@@ -45,7 +45,7 @@ class Resolver:
         n = self.ctx.topo.nodes.get(node)
         return n.domain if n is not None else None
 
-    def _in_scope(self, run: str, role: str = "Active") -> dict[int, dict[str, int]]:
+    def _in_scope(self, run: str, role: Role = Role.ACTIVE) -> dict[int, dict[str, int]]:
         """Group -> domain -> GPUs, for this run's leases of a role in short domains."""
         out: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for lease in self.ctx.open_leases(run):
@@ -59,38 +59,37 @@ class Resolver:
         for run in self.eligible:
             for lease in self.ctx.open_leases(run):
                 d = self._domain(lease.node)
-                if d in self.left and lease.role != "Borrowed":
+                if d in self.left and lease.role != Role.BORROWED:
                     can[d] += lease.gpus
         return all(can[d] >= v for d, v in self.left.items())
 
     def short(self) -> bool:
         return any(v > 0 for v in self.left.values())
 
-    def _cut_group(self, run: str, group: int, closure: str) -> None:
+    def _cut_group(self, run: str, group: int, kind: Closure, seed: str | None = None) -> None:
         """End a group; a fixed-width run (or a malleable one pushed under its floor) goes whole."""
         ctx = self.ctx
         spec = ctx.specs.get(run)
         m = spec.spec.malleable if spec is not None else None
-        group_gpus = sum(x.gpus for x in ctx.open_leases(run) if x.group == group and x.role == "Active")
-        whole = m is None or ctx.allocated(run) - group_gpus < m.minTotalGPUs
+        group_gpus = sum(x.gpus for x in ctx.open_leases(run) if x.group == group and x.role == Role.ACTIVE)
+        whole = m is None or ctx.counted(run) - group_gpus < m.minTotalGPUs
         for lease in sorted(ctx.open_leases(run), key=lambda x: (x.group, x.role, x.node, x.name)):
             if whole or lease.group == group:
                 self._free(lease)
-                ctx.close_lease(lease, closure)
-        ctx.cut.add(run)
-        rec = ctx.records[run]
+                ctx.close_lease(lease, kind, seed)
+        ctx.resized(run)
         if whole:
             ctx.by_run[run] = []
-            rec.phase, rec.started = "Pending", None
             self.requeued.append(run)
-            rec.message = f"{REQUEUED}{closure} for reservation {self.res.run}"
+            cause = reasons.requeued(reasons.closure_text(kind, seed), self.res.run)
+            ctx.set_status(run, cause, Phase.PENDING, cause=cause)
         else:
-            ctx.messages[run] = f"shrunk to {ctx.allocated(run)} GPUs for reservation {self.res.run}"
+            ctx.set_status(run, reasons.shrunk(ctx.allocated(run), self.res.run))
 
-    def _free(self, lease: object) -> None:
-        d = self._domain(lease.node)  # type: ignore[attr-defined]
-        if d in self.left and lease.role != "Borrowed":  # type: ignore[attr-defined]
-            self.left[d] -= lease.gpus  # type: ignore[attr-defined]
+    def _free(self, lease: Lease) -> None:
+        d = self._domain(lease.node)
+        if d in self.left and lease.role != Role.BORROWED:
+            self.left[d] -= lease.gpus
 
     def run(self) -> bool:
         """Make the cuts; True when the deficit in scope is gone."""
@@ -100,23 +99,16 @@ class Resolver:
         for run in eligible:
             for group in sorted(self._in_scope(run), reverse=True):
                 if self.short() and (run, group) in self.unfunded and ctx.open_leases(run):
-                    self._cut_group(run, group, "ReclaimUnfunded")
+                    self._cut_group(run, group, Closure.RECLAIM_UNFUNDED)
         # (2) drop spares
         for run in eligible:
             for lease in sorted(ctx.open_leases(run), key=lambda x: (-x.group, x.node)):
-                if self.short() and lease.role == "Spare" and self._domain(lease.node) in self.left:
-                    for fill in [
-                        x
-                        for x in ctx.leases
-                        if x.open
-                        and x.role == "Borrowed"
-                        and x.node == lease.node
-                        and set(x.slots) & set(lease.slots)
-                    ]:
-                        ctx.close_lease(fill, "ReclaimedBySpare")
+                if self.short() and lease.role == Role.SPARE and self._domain(lease.node) in self.left:
+                    for fill in ctx.fills_on(lease.node, lease.slots):
+                        ctx.close_lease(fill, Closure.RECLAIMED_BY_SPARE)
                     self._free(lease)
-                    ctx.close_lease(lease, "DropSpare")
-                    ctx.cut.add(run)
+                    ctx.close_lease(lease, Closure.DROP_SPARE)
+                    ctx.resized(run)
         # (3) shrink malleable runs by whole groups, highest index first, never below the floor
         for run in eligible:
             spec = ctx.specs.get(run)
@@ -124,33 +116,31 @@ class Resolver:
             if m is None:
                 continue
             for group in sorted(self._in_scope(run), reverse=True):
-                gpus = sum(x.gpus for x in ctx.open_leases(run) if x.group == group and x.role == "Active")
-                if not self.short() or ctx.allocated(run) - gpus < m.minTotalGPUs:
+                gpus = sum(x.gpus for x in ctx.open_leases(run) if x.group == group and x.role == Role.ACTIVE)
+                if not self.short() or ctx.counted(run) - gpus < m.minTotalGPUs:
                     continue
                 for lease in sorted(
                     (x for x in ctx.open_leases(run) if x.group == group), key=lambda x: (x.role, x.node)
                 ):
                     self._free(lease)
-                    ctx.close_lease(lease, "Shrink")
-                ctx.cut.add(run)
-                ctx.messages[run] = f"shrunk to {ctx.allocated(run)} GPUs"
-        # (4) the lottery
-        if self.short():
-            seed = seed_for(self.res.run, ctx.now)
-            self.res.seed = seed
-            k = 0
-            while self.short():
-                cands = [
-                    (ctx.owner_of(run), run, group)
-                    for run in sorted(self.eligible)
-                    if ctx.records[run].phase == "Running"
-                    for group in self._in_scope(run)
-                ]
-                if not cands:
-                    break
-                run, group = draw(seed, k, cands)
-                self._cut_group(run, group, f"RandomPreempt({seed})")
-                k += 1
+                    ctx.close_lease(lease, Closure.SHRINK)
+                ctx.resized(run)
+                ctx.set_status(run, reasons.shrunk(ctx.allocated(run)))
+        # (4) the lottery: its seed is published only when it draws
+        k = 0
+        while self.short():
+            cands = [
+                (ctx.owner_of(run), run, group)
+                for run in sorted(self.eligible)
+                if ctx.records[run].phase == Phase.RUNNING
+                for group in self._in_scope(run)
+            ]
+            if not cands:
+                break
+            seed = self.res.seed = seed_for(self.res.run, ctx.now)
+            run, group = draw(seed, k, cands)
+            self._cut_group(run, group, Closure.RANDOM_PREEMPT, seed)
+            k += 1
         return not self.short()
 
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from planner import elastic
+from planner import elastic, reasons
 from planner.accounting import FAMILY, LOAN
 from planner.context import Pass
+from planner.reasons import Phase, ResState, Role
 from planner.world import EnvelopeMeter, Reservation
 from schemas.common import format_time
 from schemas.run import Run
 
 MAX_CONFLICTS_SHOWN = 20
-INVALID_SPEC = "spec invalid: fix "  # + the file: a frozen run's message, until the file is valid again
 
 
 def bounds(spec: Run) -> tuple[int, int, int]:
@@ -36,9 +36,10 @@ def note_specs(ctx: Pass) -> None:
         if spec is not None:
             rec.width = bounds(spec)
         if path is not None:
-            ctx.messages[key] = INVALID_SPEC + path
-        elif key not in ctx.messages and rec.message.startswith(INVALID_SPEC):
-            ctx.messages[key] = "spec valid again"
+            ctx.set_status(key, reasons.spec_invalid(path))
+        elif rec.invalid and key not in ctx.messages:
+            ctx.set_status(key, reasons.SPEC_VALID_AGAIN)
+        rec.invalid = path is not None
 
 
 def run_status(ctx: Pass, key: str, conflicts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -49,10 +50,10 @@ def run_status(ctx: Pass, key: str, conflicts: list[dict[str, Any]]) -> dict[str
     owned = borrowed = unfunded = fill = 0
     sponsors: dict[str, int] = defaultdict(int)
     for lease in leases:
-        if lease.role == "Borrowed":
+        if lease.role == Role.BORROWED:
             fill += lease.gpus
             continue
-        if lease.role != "Active":
+        if lease.role != Role.ACTIVE:
             continue
         if (lease.run, lease.group) in ctx.book.unfunded:
             unfunded += lease.gpus
@@ -67,13 +68,13 @@ def run_status(ctx: Pass, key: str, conflicts: list[dict[str, Any]]) -> dict[str
         low, high, want = rec.width
         width = {"min": low, "max": high, "desired": want, "allocated": allocated}
         malleable = spec.spec.malleable if spec is not None else None
-        if malleable is not None and rec.phase == "Running" and allocated < want:
+        if malleable is not None and rec.phase == Phase.RUNNING and ctx.counted(key) < want:
             width["pending"] = f"Grow to {want}"
-        elif malleable is None and spec is not None and rec.phase == "Running" and allocated != want:
+        elif malleable is None and spec is not None and rec.phase == Phase.RUNNING and allocated != want:
             # a fixed-width run keeps the width it started with; say so rather than ignore the edit
             width["pending"] = f"{want} GPUs once the run is re-created (a running run keeps its width)"
     out: dict[str, Any] = {
-        "phase": rec.phase,
+        "phase": rec.phase.value,
         "message": ctx.messages.get(key, rec.message),
         "submittedAt": format_time(rec.submitted),
         "width": width,
@@ -87,11 +88,12 @@ def run_status(ctx: Pass, key: str, conflicts: list[dict[str, Any]]) -> dict[str
             "borrowedGPUHours": round(rec.borrowed_hours, 3),
         },
     }
-    if rec.started is not None and rec.phase == "Running":
+    if rec.started is not None and rec.phase == Phase.RUNNING:
         out["startedAt"] = format_time(rec.started)
     res = ctx.reservations.get(key)
-    if res is not None and res.state == "Pending":
-        out["reservation"] = {"name": key.split("/", 1)[1], "earliestStart": format_time(res.earliest_start)}
+    if res is not None and res.state == ResState.PENDING:
+        eta = None if res.earliest_start is None else format_time(res.earliest_start)
+        out["reservation"] = {"name": key.split("/", 1)[1], "earliestStart": eta}
     if conflicts:
         out["conflicts"] = conflicts[:MAX_CONFLICTS_SHOWN]
         if len(conflicts) > MAX_CONFLICTS_SHOWN:
@@ -101,10 +103,12 @@ def run_status(ctx: Pass, key: str, conflicts: list[dict[str, Any]]) -> dict[str
 
 def conflicts_by_run(reservations: dict[str, Reservation]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for key in sorted(reservations, key=lambda k: (reservations[k].earliest_start, k)):
+    pending = [
+        k for k, r in reservations.items() if r.state == ResState.PENDING and r.earliest_start is not None
+    ]
+    for key in sorted(pending, key=lambda k: (reservations[k].earliest_start or 0, k)):
         res = reservations[key]
-        if res.state != "Pending":
-            continue
+        assert res.earliest_start is not None
         for entry in res.conflicts:
             out[entry.run].append(
                 {
@@ -122,7 +126,7 @@ def budget_status(ctx: Pass, meters: dict[tuple[str, str], EnvelopeMeter]) -> di
     )
     for lease in ctx.leases:
         env_key = lease.payer.env_key  # "budget/envelope", None when it names no envelope
-        if not lease.open or lease.role == "Borrowed" or env_key is None:
+        if not lease.open or lease.role == Role.BORROWED or env_key is None:
             continue
         env = ctx.book.envs.get(env_key)
         if env is None:
@@ -131,7 +135,7 @@ def budget_status(ctx: Pass, meters: dict[tuple[str, str], EnvelopeMeter]) -> di
         if (lease.run, lease.group) in ctx.book.unfunded:
             u["unfunded"] += lease.gpus
             continue
-        u["spare" if lease.role == "Spare" else "active"] += lease.gpus
+        u["spare" if lease.role == Role.SPARE else "active"] += lease.gpus
         cat = ctx.book.category(ctx.owner_of(lease.run), env)
         if cat in (FAMILY, LOAN):
             u["out"] += lease.gpus
@@ -157,5 +161,5 @@ def budget_status(ctx: Pass, meters: dict[tuple[str, str], EnvelopeMeter]) -> di
         out.setdefault(env.budget, {"envelopes": []})["envelopes"].append(entry)
     for name, path in ctx.world.frozen_budgets.items():
         if name in out:  # planned from its last valid version
-            out[name]["message"] = f"{INVALID_SPEC}{path}; funding kept as last valid"
+            out[name]["message"] = f"{reasons.spec_invalid(path)}; funding kept as last valid"
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from planner.reasons import Confidence, OpenReason, Phase, Remedy, ResState, Role, Wait
 from schemas.budget import Budget
 from schemas.run import Run
 
@@ -65,12 +66,12 @@ class Lease:
     name: str
     run: str  # "ns/name"
     group: int
-    role: str  # Active | Spare | Borrowed
+    role: Role
     node: str
     slots: tuple[int, ...]
     payer: Payer
     start: int
-    reason: str  # Start | Grow | Swap | Fill
+    reason: OpenReason
     ended: int | None = None
     closure: str | None = None
     rank: int | None = None  # first rendezvous rank these GPUs serve (None for spares)
@@ -105,28 +106,36 @@ class ConflictEntry:
 @dataclass(slots=True)
 class Reservation:
     run: str
-    earliest_start: int
+    earliest_start: int | None  # None: nothing known makes the run startable (confidence unknown)
     created: int
-    state: str = "Pending"  # Pending | Released | Failed
-    reason: str = ""
+    state: ResState = ResState.PENDING
+    reason: str = ""  # the words of `why` and its numbers (§4.5), for people
     deficit: int = 0
-    confidence: str = "conservative"
-    remedies: tuple[str, ...] = ()
+    confidence: Confidence = Confidence.CONSERVATIVE
+    remedies: tuple[Remedy, ...] = ()
     domains: tuple[str, ...] = ()
     nodes: tuple[str, ...] = ()
     paying: Payer | None = None
-    window_basis: int | None = None  # window start the ETA was aligned to
+    basis: int | None = None  # the pass the forecast counts from: its creation, or a re-forecast
     conflicts: list[ConflictEntry] = field(default_factory=list)
     seed: str | None = None
     ended: int | None = None
+    remedy_gpus: tuple[int, ...] = ()  # GPUs each remedy can free, in the order of `remedies`
+    window: int | None = None  # the window start its ETA was aligned to: activation waits 10 s past it
+    why: Wait | None = None  # the binding constraint (worked out again every pass; not stored)
 
     def copy(self) -> Reservation:
         """A copy the next pass may change (its own conflicts list; every other value is immutable)."""
         return Reservation(
             self.run, self.earliest_start, self.created, self.state, self.reason, self.deficit,
-            self.confidence, self.remedies, self.domains, self.nodes, self.paying, self.window_basis,
-            list(self.conflicts), self.seed, self.ended,
+            self.confidence, self.remedies, self.domains, self.nodes, self.paying, self.basis,
+            list(self.conflicts), self.seed, self.ended, self.remedy_gpus, self.window, self.why,
         )  # fmt: skip
+
+    @property
+    def since(self) -> int:
+        """The instant the forecast counts from."""
+        return self.basis if self.basis is not None else self.created
 
 
 @dataclass(slots=True)
@@ -135,18 +144,24 @@ class RunRecord:
 
     run: str
     submitted: int
-    phase: str = "Pending"  # Pending | Waiting | Running | Succeeded | Failed
+    phase: Phase = Phase.PENDING
     message: str = ""
     started: int | None = None
     finished: int | None = None
     owned_hours: float = 0.0
     borrowed_hours: float = 0.0
     width: tuple[int, int, int] | None = None  # (min, max, desired) of the last valid spec
+    cause: str = ""  # what put the run back in line (a cut, a node failure), said until it starts again
+    next_group: int = 0  # the index its next new group takes: one above the highest it ever opened
+    completed: int = 0  # GPUs of its groups that completed while the run went on (never re-grown)
+    resized: int | None = None  # when its width last changed by a decision (start, growth, cut, shrink)
+    invalid: bool = False  # its spec was invalid at the last pass (frozen)
 
     def copy(self) -> RunRecord:
         return RunRecord(
             self.run, self.submitted, self.phase, self.message, self.started, self.finished,
-            self.owned_hours, self.borrowed_hours, self.width,
+            self.owned_hours, self.borrowed_hours, self.width, self.cause, self.next_group,
+            self.completed, self.resized, self.invalid,
         )  # fmt: skip
 
 

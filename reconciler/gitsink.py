@@ -184,7 +184,8 @@ def summary(plan: Plan, meaningful: Sequence[str] = ()) -> list[str]:
         elif ev.event == "Start" and ev.lease.role in ("Active", "Borrowed"):
             started[ev.lease.run] += ev.lease.gpus
         elif ev.event == "End":
-            ended.setdefault(ev.reason.split("(")[0], set()).add(ev.lease.run)
+            kind = ev.closure.value if ev.closure is not None else ev.reason
+            ended.setdefault(kind, set()).add(ev.lease.run)
     waiting = {k: r for k, r in plan.state.reservations.items() if r.state == "Pending"}
     reserved = sorted(waiting.keys() - plan.waiting_before)  # by this pass
     unfunded, refunded = _funding_changes(plan)
@@ -205,6 +206,12 @@ def summary(plan: Plan, meaningful: Sequence[str] = ()) -> list[str]:
         lines.append(f"reserved {_runs(len(reserved))}{also}")
     elif waiting:
         lines.append(f"{_runs(len(waiting))} waiting")
+    if plan.moves:
+        lines.append(f"ETA moved for {_runs(len(plan.moves))}")
+    if plan.lifted:
+        lines.append(f"conflict-set warnings lifted: {len(plan.lifted)}")
+    if plan.newly_invalid:
+        lines.append(f"invalid run files: {len(plan.newly_invalid)} (kept as they were until fixed)")
     if updated:
         lines.append(f"rendered pods anew for {_runs(len(updated))} (no GPU moved)")
     details = [f"{run} +{gpus} GPUs" for run, gpus in sorted(started.items())]
@@ -214,13 +221,28 @@ def summary(plan: Plan, meaningful: Sequence[str] = ()) -> list[str]:
     details += [f"{run} unfunded ({_groups(n)})" for run, n in sorted(unfunded.items())]
     details += [f"{run} funded again ({_groups(n)})" for run, n in sorted(refunded.items())]
     details += [
-        f"{run} reserved, ETA {format_time(waiting[run].earliest_start)}: {waiting[run].reason}"
-        for run in reserved
+        f"{run} reserved, ETA {_eta(waiting[run].earliest_start)}: {waiting[run].reason}" for run in reserved
     ]
+    details += [f"{m.run} ETA {_eta(m.previous)} -> {_eta(m.earliest_start)}: {m.reason}" for m in plan.moves]
+    details += [f"{run} no longer warned by {res}: {_why_lifted(plan, res)}" for res, run in plan.lifted]
+    details += [f"{run} invalid: fix {path}" for run, path in plan.newly_invalid.items()]
     details += [f"{run} pods rendered anew" for run in updated]
     if len(details) > MAX_MESSAGE_LINES:
         details = details[:MAX_MESSAGE_LINES] + [f"... and {len(details) - MAX_MESSAGE_LINES} more"]
     return lines + details
+
+
+def _eta(at: int | None) -> str:
+    return "unknown" if at is None else format_time(at)
+
+
+def _why_lifted(plan: Plan, reservation: str) -> str:
+    res = plan.state.reservations.get(reservation)
+    if res is None or res.state == "Released":
+        return "it started"
+    if res.state != "Pending":
+        return "it was withdrawn"
+    return f"its forecast changed ({res.reason})"
 
 
 def _rendered_anew(plan: Plan, meaningful: Sequence[str]) -> list[str]:

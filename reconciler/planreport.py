@@ -83,8 +83,8 @@ def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
         out.append(("Starts now", ["| run | GPUs | domains | paid by |", "|---|---:|---|---|"], rows))
     if report["reserved"]:
         rows = [
-            f"| {_code(r['run'])} | {r['earliestStart']} ({r['confidence']}) | {r['deficitGPUs']} | "
-            f"{_reserved_why(r)} | {'; '.join(r['remedies'])} |"
+            f"| {_code(r['run'])} | {r['earliestStart'] or 'unknown'} ({r['confidence']}) | {r['deficitGPUs']} | "
+            f"{_reserved_why(r)} | {'; '.join(remedies(r))} |"
             for r in report["reserved"]
         ]
         out.append(("Reserved", ["| run | ETA | deficit | why | remedies |", "|---|---|---:|---|---|"], rows))
@@ -246,8 +246,8 @@ def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:
         )
     for r in report["reserved"]:
         lines.append(
-            f"reserve  {r['run']}: ETA {r['earliestStart']} ({r['confidence']}), deficit {r['deficitGPUs']}, "
-            f"{_reserved_why(r)}" + (f"; remedies: {'; '.join(r['remedies'])}" if r["remedies"] else "")
+            f"reserve  {r['run']}: ETA {r['earliestStart'] or 'unknown'} ({r['confidence']}), deficit {r['deficitGPUs']}, "
+            f"{_reserved_why(r)}" + (f"; remedies: {'; '.join(remedies(r))}" if r["remedies"] else "")
         )
     for c in report["cuts"]:
         before = c.get("gpusBefore", 0)
@@ -276,3 +276,10 @@ def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:
     for b in report["budgets"]:
         lines.append(f"budget   {b['envelope']}: {_usage(b['before'])} -> {_usage(b['after'])}")
     return "\n".join(lines) + "\n"
+
+
+def remedies(r: dict[str, Any]) -> list[str]:
+    """A reservation's remedies as the seeds show them: each with the GPUs it can free, when known
+    (`Drop spares in scope (32 GPUs)`)."""
+    gpus = r.get("remedyGPUs") or []
+    return [f"{text} ({gpus[i]} GPUs)" if i < len(gpus) else text for i, text in enumerate(r["remedies"])]

@@ -18,8 +18,9 @@ from typing import Any
 from planner.plan import Plan
 from schemas.common import format_time, parse_time
 
-VERSION = 3  # 2: cuts and conflict sets both ways, a reservation's `was`, `waiting`, `widths`, `spareGPUs`,
-# payers' owner, budget and envelope; 3: conflict-set entries are objects (reservation, probability)
+VERSION = 4  # 2: cuts and conflict sets both ways, a reservation's `was`, `waiting`, `widths`, `spareGPUs`,
+# payers' owner, budget and envelope; 3: conflict-set entries are objects (reservation, probability);
+# 4: a reservation's `earliestStart` may be null (confidence `unknown`), `remedyGPUs` beside `remedies`
 
 
 def _duration(seconds: int) -> str:
@@ -86,11 +87,12 @@ def _reserved(plan: Plan) -> dict[str, dict[str, Any]]:
     return {
         run: {
             "run": run,
-            "earliestStart": format_time(r.earliest_start),
-            "confidence": r.confidence,
+            "earliestStart": None if r.earliest_start is None else format_time(r.earliest_start),
+            "confidence": str(r.confidence),
             "deficitGPUs": r.deficit,
             "reason": r.reason,
-            "remedies": list(r.remedies),
+            "remedies": [str(x) for x in r.remedies],
+            "remedyGPUs": list(r.remedy_gpus),
             "conflicts": len(r.conflicts),
         }
         for run, r in sorted(plan.state.reservations.items())
@@ -236,7 +238,14 @@ def compare(
     eta: list[dict[str, Any]] = []
     for run in sorted(set(r_before) & set(r_after)):
         was, now_eta = r_before[run]["earliestStart"], r_after[run]["earliestStart"]
-        if was != now_eta:
+        if was != now_eta and (was is None or now_eta is None):
+            text = (
+                f"{run} no longer has a known ETA (was {was})"
+                if now_eta is None
+                else f"{run} now has an ETA: {now_eta}"
+            )
+            eta.append({"run": run, "from": was, "to": now_eta, "seconds": None, "text": text})
+        elif was != now_eta:
             delta = parse_time(now_eta) - parse_time(was)
             verb = "delays" if delta > 0 else "advances"
             eta.append({"run": run, "from": was, "to": now_eta, "seconds": delta,
@@ -247,7 +256,7 @@ def compare(
     for run in no_longer:
         if run in r_after:
             eta.append({"run": run, "from": format_time(now), "to": r_after[run]["earliestStart"],
-                        "seconds": None, "text": f"{run} no longer starts now; reserved for {r_after[run]['earliestStart']}"})  # fmt: skip
+                        "seconds": None, "text": f"{run} no longer starts now; reserved for {r_after[run]['earliestStart'] or 'an unknown time'}"})  # fmt: skip
         else:
             gone = "" if run in in_head else " (removed from the fleet)"
             eta.append({"run": run, "from": format_time(now), "to": None, "seconds": None,

@@ -19,7 +19,6 @@ import click
 import pygit2
 
 from planner.plan import Plan
-from planner.world import FleetState
 from reconciler import (
     batchgc,
     checkoutjournal,
@@ -95,15 +94,6 @@ def _spec_commit(repo: pygit2.Repository, head: pygit2.Commit, email: str) -> st
         if named is not None:
             return named
     return str(head.id)
-
-
-def _due(plan_state: FleetState, spec: pipeline.Spec, now: int) -> int | None:
-    times = [r.earliest_start for r in plan_state.reservations.values() if r.state == "Pending"]
-    for b in spec.budgets:
-        for e in b.spec.envelopes:
-            times += [t for t in (e.start, e.end) if t is not None]
-    later = [t for t in times if t > now]
-    return min(later) if later else None
 
 
 class FleetInvalid(Exception):
@@ -327,7 +317,7 @@ def reconcile_once(
             outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed
             outcome.diagnostics = list(spec.diagnostics)
             moment = planned.now
-            outcome.next_due = _due(result.state, spec, moment)
+            outcome.next_due = next((t for t in result.due if t > moment), None)
             outcome.head = str(head.id)
             memo = tree.kept
             later: list[worktree.Pending] = []

@@ -152,13 +152,17 @@ class Simulation:
             inventory = self.scenario.spec.inventory.model_dump(exclude_none=True)
             spec_files = {**self.files(), "inventory/nodes.yaml": statefiles.dump(inventory)}
             self.history.record(now, spec_files, result, self.spec_cache.fleet.git.author)
-        for ev in result.events:
-            self.ledger.append(ev.as_json(statefiles.time_text))
+        self.ledger += [ev.as_json(statefiles.time_text) for ev in result.events]
+        self.ledger += [m.as_json(statefiles.time_text) for m in result.moves]
         if result.events:
             self.timeline.append(f"{format_time(now)}  pass: " + _summary(result.events))
 
     def due_times(self) -> set[int]:
-        out = {r.earliest_start for r in self.state.reservations.values() if r.state == "Pending"}
+        """Instants a pass is due without a step: what the last pass said is due (ETAs, windows, spent
+        GPU-hour caps), or before any pass, the budgets' windows."""
+        if self.last is not None:
+            return set(self.last.due)
+        out: set[int] = set()
         for b in self.spec_cache.budgets if self.spec_cache else []:
             for e in b.spec.envelopes:
                 out |= {t for t in (e.start, e.end) if t is not None}

@@ -16,6 +16,7 @@ import yaml
 
 from planner import manifests
 from planner.plan import Plan
+from planner.reasons import Confidence, OpenReason, Phase, Remedy, ResState, Role
 from planner.world import ConflictEntry, EnvelopeMeter, FleetState, Lease, Payer, Reservation, RunRecord
 from reconciler import yamlout
 from schemas import API_VERSION
@@ -59,11 +60,11 @@ def lease_obj(x: Lease) -> dict[str, Any]:
         "spec": {
             "runRef": {"namespace": ns, "name": name},
             "group": x.group,
-            "slice": {"nodes": [f"{x.node}#{s}" for s in x.slots], "role": x.role}
+            "slice": {"nodes": [f"{x.node}#{s}" for s in x.slots], "role": str(x.role)}
             | ({"rank": x.rank} if x.rank is not None else {}),
             "payer": {k: v for k, v in x.payer.as_dict().items() if v is not None},
             "interval": interval,
-            "reason": x.reason,
+            "reason": str(x.reason),
         },
         "status": st,
     }
@@ -77,9 +78,10 @@ def lease_from(obj: dict[str, Any]) -> Lease:
     ended = st.get("ended")
     return Lease(
         obj["metadata"]["name"], f"{spec['runRef']['namespace']}/{spec['runRef']['name']}", int(spec["group"]),
-        spec["slice"]["role"], node, tuple(int(n.rsplit("#", 1)[1]) for n in nodes),
-        Payer(p["owner"], p.get("budget"), p.get("envelope")), _ts(spec["interval"]["start"]), spec["reason"],
-        _ts(ended) if ended else None, st.get("closureReason"), spec["slice"].get("rank"),
+        Role(spec["slice"]["role"]), node, tuple(int(n.rsplit("#", 1)[1]) for n in nodes),
+        Payer(p["owner"], p.get("budget"), p.get("envelope")), _ts(spec["interval"]["start"]),
+        OpenReason(spec["reason"]), _ts(ended) if ended else None, st.get("closureReason"),
+        spec["slice"].get("rank"),
     )  # fmt: skip
 
 
@@ -94,7 +96,7 @@ def reservation_obj(r: Reservation) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "runRef": {"namespace": ns, "name": name},
         "intendedSlice": {"domains": list(r.domains), "nodes": list(r.nodes)},
-        "earliestStart": time_text(r.earliest_start),
+        "earliestStart": None if r.earliest_start is None else time_text(r.earliest_start),
     }
     if r.paying is not None:
         spec["payingEnvelope"] = {
@@ -105,7 +107,12 @@ def reservation_obj(r: Reservation) -> dict[str, Any]:
     status: dict[str, Any] = {
         "state": r.state,
         "reason": r.reason,
-        "forecast": {"deficitGPUs": r.deficit, "confidence": r.confidence, "remedies": list(r.remedies)},
+        "forecast": {
+            "deficitGPUs": r.deficit,
+            "confidence": r.confidence.value,
+            "remedies": [x.value for x in r.remedies],
+        }
+        | ({"remedyGPUs": list(r.remedy_gpus)} if r.remedy_gpus else {}),
         "conflictSet": [
             {"run": c.run, "probability": c.probability, "since": time_text(c.since)} for c in r.conflicts
         ],
@@ -119,8 +126,10 @@ def reservation_obj(r: Reservation) -> dict[str, Any]:
         "namespace": ns,
         "annotations": {"rq.davidlangworthy.io/created": time_text(r.created)},
     }
-    if r.window_basis is not None:
-        meta["annotations"]["rq.davidlangworthy.io/window"] = time_text(r.window_basis)
+    if r.window is not None:
+        meta["annotations"]["rq.davidlangworthy.io/window"] = time_text(r.window)
+    if r.basis is not None:
+        meta["annotations"]["rq.davidlangworthy.io/forecast-from"] = time_text(r.basis)
     return {
         "apiVersion": API_VERSION,
         "kind": "Reservation",
@@ -135,14 +144,19 @@ def reservation_from(obj: dict[str, Any]) -> Reservation:
     run = f"{spec['runRef']['namespace']}/{spec['runRef']['name']}"
     pe = spec.get("payingEnvelope")
     fc = st.get("forecast") or {}
+    eta = spec.get("earliestStart")
+    created = ann.get("rq.davidlangworthy.io/created", eta)
+    basis = ann.get("rq.davidlangworthy.io/forecast-from")
     return Reservation(
-        run, _ts(spec["earliestStart"]), _ts(ann.get("rq.davidlangworthy.io/created", spec["earliestStart"])),
-        st.get("state", "Pending"), st.get("reason", ""), int(fc.get("deficitGPUs", 0)), fc.get("confidence", "conservative"),
-        tuple(fc.get("remedies") or ()), tuple(spec.get("intendedSlice", {}).get("domains") or ()),
+        run, _ts(eta) if eta else None, _ts(created) if created else 0,
+        ResState(st.get("state", "Pending")), st.get("reason", ""), int(fc.get("deficitGPUs", 0)),
+        Confidence(fc.get("confidence", "conservative")), tuple(Remedy(x) for x in fc.get("remedies") or ()),
+        tuple(spec.get("intendedSlice", {}).get("domains") or ()),
         tuple(spec.get("intendedSlice", {}).get("nodes") or ()), Payer(pe["owner"], pe["budget"], pe["envelope"]) if pe else None,
-        _ts(ann["rq.davidlangworthy.io/window"]) if ann.get("rq.davidlangworthy.io/window") else None,
+        _ts(basis) if basis else None,
         [ConflictEntry(c["run"], float(c["probability"]), _ts(c["since"])) for c in st.get("conflictSet") or []],
-        st.get("seed"), _ts(st["ended"]) if st.get("ended") else None,
+        st.get("seed"), _ts(st["ended"]) if st.get("ended") else None, tuple(int(n) for n in fc.get("remedyGPUs") or ()),
+        _ts(ann["rq.davidlangworthy.io/window"]) if ann.get("rq.davidlangworthy.io/window") else None,
     )  # fmt: skip
 
 
@@ -188,8 +202,8 @@ def _payer_row(p: Payer | None) -> Row | None:
 
 def lease_row(x: Lease) -> Row:
     return (
-        x.name, x.run, x.group, x.role, x.node, tuple(x.slots), _payer_row(x.payer), x.start, x.reason,
-        x.ended, x.closure, x.rank,
+        x.name, x.run, x.group, str(x.role), x.node, tuple(x.slots), _payer_row(x.payer), x.start,
+        str(x.reason), x.ended, x.closure, x.rank,
     )  # fmt: skip
 
 
@@ -200,24 +214,39 @@ def lease_of(row: Row, payers: dict[Row, Payer] | None = None) -> Lease:
         found = Payer(*payer)
         if payers is not None:
             payers[payer] = found
-    return Lease(name, run, group, role, node, tuple(slots), found, start, reason, ended, closure, rank)
+    return Lease(
+        name,
+        run,
+        group,
+        Role(role),
+        node,
+        tuple(slots),
+        found,
+        start,
+        OpenReason(reason),
+        ended,
+        closure,
+        rank,
+    )
 
 
 def reservation_row(r: Reservation) -> Row:
     return (
-        r.run, r.earliest_start, r.created, r.state, r.reason, r.deficit, r.confidence, tuple(r.remedies),
-        tuple(r.domains), tuple(r.nodes), _payer_row(r.paying), r.window_basis,
-        tuple((c.run, c.probability, c.since) for c in r.conflicts), r.seed, r.ended,
+        r.run, r.earliest_start, r.created, r.state.value, r.reason, r.deficit, r.confidence.value,
+        tuple(x.value for x in r.remedies), tuple(r.domains), tuple(r.nodes), _payer_row(r.paying), r.basis,
+        tuple((c.run, c.probability, c.since) for c in r.conflicts), r.seed, r.ended, tuple(r.remedy_gpus),
+        r.window,
     )  # fmt: skip
 
 
 def reservation_of(row: Row) -> Reservation:
-    (run, earliest, created, state, reason, deficit, confidence, remedies, domains, nodes, paying, window,
-     conflicts, seed, ended) = row  # fmt: skip
+    (run, earliest, created, state, reason, deficit, confidence, remedies, domains, nodes, paying, basis,
+     conflicts, seed, ended, remedy_gpus, window) = row  # fmt: skip
     return Reservation(
-        run, earliest, created, state, reason, deficit, confidence, tuple(remedies), tuple(domains),
-        tuple(nodes), Payer(*paying) if paying is not None else None, window,
-        [ConflictEntry(*c) for c in conflicts], seed, ended,
+        run, earliest, created, ResState(state), reason, deficit, Confidence(confidence),
+        tuple(Remedy(x) for x in remedies), tuple(domains), tuple(nodes),
+        Payer(*paying) if paying is not None else None, basis, [ConflictEntry(*c) for c in conflicts], seed,
+        ended, tuple(remedy_gpus), window,
     )  # fmt: skip
 
 
@@ -238,6 +267,16 @@ def sources(plan: Plan) -> dict[str, tuple[str, Any]]:
         body["hours"] = {"owned": round(rec.owned_hours, 6), "borrowed": round(rec.borrowed_hours, 6)}
         body["started"] = _t(rec.started)
         body["finished"] = _t(rec.finished)
+        if rec.cause:
+            body["cause"] = rec.cause
+        if rec.next_group:
+            body["nextGroup"] = rec.next_group
+        if rec.completed:
+            body["completedGPUs"] = rec.completed
+        if rec.resized is not None:
+            body["resized"] = _t(rec.resized)
+        if rec.invalid:
+            body["specInvalid"] = True
         out[f"state/status/runs/{run}.yaml"] = (RUN, {"run": run, "status": body})
     meters: dict[str, dict[str, Any]] = defaultdict(dict)
     for (b, e), m in sorted(st.meters.items()):
@@ -341,6 +380,8 @@ def piece(kind: str, obj: Any) -> Any:
             _ts(s["started"]) if s.get("started") else None, _ts(s["finished"]) if s.get("finished") else None,
             float(hours.get("owned", 0)), float(hours.get("borrowed", 0)),
             (int(w["min"]), int(w["max"]), int(w["desired"])) if "desired" in w else None,
+            s.get("cause", ""), int(s.get("nextGroup", 0)), int(s.get("completedGPUs", 0)),
+            _ts(s["resized"]) if s.get("resized") else None, bool(s.get("specInvalid", False)),
         )  # fmt: skip
     if kind == BUDGET:
         return tuple(
@@ -371,7 +412,7 @@ def assemble(pieces: Mapping[str, tuple[str, Any]]) -> FleetState:
             r = reservation_of(rows)
             st.reservations[r.run] = r
         elif kind == RUN:
-            st.runs[rows[0]] = RunRecord(*rows)
+            st.runs[rows[0]] = RunRecord(rows[0], rows[1], Phase(rows[2]), *rows[3:])
         elif kind == BUDGET:
             for budget, env, consumed, spare, lent in rows:
                 st.meters[(budget, env)] = EnvelopeMeter(consumed, spare, lent)
@@ -393,6 +434,8 @@ def ledger_lines(plan: Plan) -> dict[str, bytes]:
     """Ledger events of this pass grouped by day: `state/ledger/<YYYY-MM-DD>.jsonl` -> appended lines."""
     out: dict[str, list[str]] = defaultdict(list)
     encode = json.JSONEncoder(sort_keys=True).encode  # what json.dumps(..., sort_keys=True) writes
-    for ev in plan.events:
-        out[f"state/ledger/{time_text(ev.at)[:10]}.jsonl"].append(encode(ev.as_json(time_text)))
+    rows = [(ev.at, ev.as_json(time_text)) for ev in plan.events]
+    rows += [(m.at, m.as_json(time_text)) for m in plan.moves]
+    for at, row in rows:
+        out[f"state/ledger/{time_text(at)[:10]}.jsonl"].append(encode(row))
     return {p: ("\n".join(lines) + "\n").encode() for p, lines in out.items()}

@@ -48,8 +48,9 @@ def test_a_pass_names_the_runs_it_reserves_with_their_eta_and_reason_and_no_othe
     )
     reason = res["status"]["reason"]
     assert reason.startswith("budget headroom short by")
-    # earliestStart is now + the fleet's 15-minute notice period (DESIGN §4.5)
-    assert f"- media-audio/whisper-big reserved, ETA 2026-03-02T09:15:00Z: {reason}\n" in message
+    # short of funding with no window or known end to fund it: no earliestStart (DESIGN §4.5)
+    assert res["spec"]["earliestStart"] is None
+    assert f"- media-audio/whisper-big reserved, ETA unknown: {reason}\n" in message
     assert "reserved 1 run" in message.splitlines()[0]
 
     # a later pass that reserves nothing new says how many wait, and names nobody as reserved

@@ -153,7 +153,11 @@ def test_lending_to_admits_exact_owners_prefix_patterns_and_star(
         assert run["phase"] == "Pending" and open_leases(out["final"], "t/r") == []
         status = out["final"]["reservations"]["t/r"]["status"]
         assert status["reason"] == "budget headroom short by 8 GPUs"
-        assert status["forecast"]["remedies"] == ["Update the lending policy and re-submit"]
+        # §4.5: every remedy that applies, the binding one (the refusal) first
+        assert status["forecast"]["remedies"] == [
+            "Update the lending policy and re-submit",
+            "Wait for budget headroom, add sponsors, or shrink the run",
+        ]
 
 
 def test_a_sponsor_without_lending_allow_refuses_even_with_a_star_acl() -> None:
@@ -161,7 +165,11 @@ def test_a_sponsor_without_lending_allow_refuses_even_with_a_star_acl() -> None:
     assert out["final"]["runs"]["t/r"]["phase"] == "Pending"
     status = out["final"]["reservations"]["t/r"]["status"]
     assert status["reason"] == "budget headroom short by 8 GPUs"
-    assert status["forecast"]["remedies"] == ["Update the lending policy and re-submit"]
+    # §4.5: every remedy that applies, the binding one (the refusal) first
+    assert status["forecast"]["remedies"] == [
+        "Update the lending policy and re-submit",
+        "Wait for budget headroom, add sponsors, or shrink the run",
+    ]
 
 
 @pytest.mark.parametrize(("hours", "want_phase"), [(0, "Pending"), (1000, "Running")])

@@ -47,6 +47,7 @@ def test_earliest_start_is_now_plus_the_fleets_notice_period_with_conservative_c
 def test_a_window_opening_inside_the_notice_period_still_gives_now_plus_notice() -> None:
     # window opens at +5m: later of (+15m, +5m10s) = +15m; the run starts at the window's opening
     # pass because it is then fully funded and fits. (Ambiguous, not asserted: the confidence.)
+    # Short of headroom now, funded by the coming window: both remedies, the window's first (§4.5).
     doc = scenario(
         {"t": "org:t"}, A32,
         [at(0, apply=[a_budget("t", "org:t").envelope("h", 16, start=stamp(5)).build(),
@@ -58,7 +59,10 @@ def test_a_window_opening_inside_the_notice_period_still_gives_now_plus_notice()
     res = out["checkpoints"]["waiting"]["reservations"]["t/r"]
     assert res["spec"]["earliestStart"] == stamp(15)
     assert res["status"]["reason"] == f"budget window opens at {stamp(5)}"
-    assert res["status"]["forecast"]["remedies"] == ["Wait for the budget window to open"]
+    assert res["status"]["forecast"]["remedies"] == [
+        "Wait for the budget window to open",
+        "Wait for budget headroom, add sponsors, or shrink the run",
+    ]
     assert {e["at"] for e in starts(out, "t/r")} == {stamp(5)}
 
 

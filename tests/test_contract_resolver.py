@@ -166,6 +166,9 @@ def test_a_run_started_in_the_same_pass_by_another_reservation_is_never_cut() ->
     # u/x (32 fixed) fills A. t/r1 (32) and t/r2 (16) arrive together at +1m: both due +16m, r1
     # first by name. r1's lottery ends x and r1 takes all 32; r2 may not cut r1 (it started this
     # pass, never in r2's conflict set for the notice period): r2 stays Pending and r1 runs on.
+    # x, requeued, keeps its place in line ahead of r2 (§4.6) and is reserved at once: it warns r1
+    # now (+16m) and may cut it at +31m; r2 can only cut x's run once that has run and been warned
+    # for the notice period: its ETA moves to +31m + 15m = +46m, and r1 is in x's conflict set.
     doc = scenario(
         TENANTS, A32,
         [at(0, apply=[*BUDGETS, a_run("u/x", "org:u").gpus(32).groups(8).build()]),
@@ -180,7 +183,9 @@ def test_a_run_started_in_the_same_pass_by_another_reservation_is_never_cut() ->
     assert ends(out, "t/r1") == []
     after = out["checkpoints"]["after"]
     assert after["runs"]["t/r2"]["phase"] == "Pending"
-    assert "t/r1" in {c["run"] for c in after["reservations"]["t/r2"]["status"]["conflictSet"]}
+    assert {c["run"] for c in after["reservations"]["u/x"]["status"]["conflictSet"]} == {"t/r1"}
+    assert after["reservations"]["u/x"]["spec"]["earliestStart"] == stamp(31)
+    assert after["reservations"]["t/r2"]["spec"]["earliestStart"] == stamp(46)
 
 
 def test_a_run_that_joined_a_conflict_set_later_gets_its_full_notice() -> None:

@@ -98,7 +98,11 @@ def test_a_sponsor_whose_acl_does_not_admit_the_borrower_lends_nothing_and_says_
     assert out["final"]["runs"]["t/r1"]["phase"] == "Pending"
     res = out["final"]["reservations"]["t/r1"]["status"]
     assert res["reason"] == "budget headroom short by 8 GPUs"
-    assert res["forecast"]["remedies"] == ["Update the lending policy and re-submit"]
+    # §4.5: every remedy that applies, the binding one (the refusal) first
+    assert res["forecast"]["remedies"] == [
+        "Update the lending policy and re-submit",
+        "Wait for budget headroom, add sponsors, or shrink the run",
+    ]
 
 
 def test_a_lending_cap_limits_what_a_sponsor_lends() -> None:

@@ -75,7 +75,7 @@ def test_passes_from_the_cache_make_exactly_the_commits_of_passes_without_one(tw
     image = template_files()[PRETRAIN].replace(b"llm-pretrain:2026.11", b"llm-pretrain:2026.12")
     timeline: list[tuple[int, dict[str, bytes | None] | None]] = [
         (T0, None),  # the first state commit
-        (T0, None),  # vit-elastic grows a step
+        (T0 + 60, None),  # vit-elastic grows a step (at most one per instant: a pass is a fixed point)
         (T0 + 300, None),  # and another
         (T0 + 900, None),  # only meters move: no commit
         (
@@ -140,12 +140,12 @@ def test_a_damaged_cache_is_ignored_and_rebuilt(twins, damage: str) -> None:
 def test_a_cache_of_another_commit_is_not_used(twins) -> None:
     step(twins, T0)
     first = str(pygit2.Repository(str(twins[0])).head.target)
-    step(twins, T0)  # growth: a second state commit, now in the cache
+    step(twins, T0 + 60)  # growth: a second state commit, now in the cache
     for path in twins:
         repo = pygit2.Repository(str(path))
         repo.references.create("refs/heads/main", pygit2.Oid(hex=first), force=True)
         repo.checkout_head(strategy=pygit2.GIT_CHECKOUT_FORCE)
-    cached, fresh = step(twins, T0 + 60)
+    cached, fresh = step(twins, T0 + 120)
     assert cached.head == fresh.head and cached.state_from == "decoded"
 
 

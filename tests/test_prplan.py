@@ -123,7 +123,7 @@ def test_a_pull_request_adding_a_run_that_fits_shows_it_starting_and_who_pays(
     commit(fleet, {"inventory/nodes.yaml": INVENTORY.replace(b"nodes: 2", b"nodes: 3"),
                    "budgets/t.yaml": budget(now_gpus=24), "runs/t/small.yaml": run("small", 8)}, "small\n", "pr")  # fmt: skip
     report = changes(fleet)
-    assert report["version"] == 3
+    assert report["version"] == 4
     want_start = {
         "run": "t/small", "gpus": 8, "domains": ["A"], "reason": "Start",
         "payers": [{"payer": "org:t (t/now)", "owner": "org:t", "budget": "t", "envelope": "now", "gpus": 8}],

@@ -153,8 +153,10 @@ def test_reconciling_again_with_nothing_due_makes_no_commit(tmp_path: Path) -> N
     repo = clone(tmp_path / "fleet.git", path)
     first = reconcile_once(path, now=T0)
     assert first.commit is not None and vit_width(state_at(repo)) == 16
-    # growth is one step per pass, whenever the pass runs: the next two passes each add 8 GPUs
-    assert reconcile_once(path, now=T0).commit is not None and vit_width(state_at(repo)) == 24
+    # a pass is a fixed point (§4.5): again at the same instant, nothing; growth is one step per
+    # later pass (§4.7): the next two add 8 GPUs each
+    assert reconcile_once(path, now=T0).commit is None
+    assert reconcile_once(path, now=T0 + 60).commit is not None and vit_width(state_at(repo)) == 24
     assert reconcile_once(path, now=T0 + 300).commit is not None and vit_width(state_at(repo)) == 32
     head = str(repo.head.target)
     for later in (T0 + 300, T0 + 900, T0 + 3600, T0 + 86400):  # GPU-hours accrue, nothing else

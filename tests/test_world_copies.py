@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any
 
+from planner.reasons import Confidence, OpenReason, Phase, Remedy, ResState, Role, Wait
 from planner.world import ConflictEntry, Lease, Payer, Reservation, RunRecord
 
 
@@ -19,8 +20,9 @@ def every_default_overridden(obj: Any) -> bool:
 
 def test_a_lease_copy_keeps_every_field() -> None:
     lease = Lease(
-        "n", "t/r", 2, "Spare", "node-1", (3, 4), Payer("org:a", "b", "e"), 10, "Grow", 20, "Completed", 7
-    )
+        "n", "t/r", 2, Role.SPARE, "node-1", (3, 4), Payer("org:a", "b", "e"), 10, OpenReason.GROW, 20,
+        "Completed", 7,
+    )  # fmt: skip
     copied = lease.copy()
     assert every_default_overridden(lease)
     assert copied == lease and copied is not lease
@@ -28,8 +30,8 @@ def test_a_lease_copy_keeps_every_field() -> None:
 
 def test_a_reservation_copy_keeps_every_field_and_owns_its_conflicts() -> None:
     res = Reservation(
-        "t/r", 100, 50, "Released", "why", 8, "window-aligned", ("a",), ("d",), ("n",), Payer("org:a"), 90,
-        [ConflictEntry("t/x", 0.5, 60)], "0xabc", 120,
+        "t/r", 100, 50, ResState.RELEASED, "why", 8, Confidence.WINDOW, (Remedy.SPARES,), ("d",), ("n",),
+        Payer("org:a"), 90, [ConflictEntry("t/x", 0.5, 60)], "0xabc", 120, (32,), 80, Wait.CLUSTER_SHORT,
     )  # fmt: skip
     assert every_default_overridden(res)
     copied = res.copy()
@@ -39,7 +41,9 @@ def test_a_reservation_copy_keeps_every_field_and_owns_its_conflicts() -> None:
 
 
 def test_a_run_record_copy_keeps_every_field() -> None:
-    rec = RunRecord("t/r", 5, "Running", "bound 8 GPUs", 6, 9, 1.5, 2.5, (8, 32, 16))
+    rec = RunRecord(
+        "t/r", 5, Phase.RUNNING, "bound 8 GPUs", 6, 9, 1.5, 2.5, (8, 32, 16), "requeued", 3, 8, 7, True
+    )
     assert every_default_overridden(rec)
     copied = rec.copy()
     assert copied == rec and copied is not rec
