@@ -211,9 +211,9 @@ def waiting(
     spares = spec.spec.sparesPerGroup
     single = not spec.spec.locality.allowCrossGroupSpread
     short = cover.shortfall(ctx.book, spec, need, srcs, lookahead_hours)
-    caps = ctx.topo.member_view(tuple(s.nodes for s in srcs)).cap
-    placeable = forecast.fits_empty(caps, sizes, width, spares, single)
-    grouping = not placeable and forecast.grouping_blocks(caps, sizes, width, spares, single)
+    largest = cover.reach_caps(ctx.book, ctx.topo, spec).largest
+    placeable = forecast.fits_empty(largest, sizes, width, spares, single)
+    grouping = not placeable and forecast.grouping_blocks(largest, sizes, width, spares, single)
     res = ctx.reservations.get(key)
     keep = res.domains if res is not None and res.state == ResState.PENDING else ()
     funding: list[tuple[pack.Source, int]] = []
@@ -231,10 +231,9 @@ def waiting(
             ctx.topo, later, [s.room for s in later], sizes, width, spares, held, single, keep,
             cover.borrow_cap(spec),
         )  # fmt: skip
-    else:  # where it would go if funded: every envelope that could pay for it, by capacity
-        sc = forecast.scope(
-            ctx.topo, srcs, [max(1, s.room) for s in srcs], sizes, width, spares, held, single, keep, None
-        )
+    else:  # where it would go if funded: every envelope that could pay for it, nearest first
+        everything = [need] * len(srcs)
+        sc = forecast.scope(ctx.topo, srcs, everything, sizes, width, spares, held, single, keep, None)
     return Waiting(need, short, sc, sizes, funding, placeable, grouping)
 
 
@@ -248,7 +247,7 @@ def _record(ctx: Pass, res: Reservation, w: Waiting, line: Line) -> None:
     else:
         res.deficit = sc.deficit if w.placeable else w.need
         res.reason = reasons.wait_text(res.why, res.deficit)
-    res.domains, res.nodes = tuple(sorted(sc.claims)), tuple(sorted(sc.nodes))
+    res.domains, res.nodes = tuple(sc.claims), tuple(sorted(sc.nodes))  # domains in the order claimed
     res.paying = forecast.paying(sc)
     line.waiting.append(key)
     line.states[key] = w

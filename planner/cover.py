@@ -233,6 +233,32 @@ class _Cached:
     cands: list[tuple[Env, str]]  # the candidates these are the sources of (keeps their id unique)
 
 
+def reach_caps(book: Book, topo: Topology, run: Run) -> Reach:
+    """Usable GPUs per domain on the nodes any envelope that could pay for this run selects: the
+    fleet its funding reaches, however full (remembered per candidate list for the pass)."""
+    cands = candidates(book, run)
+    hit = book.caps_cache.get(id(cands))
+    if hit is None or hit[0] is not cands:
+        sets = []
+        for env, _ in cands:
+            nodes = topo.env_nodes.get(env.key)
+            if nodes is None:
+                nodes = topo.env_nodes[env.key] = topo.matching(env.flavor, env.selector)
+            sets.append(nodes)
+        caps = topo.member_view(tuple(sets)).cap
+        hit = book.caps_cache[id(cands)] = (cands, Reach(caps, sorted(caps.values(), reverse=True)))
+    reach: Reach = hit[1]
+    return reach
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """The domains a run's funding reaches, with their usable GPUs (and those, largest first)."""
+
+    caps: dict[str, int]
+    largest: list[int]
+
+
 def fundable(srcs: list[Source], max_borrow: int | None) -> int:
     if isinstance(srcs, SourceList):
         own, loans = srcs.own, srcs.loans
@@ -299,7 +325,7 @@ def _funding_window(
         starts = sorted({env.start for env, _ in cands if env.start is not None and env.start > book.now})
         hit = book.window_cache[id(cands)] = (cands, (starts, sum(later)))
     starts, opening = hit[1]
-    if not starts or sum(max(0, src.room) for src in srcs) + opening < need:
+    if not starts or fundable(srcs, None) + opening < need:
         return None  # not even every window opened at once would fund it
     now_room = {src.env.key: max(0, src.room) for src in srcs}
     for start in starts:

@@ -19,7 +19,7 @@ from planner.context import Pass
 from planner.pack import Source, unheld
 from planner.reasons import CAPACITY_REMEDIES, Phase, Remedy, Role
 from planner.topology import Members, Topology
-from planner.world import ConflictEntry, Payer, Reservation
+from planner.world import ConflictEntry, Payer
 
 
 @dataclass(slots=True)
@@ -56,9 +56,9 @@ def scope(
 
     `rooms`: what each source pays toward this run (the funding a reservation holds, or what a
     window will fund). Each group goes to a domain already claimed, else the domain whose funding
-    is nearest in cover order (§4.3), then — to keep an intended slice where it was — a domain the
-    reservation named before (`keep`), then most available GPUs (free less `held`), most capacity,
-    key. A group its funding cannot pay for anywhere it fits goes where capacity alone allows
+    is nearest in cover order (§4.3), then — to keep an intended slice where it was — the domains the
+    reservation named before (`keep`, in the order it claimed them), then most available GPUs (free
+    less `held`), most capacity, key. Drawn again from its own domains, a scope is the same. A group its funding cannot pay for anywhere it fits goes where capacity alone allows
     (`unpaid`); one that fits nowhere is `unplaceable`. `sizes` None: chunks formed while claiming.
     """
     view = topo.member_view(tuple(s.nodes for s, r in zip(sources, rooms, strict=True) if r > 0))
@@ -66,13 +66,13 @@ def scope(
         view = topo.member_view(tuple(s.nodes for s in sources))
     cap = view.cap
     avail = unheld(topo.member_free(view), held)
-    kept = set(keep)
+    kept = {d: i for i, d in enumerate(keep)}
     purse = _Purse(topo, sources, rooms, borrow)
     out = Scope(view=view)
     claimed: dict[str, int] = {}
 
-    def order(d: str) -> tuple[bool, int, int, str]:
-        return (d not in kept, -avail.get(d, 0), -cap[d], d)
+    def order(d: str) -> tuple[int, int, int, str]:
+        return (kept.get(d, len(kept)), -avail.get(d, 0), -cap[d], d)
 
     def room_in(d: str) -> int:
         return cap[d] - claimed.get(d, 0)
@@ -86,9 +86,12 @@ def scope(
                 return d
         if single and claimed:
             return None
-        for d in purse.nearest(need, order):  # a chunk ranks by its first GPU
-            if d in cap and d not in claimed and room_in(d) >= need:
-                return d
+
+        def eligible(d: str) -> bool:
+            return d in cap and d not in claimed and room_in(d) >= need
+
+        for d in purse.nearest(need, order, eligible):  # a chunk ranks by its first GPU
+            return d
         fits = sorted((d for d in cap if d not in claimed and room_in(d) >= need), key=order)
         if fits:
             out.unpaid = True
@@ -182,47 +185,59 @@ class _Purse:
                 first = self.sources[i]
         return first
 
-    def nearest(self, target: int, order: Callable[[str], tuple[bool, int, int, str]]) -> Iterator[str]:
-        """Domains by the source at which what the sources pay there first covers `target` GPUs."""
+    def nearest(
+        self, target: int, order: Callable[[str], tuple[int, int, int, str]], eligible: Callable[[str], bool]
+    ) -> Iterator[str]:
+        """Eligible domains by the source at which what the sources pay there first covers `target`
+        GPUs, then by `order` (lazily: the best of a rank first, the rest sorted only if asked for)."""
         own: dict[str, int] = defaultdict(int)
         loans: dict[str, int] = defaultdict(int)
         done: set[str] = set()
+        reach_of = self.topo.coverage
         for i, src in enumerate(self.sources):
             room = self.left[i]
             if room <= 0:
                 continue
             loan = src.category == LOAN
             batch = []
-            for d in src.reach or self.topo.coverage(src.nodes):
+            for d in src.reach or reach_of(src.nodes):
                 if d in done:
                     continue
                 if loan:
                     loans[d] += room
+                    paid = own[d] + (loans[d] if self.borrow is None else min(loans[d], self.borrow))
                 else:
                     own[d] += room
-                paid = own[d] + (loans[d] if self.borrow is None else min(loans[d], self.borrow))
+                    paid = own[d] + (loans[d] if self.borrow is None else min(loans[d], self.borrow))
                 if paid >= target:
                     done.add(d)
-                    batch.append(d)
-            yield from sorted(batch, key=order)
+                    if eligible(d):
+                        batch.append(d)
+            if batch:
+                best = min(batch, key=order)
+                yield best
+                yield from sorted((d for d in batch if d != best), key=order)
 
 
-def fits_empty(caps: dict[str, int], sizes: list[int] | None, total: int, spares: int, single: bool) -> bool:
-    """Whether the run's groups (with spares) fit on these domains empty, largest first (§4.5: a
-    run that could not be placed even on an empty fleet of the domains its funding reaches)."""
-    if not caps:
+def fits_empty(largest: list[int], sizes: list[int] | None, total: int, spares: int, single: bool) -> bool:
+    """Whether the run's groups (with spares) fit on domains of these capacities (largest first)
+    empty, largest group first (§4.5: a run that could not be placed even on an empty fleet of the
+    domains its funding reaches)."""
+    if not largest:
         return False
-    room = sorted(caps.values(), reverse=True)
+    n = len(sizes) if sizes is not None else 1
+    if total + spares * n <= largest[0]:
+        return True  # everything fits in the largest domain alone
     if single:
-        n = len(sizes) if sizes is not None else 1
-        return total + spares * n <= room[0]
+        return False
     if sizes is None:  # chunks: any split, one spare set per chunk
         left = total
-        for r in room:
+        for r in largest:
             if left <= 0:
                 break
             left -= max(0, r - spares)
         return left <= 0
+    room = list(largest)
     for size in sorted(sizes, reverse=True):
         i = next((j for j, r in enumerate(room) if r >= size + spares), None)
         if i is None:
@@ -232,10 +247,10 @@ def fits_empty(caps: dict[str, int], sizes: list[int] | None, total: int, spares
 
 
 def grouping_blocks(
-    caps: dict[str, int], sizes: list[int] | None, total: int, spares: int, single: bool
+    largest: list[int], sizes: list[int] | None, total: int, spares: int, single: bool
 ) -> bool:
     """Some group (or, kept in one domain, the whole run) is larger than every domain, even empty."""
-    biggest = max(caps.values(), default=0)
+    biggest = largest[0] if largest else 0
     if single:
         n = len(sizes) if sizes is not None else 1
         return total + spares * n > biggest
@@ -278,6 +293,7 @@ class AtRisk:
         self.active: dict[str, dict[tuple[str, int], int]] = defaultdict(lambda: defaultdict(int))
         self.spares: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.run_domains: dict[str, set[str]] = defaultdict(set)
+        self._held: dict[str, dict[str, int]] = {}
         for lease in ctx.leases:
             if not lease.open or lease.role == Role.BORROWED:
                 continue
@@ -291,13 +307,16 @@ class AtRisk:
             self.run_domains[lease.run].add(node.domain)
 
     def held_in(self, domain: str) -> dict[str, int]:
-        """Run -> its Active and Spare GPUs in the domain."""
-        out: dict[str, int] = defaultdict(int)
-        for (run, _), gpus in self.active.get(domain, {}).items():
-            out[run] += gpus
-        for run, gpus in self.spares.get(domain, {}).items():
-            out[run] += gpus
-        return out
+        """Run -> its Active and Spare GPUs in the domain (worked out once per domain)."""
+        hit = self._held.get(domain)
+        if hit is None:
+            hit = defaultdict(int)
+            for (run, _), gpus in self.active.get(domain, {}).items():
+                hit[run] += gpus
+            for run, gpus in self.spares.get(domain, {}).items():
+                hit[run] += gpus
+            self._held[domain] = hit
+        return hit
 
     def remedies(self, short: dict[str, int]) -> tuple[tuple[Remedy, ...], tuple[int, ...]]:
         """§4.5's capacity remedies that something in the short domains can act on, each with the
@@ -344,15 +363,14 @@ def _shrinkable(ctx: Pass, run: str) -> bool:
     return m is not None and ctx.counted(run) - m.stepGPUs >= m.minTotalGPUs
 
 
-def cuttable_at(ctx: Pass, res: Reservation, run: str) -> int:
-    """When this reservation's activation may first cut a run: once the run has been in its
-    published conflict set for the notice period (counted from now for a run not yet in it) and
-    its `minRuntime` protection is over (§4.6)."""
+def cuttable_at(ctx: Pass, warned: dict[str, int], run: str) -> int:
+    """When a reservation's activation may first cut a run: once the run has been in its published
+    conflict set (`warned`: run -> since) for the notice period, counted from now for a run not yet
+    in it, and its `minRuntime` protection is over (§4.6)."""
     settings = ctx.world.settings
-    since = next((e.since for e in res.conflicts if e.run == run), ctx.now)
     rec = ctx.records.get(run)
     started = rec.started if rec is not None and rec.started is not None else ctx.now
-    return max(since + settings.notice, started + settings.min_runtime)
+    return max(warned.get(run, ctx.now) + settings.notice, started + settings.min_runtime)
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,15 +414,15 @@ def outlook(ctx: Pass, entries: Sequence[Entry], risk: AtRisk, with_odds: bool =
     shrinkable_in = {d: {r for r, _ in gs if _shrinkable(ctx, r)} for d, gs in risk.active.items()}
     out: dict[str, Outlook] = {}
     for entry in entries:
-        res = ctx.reservations[entry.run]
+        warned = {e.run: e.since for e in ctx.reservations[entry.run].conflicts}
         if entry.window is not None:
             at: int | None = max(entry.earliest, entry.window + 10)
         else:
-            at = _cover_time(ctx, res, entry, risk, gone, taken, later)
+            at = _cover_time(ctx, warned, entry, risk, gone, taken, later)
         members: dict[str, float] = {}
         if at is not None:
             members = _members(
-                ctx, res, entry, risk, at, gone, gone_groups, taken, unfunded_in, shrinkable_in, with_odds
+                ctx, warned, entry, risk, at, gone, gone_groups, taken, unfunded_in, shrinkable_in, with_odds
             )
             for d, claim in entry.claims.items():
                 later[d].append((at + delay, claim))
@@ -414,7 +432,7 @@ def outlook(ctx: Pass, entries: Sequence[Entry], risk: AtRisk, with_odds: bool =
 
 def _cover_time(
     ctx: Pass,
-    res: Reservation,
+    warned: dict[str, int],
     entry: Entry,
     risk: AtRisk,
     gone: set[str],
@@ -425,7 +443,7 @@ def _cover_time(
     when = entry.earliest
     for d, gap in entry.short.items():
         pool = sorted(
-            (cuttable_at(ctx, res, run), gpus) for run, gpus in risk.held_in(d).items() if run not in gone
+            (cuttable_at(ctx, warned, run), gpus) for run, gpus in risk.held_in(d).items() if run not in gone
         )
         skip = taken.get(d, 0)  # the earliest-cuttable GPUs go to reservations ahead
         kept: list[tuple[int, int]] = []
@@ -447,7 +465,7 @@ def _cover_time(
 
 def _members(
     ctx: Pass,
-    res: Reservation,
+    warned: dict[str, int],
     entry: Entry,
     risk: AtRisk,
     at: int,
@@ -469,7 +487,7 @@ def _members(
             run not in gone
             and rec is not None
             and rec.phase == Phase.RUNNING
-            and cuttable_at(ctx, res, run) <= at
+            and cuttable_at(ctx, warned, run) <= at
         )
 
     def cut(freed: dict[str, int], run: str) -> None:

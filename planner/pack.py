@@ -357,8 +357,10 @@ def _nearest(cur: _Cursor, need: int) -> Iterator[str]:
                 done.add(d)
                 if free.get(d, 0) >= need:
                     batch.append((-free[d], d))
-        for _, d in sorted(batch):
-            yield d
+        if batch:
+            best = min(batch)
+            yield best[1]
+            yield from (d for _, d in sorted(b for b in batch if b != best))
 
 
 def domain_sources(topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:
