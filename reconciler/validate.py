@@ -35,15 +35,16 @@ def _escape(text: str, prop: bool = False) -> str:
 
 
 def github_line(d: Diagnostic) -> str:
-    return f"::error file={_escape(d.path, True)},line={d.line},col={d.col},title={_escape(d.code, True)}::{_escape(d.message)}"
+    level = "warning" if d.severity == "warning" else "error"
+    return f"::{level} file={_escape(d.path, True)},line={d.line},col={d.col},title={_escape(d.code, True)}::{_escape(d.message)}"
 
 
 def render_text(fleet: ValidatedFleet) -> str:
-    return "".join(f"{d}\n" for d in fleet.diagnostics)
+    return "".join(f"{d}\n" for d in sorted([*fleet.diagnostics, *fleet.warnings]))
 
 
 def render_github(fleet: ValidatedFleet) -> str:
-    return "".join(f"{github_line(d)}\n" for d in fleet.diagnostics)
+    return "".join(f"{github_line(d)}\n" for d in sorted([*fleet.diagnostics, *fleet.warnings]))
 
 
 def render_json(fleet: ValidatedFleet) -> str:
@@ -52,6 +53,7 @@ def render_json(fleet: ValidatedFleet) -> str:
         "valid": fleet.valid,
         "objects": [o.as_json() for o in fleet.objects],
         "diagnostics": [d.as_json() for d in fleet.diagnostics],
+        "warnings": [d.as_json() for d in fleet.warnings],
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
@@ -59,8 +61,9 @@ def render_json(fleet: ValidatedFleet) -> str:
 def summary(fleet: ValidatedFleet) -> str:
     total = len(fleet.objects)
     bad = sum(1 for o in fleet.objects if not o.valid)
+    w = len(fleet.warnings)
     if fleet.valid:
-        return f"fleet valid: {total} objects"
+        return f"fleet valid: {total} objects" + (f" ({w} warning{'s' * (w != 1)})" if w else "")
     n = len(fleet.diagnostics)
     return f"fleet invalid: {n} problem{'s' * (n != 1)}; {bad} of {total} objects excluded from planning"
 

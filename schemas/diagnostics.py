@@ -13,6 +13,7 @@ class Diagnostic:
     code: str
     message: str
     obj: str = ""  # "Kind ns/name" of the object concerned, when known
+    severity: str = "error"  # "warning": reported, but the object is valid and takes part in planning
 
     def __post_init__(self) -> None:
         # one problem, one line: a message quoting user text never breaks the format
@@ -21,7 +22,8 @@ class Diagnostic:
             object.__setattr__(self, "message", flat)
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
+        tag = "warning: " if self.severity == "warning" else ""
+        return f"{self.path}:{self.line}:{self.col}: {self.code} {tag}{self.message}"
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -31,6 +33,7 @@ class Diagnostic:
             "code": self.code,
             "message": self.message,
             "object": self.obj,
+            "severity": self.severity,
         }
 
 
@@ -55,3 +58,4 @@ ALIGNMENT = "JT041"
 AFTER = "JT042"
 LOCATION = "JT050"
 INVENTORY = "JT060"
+SPARES = "JT070"  # warning: a group's hot spares cannot cover one of its nodes failing

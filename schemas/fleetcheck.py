@@ -76,6 +76,7 @@ class ValidatedFleet:
     diagnostics: list[Diagnostic]
     rejected: list[str]  # "Kind ns/name" of excluded objects whose key no valid object uses
     objects: list[ObjectVerdict] = field(default_factory=list)
+    warnings: list[Diagnostic] = field(default_factory=list)  # worth fixing; nothing is excluded for them
 
     @property
     def valid(self) -> bool:
@@ -167,14 +168,17 @@ def check_fleet(
         return [e.loaded.model for e in entries if e.kind == kind and e.loaded and (e.path, e.index) in valid]
 
     spec = usable("FleetConfig")
+    runs = [e.loaded for e in entries if e.kind == "Run" and e.loaded and (e.path, e.index) in valid]
+    kept_inventory = inventory if (INVENTORY_FILE, 0) in valid else None
     return ValidatedFleet(
         config=spec[0].spec if spec else _fallback_config(config, tenants),
         budgets=usable("Budget"),
         runs=usable("Run"),
-        inventory=inventory if (INVENTORY_FILE, 0) in valid else None,
+        inventory=kept_inventory,
         diagnostics=sorted([*missing, *unread, *(d for o in objects for d in o.diagnostics)]),
         rejected=_rejected_keys(objects),
         objects=objects,
+        warnings=rules.spare_warnings(runs, kept_inventory),
     )
 
 

@@ -24,13 +24,15 @@ class ReservationSpec(Model):
     runRef: RunRef
     intendedSlice: IntendedSlice = Field(default_factory=IntendedSlice)
     payingEnvelope: PayingEnvelope | None = None
-    earliestStart: Timestamp
+    # null: nothing known (a window, a known end) makes the run startable; confidence `unknown`
+    earliestStart: Timestamp | None
 
 
 class Forecast(Model):
     deficitGPUs: NonNegInt = 0
-    confidence: Literal["conservative", "window-aligned"] = "conservative"
+    confidence: Literal["conservative", "window-aligned", "unknown"] = "conservative"
     remedies: list[str] = Field(default_factory=list)
+    remedyGPUs: list[NonNegInt] = Field(default_factory=list)  # per remedy, the GPUs it can free in scope
 
 
 class ConflictEntry(Model):

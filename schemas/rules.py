@@ -415,3 +415,40 @@ def check_fleet(files: Mapping[str, bytes]) -> ValidatedFleet:
     from schemas import fleetcheck
 
     return fleetcheck.check_fleet(files)
+
+
+def spare_warnings(runs: Sequence[Loaded], inventory: Inventory | None) -> list[Diagnostic]:
+    """Warnings (the run stays valid) for groups whose hot spares cannot cover a node failing: a
+    swap needs the spare's GPUs to cover the group's GPUs on the failed node (§4.8), and a group can
+    have min(group size, GPUs per node) of them on one node of its flavor in the inventory."""
+    per_node: dict[str, int] = {}
+    for block in inventory.domains if inventory is not None else ():
+        per_node[block.flavor] = max(per_node.get(block.flavor, 0), block.gpusPerNode)
+    for node in inventory.nodes if inventory is not None else ():
+        flavor = node.labels.get("gpu.flavor")
+        if flavor:
+            per_node[flavor] = max(per_node.get(flavor, 0), node.gpus)
+    out = []
+    for run in runs:
+        spec = run.model.spec
+        spares = spec.sparesPerGroup
+        node = per_node.get(spec.resources.gpuType, 0)
+        if spares <= 0 or node <= 0:
+            continue
+        group = spec.locality.groupGPUs or (spec.malleable.stepGPUs if spec.malleable else spec.resources.totalGPUs)
+        exposed = min(group, node)
+        if spares >= exposed:
+            continue
+        data = run.doc.data.get("spec", {}) if isinstance(run.doc.data, dict) else {}
+        field = "spares" if isinstance(data, dict) and "spares" in data else "sparesPerGroup"
+        line, col = run.doc.where(("spec", field))
+        out.append(
+            Diagnostic(
+                run.doc.path, line, col, codes.SPARES,
+                f"sparesPerGroup {spares} cannot cover a node failing: a group of {group} GPUs can have "
+                f"{exposed} of them on one {node}-GPU {spec.resources.gpuType} node, and a swap needs "
+                f"spares for all of them; set sparesPerGroup to {exposed} (or use smaller groups)",
+                run.key, "warning",
+            )  # fmt: skip
+        )
+    return out
