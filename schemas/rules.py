@@ -435,7 +435,9 @@ def spare_warnings(runs: Sequence[Loaded], inventory: Inventory | None) -> list[
         node = per_node.get(spec.resources.gpuType, 0)
         if spares <= 0 or node <= 0:
             continue
-        group = spec.locality.groupGPUs or (spec.malleable.stepGPUs if spec.malleable else spec.resources.totalGPUs)
+        group = spec.locality.groupGPUs or (
+            spec.malleable.stepGPUs if spec.malleable else spec.resources.totalGPUs
+        )
         exposed = min(group, node)
         if spares >= exposed:
             continue
@@ -444,11 +446,15 @@ def spare_warnings(runs: Sequence[Loaded], inventory: Inventory | None) -> list[
         line, col = run.doc.where(("spec", field))
         out.append(
             Diagnostic(
-                run.doc.path, line, col, codes.SPARES,
+                run.doc.path,
+                line,
+                col,
+                codes.SPARES,
                 f"sparesPerGroup {spares} cannot cover a node failing: a group of {group} GPUs can have "
                 f"{exposed} of them on one {node}-GPU {spec.resources.gpuType} node, and a swap needs "
                 f"spares for all of them; set sparesPerGroup to {exposed} (or use smaller groups)",
-                run.key, "warning",
+                run.key,
+                "warning",
             )  # fmt: skip
         )
     return out
