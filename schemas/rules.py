@@ -424,10 +424,10 @@ def spare_warnings(runs: Sequence[Loaded], inventory: Inventory | None) -> list[
     per_node: dict[str, int] = {}
     for block in inventory.domains if inventory is not None else ():
         per_node[block.flavor] = max(per_node.get(block.flavor, 0), block.gpusPerNode)
-    for node in inventory.nodes if inventory is not None else ():
-        flavor = node.labels.get("gpu.flavor")
+    for entry in inventory.nodes if inventory is not None else ():
+        flavor = entry.labels.get("gpu.flavor")
         if flavor:
-            per_node[flavor] = max(per_node.get(flavor, 0), node.gpus)
+            per_node[flavor] = max(per_node.get(flavor, 0), entry.gpus)
     out = []
     for run in runs:
         spec = run.model.spec
