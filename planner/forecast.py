@@ -100,9 +100,13 @@ def scope(
 
     left = total
     queue = list(sizes) if sizes is not None else None
+    whole = total + spares * (len(sizes) if sizes is not None else 1)
     while left > 0:
         want = min(queue.pop(0), left) if queue else left
-        d = choose(want, sizes is None)
+        if single and not claimed:  # the one domain must hold every group
+            d = choose(whole - spares, False)
+        else:
+            d = choose(want, sizes is None)
         if d is None:
             out.unplaceable += left + spares * (len(queue) + 1 if queue is not None else 1)
             break

@@ -257,6 +257,10 @@ def _pack(cur: _Cursor, req: Request, spares_last: bool) -> Packing:
         want = min(sizes.pop(0), left) if sizes else left
         if req.assign is not None:  # the scope decided each group's domain
             chosen: tuple[str, int] | None = (req.assign[len(groups)], want)
+        elif req.single_domain and not groups:  # the one domain must hold (and pay for) every group
+            whole = req.total + spares * (len(req.sizes) if req.sizes else 1)
+            home = _choose(cur, used, whole, False, 0)
+            chosen = (home[0], want) if home is not None else None
         else:
             chosen = _choose(cur, used, want, req.sizes is None, spares)
         if chosen is None:

@@ -72,8 +72,9 @@ class Cluster(Protocol):
     def apply_cordons(self, names: list[str]) -> None: ...
 
 
-def frozen(spec: Spec, state: FleetState) -> tuple[dict[str, str], dict[str, str]]:
-    """Objects whose file is present but invalid now: their running work is left exactly as it is.
+def frozen(spec: Spec) -> tuple[dict[str, str], dict[str, str]]:
+    """Objects whose file is present but invalid now: their running work is left exactly as it is,
+    and a run invalid from its first commit gets a status naming the file (it waits for the fix).
 
     Runs and budgets, each with the file to fix (their status names it).
     """
@@ -81,7 +82,7 @@ def frozen(spec: Spec, state: FleetState) -> tuple[dict[str, str], dict[str, str
     budgets: dict[str, str] = {}
     for key, path in sorted(spec.rejected.items()):
         kind, _, name = key.partition(" ")
-        if kind == "Run" and name in state.runs:
+        if kind == "Run" and "/" in name:
             runs[name] = path
         elif kind == "Budget":
             budgets[name] = path
@@ -116,7 +117,7 @@ def run_pass(
     only and skip the render stage.
     """
     nodes, workload = cluster.observe()
-    frozen_runs, frozen_budgets = frozen(spec, state)
+    frozen_runs, frozen_budgets = frozen(spec)
     world = World(
         now,
         settings(spec.fleet),
