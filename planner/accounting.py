@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from planner.reasons import Role
 from planner.world import EnvelopeMeter, Lease
 from schemas.budget import Budget
 
@@ -277,7 +278,7 @@ def reclassify(
     index = book.lease_index  # the pass's leases only ever grow: index the new ones
     for lease in leases[book.indexed :]:
         env_key = lease.payer.env_key
-        if lease.role != "Borrowed" and env_key is not None:
+        if lease.role != Role.BORROWED and env_key is not None:
             index[env_key].append(lease)
     book.indexed = len(leases)
     mine = [x for k in touched if k in book.envs for x in index.get(k, ()) if x.open]
@@ -316,7 +317,7 @@ def claims_of(
     runs: dict[str, tuple[str, tuple[object, ...]]] = {}  # run -> (owner, rank), asked once per run
     for lease in leases:
         env_key = lease.payer.env_key
-        if not lease.open or lease.role == "Borrowed" or env_key is None:
+        if not lease.open or lease.role == Role.BORROWED or env_key is None:
             continue
         group = (lease.run, lease.group)
         env = book.envs.get(env_key)
@@ -429,7 +430,7 @@ def meter(
     spans: dict[str, list[tuple[Lease, int, int, bool]]] = defaultdict(list)  # env -> (lease, from, to, loan)
     for lease in leases:
         env_key = lease.payer.env_key
-        if env_key is None or lease.role == "Borrowed" or (lease.run, lease.group) in book.unfunded:
+        if env_key is None or lease.role == Role.BORROWED or (lease.run, lease.group) in book.unfunded:
             continue
         start = max(lease.start, since)
         end = lease.ended if lease.ended is not None else book.now
@@ -444,7 +445,7 @@ def meter(
         key = (rows[0][0].payer.budget or "", rows[0][0].payer.envelope or "")
         m = out.setdefault(key, EnvelopeMeter())
         capped = env is not None and env_key not in book.frozen
-        rate = [(a, b, x.gpus * (spare_rate if x.role == "Spare" else 1.0)) for x, a, b, _ in rows]
+        rate = [(a, b, x.gpus * (spare_rate if x.role == Role.SPARE else 1.0)) for x, a, b, _ in rows]
         spent = _spent_at(rate, m.consumed + m.spare, env.max_hours if capped and env else None)
         loans = [
             (a, min(b, spent) if spent is not None else b, float(x.gpus)) for x, a, b, loan in rows if loan
@@ -455,7 +456,7 @@ def meter(
         for x, a, b, loan in rows:
             stop = min(float(b), spent) if spent is not None else float(b)
             if stop > a:
-                if x.role == "Spare":
+                if x.role == Role.SPARE:
                     m.spare += x.gpus * ((stop - a) / 3600) * spare_rate
                 else:
                     m.consumed += x.gpus * ((stop - a) / 3600)
@@ -519,11 +520,11 @@ def spent_when(book: Book, leases: Sequence[Lease], spare_rate: float) -> list[i
     burn: dict[str, float] = defaultdict(float)
     for lease in leases:
         env_key = lease.payer.env_key
-        if not lease.open or env_key is None or lease.role == "Borrowed":
+        if not lease.open or env_key is None or lease.role == Role.BORROWED:
             continue
         if (lease.run, lease.group) in book.unfunded:
             continue
-        burn[env_key] += lease.gpus * (spare_rate if lease.role == "Spare" else 1.0)
+        burn[env_key] += lease.gpus * (spare_rate if lease.role == Role.SPARE else 1.0)
     out = []
     for env_key, rate in sorted(burn.items()):
         env = book.envs.get(env_key)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from planner.accounting import Book
-from planner.reasons import Closure, OpenReason, Phase, Role, closure_text
+from planner.reasons import Closure, Ledger, OpenReason, Phase, Role, closure_text
 from planner.topology import Topology
 from planner.world import Lease, Payer, Reservation, RunRecord, World, run_key
 from schemas.run import Run
@@ -26,7 +26,7 @@ class Event:
     """A lease opened (`Start`; reason: how it opened) or closed (`End`; reason: its closure)."""
 
     at: int
-    event: str  # Start | End
+    event: Ledger  # Start | End
     lease: Lease
     reason: str
     closure: Closure | None = None  # the kind of an End (its reason may carry the lottery's seed)
@@ -35,7 +35,7 @@ class Event:
         lease = self.lease
         return {
             "at": fmt_time(self.at),
-            "event": self.event,
+            "event": self.event.value,
             "lease": lease.name,
             "run": lease.run,
             "group": lease.group,
@@ -60,7 +60,7 @@ class Moved:
     def as_json(self, fmt_time: TimeText) -> dict[str, object]:
         return {
             "at": fmt_time(self.at),
-            "event": "ReservationMoved",
+            "event": Ledger.MOVED.value,
             "run": self.run,
             "earliestStart": None if self.earliest_start is None else fmt_time(self.earliest_start),
             "previous": None if self.previous is None else fmt_time(self.previous),
@@ -143,7 +143,7 @@ class Pass:
             self._fills[node].append(lease)
         self._allocated.pop(run, None)
         self.topo.occupy(lease)
-        self.events.append(Event(self.now, "Start", lease, reason.value))
+        self.events.append(Event(self.now, Ledger.START, lease, reason.value))
         rec = self.records.get(run)
         if rec is not None and group >= rec.next_group:
             rec.next_group = group + 1
@@ -158,7 +158,7 @@ class Pass:
         self.closures += 1
         self.closed_log.append(lease)
         self.topo.release(lease)
-        self.events.append(Event(self.now, "End", lease, text, kind))
+        self.events.append(Event(self.now, Ledger.END, lease, text, kind))
         if lease.role == Role.BORROWED and kind in (Closure.RECLAIMED_BY_SPARE, Closure.NODE_FAILURE):
             self.fill_lost.add(lease.run)
         if lease.role == Role.SPARE:  # opportunistic work on these slots loses its host with it (§4.8)

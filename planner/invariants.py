@@ -10,6 +10,7 @@ from typing import Any
 
 from planner.accounting import Book
 from planner.manifests import pod_gpus
+from planner.reasons import Role
 from planner.world import Lease
 
 
@@ -24,7 +25,7 @@ def check(leases: list[Lease], book: Book, runs: set[str]) -> list[str]:
         if not lease.open:
             continue
         slots = [(lease.node, s) for s in lease.slots]
-        if lease.role == "Borrowed":
+        if lease.role == Role.BORROWED:
             for slot in slots:
                 fills[slot] += 1
         else:
@@ -33,7 +34,7 @@ def check(leases: list[Lease], book: Book, runs: set[str]) -> list[str]:
                     doubled.setdefault(slot, [holder[slot]]).append(lease.name)
                 else:
                     holder[slot] = lease.name
-            if lease.role == "Spare":
+            if lease.role == Role.SPARE:
                 spare_slots.update(slots)
         if lease.run not in runs:
             problems.append(f"open lease {lease.name} has no run {lease.run}")
@@ -60,7 +61,7 @@ def check_pods(leases: list[Lease], pods: dict[str, dict[str, Any]]) -> list[str
     problems: list[str] = []
     covered: dict[tuple[str, int, str, str], int] = defaultdict(int)
     for lease in leases:
-        if lease.open and lease.role in ("Active", "Borrowed"):
+        if lease.open and lease.role in (Role.ACTIVE, Role.BORROWED):
             covered[(lease.run, lease.group, lease.node, lease.role)] += lease.gpus
     seen: dict[tuple[str, int, str, str], int] = defaultdict(int)
     for path, pod in pods.items():
@@ -68,7 +69,7 @@ def check_pods(leases: list[Lease], pods: dict[str, dict[str, Any]]) -> list[str
             continue
         labels = pod["metadata"]["labels"]
         role = labels["rq.davidlangworthy.io/role"]
-        if role == "Spare":
+        if role == Role.SPARE:
             continue
         pod_key = (
             f"{pod['metadata']['namespace']}/{labels['rq.davidlangworthy.io/run']}",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from planner.reasons import Role
 from planner.world import Lease
 from schemas import GROUP
 from schemas.run import Run
@@ -17,7 +18,7 @@ DEFAULT_IMAGE = "registry.k8s.io/pause:3.9"
 
 def pod_name(run: str, group: int, node: str, role: str) -> str:
     name = run.split("/", 1)[1]
-    tag = "spare-" if role == "Spare" else ""
+    tag = "spare-" if role == Role.SPARE else ""
     return f"{name}-g{group}-{tag}{node.lower()}"[:253].rstrip("-.")
 
 
@@ -26,8 +27,7 @@ def render(leases: list[Lease], specs: dict[str, Run], clusters: dict[str, str])
     pods: dict[tuple[str, int, str, str], list[Lease]] = defaultdict(list)
     for lease in leases:
         if lease.open:
-            role = "Spare" if lease.role == "Spare" else lease.role
-            pods[(lease.run, lease.group, lease.node, role)].append(lease)
+            pods[(lease.run, lease.group, lease.node, str(lease.role))].append(lease)
     by_run: dict[str, list[tuple[int, str, str, list[Lease]]]] = defaultdict(list)
     for (run, group, node, role), ls in pods.items():
         by_run[run].append((group, node, role, ls))
@@ -35,8 +35,8 @@ def render(leases: list[Lease], specs: dict[str, Run], clusters: dict[str, str])
     for run in sorted(by_run):
         ns, name = run.split("/", 1)
         spec = specs.get(run)
-        entries = sorted(by_run[run], key=lambda e: (e[0], e[2] == "Spare", e[1]))
-        active = [e for e in entries if e[2] != "Spare"]
+        entries = sorted(by_run[run], key=lambda e: (e[0], e[2] == Role.SPARE, e[1]))
+        active = [e for e in entries if e[2] != Role.SPARE]
         world = sum(sum(x.gpus for x in e[3]) for e in active)
         rank_base = _rank_bases(active, spec)
         cluster = None
@@ -94,7 +94,7 @@ def _pod(
         {"name": "JOBTREE_RUN", "value": run},
         {"name": "JOBTREE_GROUP_INDEX", "value": str(group)},
         {"name": "JOBTREE_RANK_BASE", "value": str(rank_base)},
-        {"name": "JOBTREE_LOCAL_GPUS", "value": str(gpus if role != "Spare" else 0)},
+        {"name": "JOBTREE_LOCAL_GPUS", "value": str(gpus if role != Role.SPARE else 0)},
         {"name": "JOBTREE_SERVICE", "value": f"{name}.{ns}.svc"},
     ]
     if spec is not None and spec.spec.malleable is not None:
@@ -107,11 +107,11 @@ def _pod(
     if template is not None:
         env += [{"name": e.name, "value": e.value} for e in template.env]
     container: dict[str, Any] = {
-        "name": "workload" if role != "Spare" else "spare",
+        "name": "workload" if role != Role.SPARE else "spare",
         "image": image,
         "env": env,
     }
-    if role == "Spare":
+    if role == Role.SPARE:
         container["command"] = ["sleep", "infinity"]
     else:
         if template is not None and template.command:

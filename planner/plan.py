@@ -27,7 +27,7 @@ from planner import (
 )
 from planner.admission import Line
 from planner.context import Event, Moved, Pass
-from planner.reasons import Confidence, Phase, ResState
+from planner.reasons import Confidence, Phase, ResState, Role
 from planner.topology import Topology, is_fenced
 from planner.world import FleetState, Lease, World, run_key
 from schemas.run import Run
@@ -73,16 +73,14 @@ class Plan:
         return self.rendered
 
 
-def plan(world: World) -> Plan:
+def snapshot(world: World) -> Pass:
+    """The working set a pass decides against: copies of the last state's leases, runs and
+    reservations, the topology with every open lease on its slots, and the envelopes. Every verb
+    module works on it; `plan` runs them all, the in-cluster agent only the failure handling."""
     now, settings = world.now, world.settings
     prev = world.state
     leases = [x.copy() for x in prev.leases]
-    # jobtree's own cordons hold while the node is down; once it is observed healthy again the
-    # cluster's cordon flag decides (an operator uncordons a repaired node)
-    down = {n.name for n in world.nodes if is_fenced(n, now, settings.not_ready_grace)}
-    present = {n.name for n in world.nodes}
-    kept_cordons = frozenset(n for n in prev.cordoned if n in down or n not in present)
-    topo = Topology(world.nodes, now, settings.not_ready_grace, kept_cordons)
+    topo = Topology(world.nodes, now, settings.not_ready_grace, _kept_cordons(world))
     for lease in leases:
         if lease.open:
             topo.occupy(lease)
@@ -90,14 +88,30 @@ def plan(world: World) -> Plan:
     envs = accounting.envelopes(world.budgets)
     book = accounting.Book(envs, accounting.family_order(world.budgets), now)
     book.frozen = {k for k, e in envs.items() if e.budget in world.frozen_budgets}
-    specs = {run_key(r): r for r in world.runs}
     ctx = Pass(
-        world, topo, book, specs,
+        world, topo, book, {run_key(r): r for r in world.runs},
         {k: v.copy() for k, v in prev.runs.items()},
         {k: v.copy() for k, v in prev.reservations.items()},
         leases,
     )  # fmt: skip
     ctx.index()
+    return ctx
+
+
+def _kept_cordons(world: World) -> frozenset[str]:
+    """jobtree's own cordons hold while the node is down; once it is observed healthy again the
+    cluster's cordon flag decides (an operator uncordons a repaired node)."""
+    down = {n.name for n in world.nodes if is_fenced(n, world.now, world.settings.not_ready_grace)}
+    present = {n.name for n in world.nodes}
+    return frozenset(n for n in world.state.cordoned if n in down or n not in present)
+
+
+def plan(world: World) -> Plan:
+    now, settings = world.now, world.settings
+    prev = world.state
+    ctx = snapshot(world)
+    topo, book, specs = ctx.topo, ctx.book, ctx.specs
+    kept_cordons = _kept_cordons(world)
     lookahead_hours = settings.lookahead / 3600
     # 1. observations: runs, deletions, workload, failures, voluntary shrink
     lifecycle.admit_new_runs(ctx)
@@ -300,7 +314,7 @@ def _meter_runs(ctx: Pass, since: int | None, cutoffs: dict[str, accounting.Cuto
     if since is None:
         return
     for lease in ctx.leases:
-        if lease.role != "Active" or lease.payer.key is None:
+        if lease.role != Role.ACTIVE or lease.payer.key is None:
             continue
         start = max(lease.start, since)
         end: float = lease.ended if lease.ended is not None else ctx.now

@@ -21,6 +21,14 @@ class Role(StrEnum):
     BORROWED = "Borrowed"
 
 
+class Ledger(StrEnum):
+    """What a ledger line records: a lease opening or closing, or a reservation's ETA moving."""
+
+    START = "Start"
+    END = "End"
+    MOVED = "ReservationMoved"
+
+
 class OpenReason(StrEnum):
     START = "Start"
     GROW = "Grow"

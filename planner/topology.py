@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 
+from planner.reasons import Role
 from planner.world import REQUIRED_LABELS, Lease, NodeObs
 
 
@@ -142,26 +143,26 @@ class Topology:
         node = self.nodes.get(lease.node)
         if node is None:
             return
-        target = node.fill if lease.role == "Borrowed" else node.used
+        target = node.fill if lease.role == Role.BORROWED else node.used
         target.update(lease.slots)
-        if lease.role == "Spare":
+        if lease.role == Role.SPARE:
             node.spare.update(lease.slots)
-        if lease.role in ("Spare", "Borrowed"):
+        if lease.role in (Role.SPARE, Role.BORROWED):
             self._fill_dirty.add(node.domain)
-        if lease.role != "Borrowed" and node.usable:
+        if lease.role != Role.BORROWED and node.usable:
             self._count(node, -lease.gpus)
 
     def release(self, lease: Lease) -> None:
         node = self.nodes.get(lease.node)
         if node is None:
             return
-        target = node.fill if lease.role == "Borrowed" else node.used
+        target = node.fill if lease.role == Role.BORROWED else node.used
         target.difference_update(lease.slots)
-        if lease.role == "Spare":
+        if lease.role == Role.SPARE:
             node.spare.difference_update(lease.slots)
-        if lease.role in ("Spare", "Borrowed"):
+        if lease.role in (Role.SPARE, Role.BORROWED):
             self._fill_dirty.add(node.domain)
-        if lease.role != "Borrowed" and node.usable:
+        if lease.role != Role.BORROWED and node.usable:
             self._count(node, lease.gpus)
 
     def flavor_domains(self, flavor: str) -> set[str]:

@@ -33,7 +33,9 @@ CUTS = ("RandomPreempt", "DropSpare", "Shrink", "ReclaimUnfunded")
 def _generated(tmp_path: Path, seed: int) -> pipeline.Spec:
     generate.write(tmp_path, seed=seed, scale=0.01)
     repo = tmp_path / generate.REPO_DIR
-    spec = pipeline.read_spec({p.relative_to(repo).as_posix(): p.read_bytes() for p in sorted(repo.rglob("*.yaml"))})
+    spec = pipeline.read_spec(
+        {p.relative_to(repo).as_posix(): p.read_bytes() for p in sorted(repo.rglob("*.yaml"))}
+    )
     assert spec.diagnostics == []
     return spec
 
@@ -56,8 +58,14 @@ def test_on_a_generated_fleet_no_pass_cuts_what_its_activations_do_not_use(tmp_p
         assert [(e.event, e.lease.run) for e in again.events] == [], minutes
         assert again.state.reservations == first.state.reservations, minutes
         assert again.runs == first.runs, minutes
-        released = {k for k, r in first.state.reservations.items() if r.state == "Released" and r.ended == now}
-        seeds = {e.reason[len("RandomPreempt(") : -1] for e in first.events if e.reason.startswith("RandomPreempt(")}
+        released = {
+            k for k, r in first.state.reservations.items() if r.state == "Released" and r.ended == now
+        }
+        seeds = {
+            e.reason[len("RandomPreempt(") : -1]
+            for e in first.events
+            if e.reason.startswith("RandomPreempt(")
+        }
         assert seeds <= {seed_for(k, now) for k in released}, minutes
         cut_any = cut_any or any(e.event == "End" and e.reason.startswith(CUTS) for e in first.events)
         for key, res in first.state.reservations.items():
@@ -85,7 +93,9 @@ def test_without_min_runtime_equal_claims_cut_one_run_every_notice_period() -> N
     # minRuntime 0: z is due at 09:20 and cuts x or y; the victim, requeued, is reserved at once and
     # due 15 minutes later, when it cuts in turn: a cut at 09:20, 09:35, ..., 11:50 — 11 by 12:00.
     out = play(_contended("0s"))
-    cuts = sorted({e["at"] for e in out["ledger"] if e["event"] == "End" and e["reason"].startswith("RandomPreempt")})
+    cuts = sorted(
+        {e["at"] for e in out["ledger"] if e["event"] == "End" and e["reason"].startswith("RandomPreempt")}
+    )
     assert cuts == [stamp(20 + 15 * k) for k in range(11)]
 
 
@@ -95,7 +105,9 @@ def test_the_templates_min_runtime_of_two_hours_bounds_the_churn() -> None:
     # next victim must wait for z's protection (until 13:00). Two cuts by 12:00, each run having
     # run at least two hours.
     out = play(_contended("2h"))
-    cuts = sorted({e["at"] for e in out["ledger"] if e["event"] == "End" and e["reason"].startswith("RandomPreempt")})
+    cuts = sorted(
+        {e["at"] for e in out["ledger"] if e["event"] == "End" and e["reason"].startswith("RandomPreempt")}
+    )
     assert cuts == [stamp(120), stamp(135)]
     template = (ROOT / "fleet-repo-template" / "jobtree.yaml").read_text()
     assert "minRuntime: 2h" in template

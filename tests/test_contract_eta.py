@@ -204,9 +204,14 @@ def test_no_waiting_reservation_ever_shows_an_eta_in_the_past() -> None:
     # a busy minute-by-minute timeline: three fixed runs contend for A; whatever happens, at every
     # checkpoint each Pending reservation's earliestStart is null or not before the checkpoint.
     steps = [
-        at(0, apply=[*(a_budget(n, f"org:{n}").envelope("h", 32).build() for n in ("a", "b", "c")),
-                     a_run("a/x", "org:a").gpus(16).groups(8).build(),
-                     a_run("b/y", "org:b").gpus(16).groups(8).build()]),
+        at(
+            0,
+            apply=[
+                *(a_budget(n, f"org:{n}").envelope("h", 32).build() for n in ("a", "b", "c")),
+                a_run("a/x", "org:a").gpus(16).groups(8).build(),
+                a_run("b/y", "org:b").gpus(16).groups(8).build(),
+            ],
+        ),
         at(3, apply=[a_run("c/z", "org:c").gpus(16).groups(8).build()]),
     ]
     steps += [at(m, checkpoint=f"m{m}") for m in range(0, 90, 1)]

@@ -56,7 +56,9 @@ def test_a_checkpointed_run_losing_both_groups_on_one_node_ends_both_leases_node
         until="+6m",
     )  # fmt: skip
     out = play(doc)
-    assert {(e["group"], e["reason"]) for e in ends(out, "t/r", stamp(5)) if e["nodes"][0].startswith("A-")} == {
+    assert {
+        (e["group"], e["reason"]) for e in ends(out, "t/r", stamp(5)) if e["nodes"][0].startswith("A-")
+    } == {
         (0, "NodeFailure"),
         (1, "NodeFailure"),
     }

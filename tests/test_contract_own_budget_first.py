@@ -26,7 +26,9 @@ def _domains(state: dict[str, Any], run: str) -> dict[str, int]:
 
 
 def _payers(state: dict[str, Any], run: str) -> set[str]:
-    return {f"{x['spec']['payer']['budget']}/{x['spec']['payer']['envelope']}" for x in open_leases(state, run)}
+    return {
+        f"{x['spec']['payer']['budget']}/{x['spec']['payer']['envelope']}" for x in open_leases(state, run)
+    }
 
 
 def test_a_run_starts_on_its_owners_envelope_though_family_funding_reaches_a_freer_domain() -> None:

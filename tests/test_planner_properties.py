@@ -251,25 +251,15 @@ KEPT_DOMAINS_IN_SCOPE_ORDER = (
 @example(fleet=HELD_FUNDING_AHEAD)
 @example(fleet=HOLD_REDONE_AT_THE_END)
 @example(fleet=KEPT_DOMAINS_IN_SCOPE_ORDER)
-def test_planning_again_from_the_written_state_ends_nothing_and_settles(fleet: tuple[Any, ...]) -> None:
-    """Re-planning at the same instant from the plan's own written state never closes a lease.
-
-    It may still start work: malleable runs grow one step per pass by design, and (found by this
-    test) a family owner reclaiming its envelope late in a pass can leave a reservation ahead of
-    it unfunded, which frees its held funding for the next pass. It settles within a few passes,
-    and from then on the written bytes never change.
-    """
+def test_planning_again_from_the_written_state_changes_nothing(fleet: tuple[Any, ...]) -> None:
+    """A pass is a fixed point (§4.5): re-planning at the same instant from the plan's own written
+    state decides nothing (no lease opens or closes) and writes the same bytes."""
     spec = spec_of(fleet)
     plan = one_pass(spec, FleetState(), T0)
-    for _ in range(6):
-        again = one_pass(spec, reread(plan), T0)
-        assert [e for e in again.events if e.event == "End"] == []
-        if not again.events:
-            assert written(again) == written(plan)
-            assert written(one_pass(spec, reread(again), T0)) == written(plan)
-            return
-        plan = again
-    raise AssertionError("re-planning did not settle within 6 passes")
+    again = one_pass(spec, reread(plan), T0)
+    assert [(e.event, e.lease.run, e.lease.group) for e in again.events] == []
+    assert again.moves == []
+    assert written(again) == written(plan)
 
 
 def _timeline(draw: st.DrawFn) -> dict[str, Any]:
@@ -322,6 +312,17 @@ def test_random_timelines_keep_every_invariant_after_every_pass(doc: dict[str, A
                 assert sim.state.runs[lease.run].phase == "Running", (
                     f"open lease of a {sim.state.runs[lease.run].phase} run"
                 )
+        for key, res in sim.state.reservations.items():  # an ETA is a promise: never in the past
+            if res.state == "Pending" and res.earliest_start is not None:
+                assert res.earliest_start >= now, f"{key}'s earliestStart is in the past"
+        # a pass is a fixed point: planning again at the same instant from its output decides nothing
+        assert sim.spec_cache is not None and sim.last is not None
+        again = pipeline.run_pass(sim.spec_cache, sim.cluster, sim.state, now, render=False)
+        assert [(e.event, e.lease.run) for e in again.events] == [], (
+            "a second pass at one instant moved leases"
+        )
+        assert again.state.reservations == sim.state.reservations, "a second pass changed a reservation"
+        assert again.runs == sim.last.runs, "a second pass changed a run's status"
         seen_passes.append(now)
 
     sim.run_pass = checked  # type: ignore[method-assign]  # observe every pass the simulator makes
@@ -365,3 +366,38 @@ def test_a_pass_leaves_the_state_it_started_from_as_it_was(fleet: tuple[Any, ...
     before = statefiles.encode(one_pass(spec, start, T0 + 600))
     one_pass(spec, start, T0 + 1800)  # a pass at another instant from the same state
     assert statefiles.encode(one_pass(spec, start, T0 + 600)) == before
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nodes=st.integers(1, 4),
+    x_width=st.sampled_from([8, 16, 24, 32]),
+    y_width=st.sampled_from([8, 16, 24, 32]),
+    work=st.integers(5, 120),
+    spare_time=st.integers(0, 60),
+    y_after=st.integers(0, 30),
+    notice=st.sampled_from(["0s", "5m", "15m"]),
+)
+def test_a_run_whose_work_fits_in_min_runtime_finishes_when_it_is_the_only_contention(
+    nodes: int, x_width: int, y_width: int, work: int, spare_time: int, y_after: int, notice: str
+) -> None:
+    """x starts on an empty domain and needs `work` minutes; y, the only other run, arrives later
+    and may want x's GPUs. With minRuntime >= work, x is never cut: it completes, and nobody is
+    ever cut by the lottery."""
+    x_width = min(x_width, nodes * 8)
+    min_runtime = work + spare_time
+    doc = scenario(
+        {"x": "org:x", "y": "org:y"}, [domain("A", nodes)],
+        [{"at": "+0m", "apply": [a_budget("x", "org:x").envelope("h", 64).build(),
+                                 a_budget("y", "org:y").envelope("h", 64).build(),
+                                 a_run("x/x", "org:x").gpus(x_width).groups(8).build()]},
+         {"at": f"+{y_after}m", "apply": [a_run("y/y", "org:y").gpus(min(y_width, nodes * 8)).groups(8).build()]},
+         {"at": f"+{work}m", "workload": {"run": "x/x", "event": "Succeed"}}],
+        until=f"+{work + 3 * min_runtime + 60}m",
+        fleet={"reservations": {"minRuntime": f"{min_runtime}m", "noticePeriod": notice}},
+    )  # fmt: skip
+    doc["spec"]["tick"] = "5m"
+    out = Simulation(Scenario.model_validate(doc), doc).play()
+    assert out["final"]["runs"]["x/x"]["phase"] == "Succeeded"
+    assert {e["reason"] for e in out["ledger"] if e["event"] == "End" and e["run"] == "x/x"} == {"Completed"}
+    assert not any(e["event"] == "End" and e["reason"].startswith("RandomPreempt") for e in out["ledger"])
