@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -143,3 +144,41 @@ def test_a_table_request_gets_name_and_the_crd_printer_columns(
     rows = [(r["object"]["metadata"]["namespace"], r["cells"][:4]) for r in table["rows"]]
     assert rows == [("default", ["r1", "org:team", 16, "Running"]), ("team", ["r2", "org:team", 8, None])]
     assert table["rows"][0]["cells"][4].endswith("s")
+
+
+def test_a_table_watch_sends_one_row_per_event_with_columns_only_in_the_first(
+    custom: client.CustomObjectsApi, server: KubeApiServer, jobtree_crds: list[dict[str, Any]]
+) -> None:
+    server.seed(a_run("r1"), a_run("r2"))
+    response = custom.list_namespaced_custom_object(
+        GROUP,
+        "v1",
+        "default",
+        "runs",
+        watch=True,
+        timeout_seconds=1,
+        _headers={"Accept": TABLE},
+        _preload_content=False,
+    )
+    events = [orjson.loads(line) for line in response.data.splitlines() if line]
+    assert [(e["type"], e["object"]["kind"], e["object"]["rows"][0]["cells"][0]) for e in events] == [
+        ("ADDED", "Table", "r1"),
+        ("ADDED", "Table", "r2"),
+    ]
+    assert [len(e["object"]["columnDefinitions"]) for e in events] == [5, 0]
+
+
+def test_openapi_v3_tells_kubectl_that_patches_take_field_validation(
+    api: client.ApiClient, jobtree_crds: list[dict[str, Any]]
+) -> None:
+    def get(path: str) -> Any:
+        response = api.call_api(*api.param_serialize("GET", path))
+        response.read()
+        return orjson.loads(response.data)
+
+    index = get("/openapi/v3")["paths"]
+    assert {"api/v1", f"apis/{GROUP}/v1", "apis/coordination.k8s.io/v1"} <= set(index)
+    document = get(index[f"apis/{GROUP}/v1"]["serverRelativeURL"])
+    patch = document["paths"][f"/apis/{GROUP}/v1/namespaces/{{namespace}}/runs/{{name}}"]["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {"group": GROUP, "version": "v1", "kind": "Run"}
+    assert "fieldValidation" in [p["name"] for p in patch["parameters"] if p["in"] == "query"]

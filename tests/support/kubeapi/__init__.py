@@ -48,9 +48,12 @@ WHAT IT IMPLEMENTS
 WHAT IT DELIBERATELY DOES NOT
     No authentication or authorization (any token is accepted), no admission webhooks, no
     scheduler (a pod runs where its spec.nodeName says), no controllers beyond the emulated
-    garbage collector, namespace and CRD cleanup, no protobuf/CBOR, no aggregated discovery or
-    OpenAPI documents (clients fall back to legacy discovery), no CEL validation, no conversion
-    webhooks, no watch as Table, no legacy /api/v1/watch paths, no pods/log, exec, binding or
+    garbage collector, namespace and CRD cleanup, no protobuf/CBOR bodies (so kubectl create/run
+    of built-in kinds, which send protobuf, get 415; `kubectl apply --server-side` works), no
+    aggregated discovery (clients fall back to legacy discovery), OpenAPI v3 only as far as
+    kubectl needs to choose server-side field validation (no schemas: no `kubectl explain`
+    fields), no /openapi/v2, no CEL validation, no conversion
+    webhooks, no legacy /api/v1/watch paths, no pods/log, exec, binding or
     eviction. Built-in kinds are not schema-validated beyond the rules in `strategies`, so an
     unknown field in a pod is kept (a real server drops it with a warning).
 

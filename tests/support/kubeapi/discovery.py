@@ -3,7 +3,7 @@
 Read by the HTTP handler from the catalog, so a CRD's group appears the moment the CRD is stored
 and disappears when it is deleted. Only the legacy (unaggregated) format is served; clients that
 ask for aggregated discovery (kubectl does) fall back to it, as they do with older servers.
-OpenAPI documents (/openapi/v2, /openapi/v3) are not served.
+OpenAPI is in `openapi` (a minimal v3 surface); /openapi/v2 is not served.
 """
 
 from __future__ import annotations

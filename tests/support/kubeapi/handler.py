@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 import yaml
 
-from tests.support.kubeapi import deletion, discovery, listing, routing, status, tables
+from tests.support.kubeapi import deletion, discovery, listing, openapi, routing, status, tables
 from tests.support.kubeapi.admission import Call
 from tests.support.kubeapi.faults import Fault, FaultPlan
 from tests.support.kubeapi.registry import APPLY_PATCH, Registry, Result
@@ -142,9 +142,10 @@ class Handler(BaseHTTPRequestHandler):
                 return
         try:
             if accept and not any(kind in accept for kind in ("json", "yaml", "*/*")):
+                routing.route(path, services.registry.catalog)
                 raise status.not_acceptable()
             if is_watch:
-                self._watch(path, query, fault)
+                self._watch(path, query, accept, fault)
                 return
             result = self._dispatch(method, path, query, raw, content_type, accept)
             self._send(result.code, result.body, result.warnings, accept)
@@ -273,13 +274,17 @@ class Handler(BaseHTTPRequestHandler):
             found = discovery.group_list(catalog)
         elif target.document == "group":
             found = discovery.group(catalog, target.group)
+        elif target.document == "openapi":
+            found = openapi.root(catalog)
+        elif target.document == "openapi_group_version":
+            found = openapi.group_version_document(catalog, target.group, target.version)
         else:
             found = discovery.resource_list(catalog, target.group, target.version)
         if found is None:
             raise status.path_not_found()
         return found
 
-    def _watch(self, path: str, query: Mapping[str, str], fault: Fault | None) -> None:
+    def _watch(self, path: str, query: Mapping[str, str], accept: str, fault: Fault | None) -> None:
         registry = self.server.services.registry
         target = routing.route(path, registry.catalog)
         if not isinstance(target, routing.Resource) or "watch" not in target.rt.verbs or target.subresource:
@@ -297,11 +302,23 @@ class Handler(BaseHTTPRequestHandler):
         self.server.services.log.record(_with(self._entry, code=200))
         self.end_headers()
         limit = fault.drop_after_events if fault is not None else None
+        as_table = tables.wants_table(accept)
         sent = 0
         try:
             for event in events:
                 if limit is not None and sent >= limit:
                     break
+                if as_table and event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                    event = {
+                        "type": event["type"],
+                        "object": tables.watch_table(
+                            call.rt,
+                            event["object"],
+                            registry.clock(),
+                            query.get("includeObject") or "Metadata",
+                            sent == 0,
+                        ),
+                    }
                 data = orjson.dumps(event) + b"\n"
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 sent += 1

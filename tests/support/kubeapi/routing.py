@@ -17,7 +17,7 @@ NAMESPACE_SUBRESOURCES = ("status", "finalize")
 
 @dataclass(frozen=True, slots=True)
 class Discovery:
-    document: str  # version, api, api_v1, apis, group, group_version, health
+    document: str  # version, health, api, apis, group, group_version, openapi, openapi_group_version
     group: str = ""
     version: str = ""
 
@@ -38,6 +38,14 @@ def route(path: str, catalog: Catalog) -> Discovery | Resource:
         return Discovery("version")
     if parts[0] in ("healthz", "readyz", "livez") and len(parts) <= 2:
         return Discovery("health")
+    if parts[:2] == ["openapi", "v3"]:
+        rest = parts[2:]
+        if not rest:
+            return Discovery("openapi")
+        if rest[0] == "api" and len(rest) == 2:
+            return Discovery("openapi_group_version", "", rest[1])
+        if rest[0] == "apis" and len(rest) == 3:
+            return Discovery("openapi_group_version", rest[1], rest[2])
     if parts[0] == "api":
         if len(parts) == 1:
             return Discovery("api")

@@ -4,7 +4,7 @@ Read by the HTTP handler for get and list. Custom resources get NAME plus the CR
 `additionalPrinterColumns` (or AGE when it declares none), with simple JSONPaths (`.a.b`, `.a[0]`,
 `.a['k.x']`) and the real cell typing (dates become ages). Pods, nodes, namespaces, ConfigMaps,
 Leases and CRDs get their usual kubectl columns in a simplified form; other kinds NAME and AGE.
-Watching as Table is not supported.
+Watch events are one-row Tables, the first carrying the column definitions (`kubectl get -w`).
 """
 
 from __future__ import annotations
@@ -221,6 +221,14 @@ def table(
             for cells, obj in zip(rows, items, strict=True)
         ],
     }
+
+
+def watch_table(rt: ResourceType, obj: Obj, now: datetime, include: str, first: bool) -> Obj:
+    """One watch event's object as a one-row Table; only the first event carries the columns."""
+    out = table(rt, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")}, now, include)
+    if not first:
+        out["columnDefinitions"] = []
+    return out
 
 
 def _definition(name: str, kind: str, fmt: str, description: str, priority: int) -> Obj:
