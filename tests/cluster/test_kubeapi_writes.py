@@ -229,3 +229,20 @@ def test_events_are_stored_and_selected_by_involved_object(core: client.CoreV1Ap
     assert created.first_timestamp.year == 2030
     found = core.list_namespaced_event("default", field_selector="involvedObject.name=p,reason=Swapped")
     assert [e.metadata.name for e in found.items] == ["p.swap"]
+
+
+def test_later_writes_never_change_an_earlier_revision_of_an_object(
+    dynamic: Any, core: client.CoreV1Api
+) -> None:
+    pod = a_pod("p", image="trainer:1")
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
+    created = core.create_namespaced_pod("default", pod)
+    then = created.metadata.resource_version
+    newer = a_pod("p", image="trainer:2")
+    newer["metadata"] = {"name": "p", "namespace": "default"}
+    pods = dynamic.resources.get(api_version="v1", kind="Pod")
+    pods.server_side_apply(body=newer, field_manager="jobtree", force_conflicts=True)
+    core.patch_namespaced_pod_status("p", "default", {"status": {"phase": "Running"}})
+    past = core.list_namespaced_pod("default", resource_version=then, resource_version_match="Exact").items[0]
+    assert (past.spec.containers[0].image, past.status.phase) == ("trainer:1", "Pending")
+    assert [m.manager for m in past.metadata.managed_fields] == ["OpenAPI-Generator"]

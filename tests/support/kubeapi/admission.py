@@ -8,13 +8,13 @@ schema, applies the built-in strategies, validates ObjectMeta and CRDs. It reads
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 from tests.support.kubeapi import crds, objectmeta, schema, status, strategies
 from tests.support.kubeapi.resources import ResourceType
 from tests.support.kubeapi.status import Cause
+from tests.support.kubeapi.store import clone
 
 Obj = dict[str, Any]
 SERVER_SET_META = (
@@ -92,10 +92,15 @@ def check_identity(call: Call, obj: Obj, require_type_meta: bool = False) -> Obj
 
 
 def carry_over(call: Call, live: Obj, requested: Obj) -> Obj:
-    """The object an update of `live` stores, before validation: what the endpoint may change."""
+    """The object an update of `live` stores, before validation: what the endpoint may change.
+
+    Works on a private copy of `live`: a stored object is shared with watchers and history and
+    must never change.
+    """
     rt = call.rt
+    live = clone(live)
     if call.subresource in ("status", "finalize"):
-        new = copy.deepcopy(live)
+        new = live
         if call.subresource == "status":
             if "status" in requested:
                 new["status"] = requested["status"]

@@ -8,7 +8,6 @@ in `listing`, deletes in `deletion`. It knows nothing of HTTP, faults or the req
 
 from __future__ import annotations
 
-import copy
 import random
 import threading
 import uuid
@@ -306,7 +305,7 @@ class Registry:
             if asked_version and asked_version != live["metadata"]["resourceVersion"]:
                 raise status.stale(rt.resource, call.name)
             merged, managers = apply.server_side_apply(
-                rt, live, config, call.manager, call.subresource, bool(force), self.stamp()
+                rt, clone(live), config, call.manager, call.subresource, bool(force), self.stamp()
             )
             merged = admission.check_identity(call, merged)
             merged["metadata"]["managedFields"] = live["metadata"].get("managedFields")
@@ -346,7 +345,7 @@ class Registry:
         """A server-side writer (kubelet, controllers): read, change a copy, commit as an Update."""
         with self.store.lock:
             live = self._live(call)
-            new = copy.deepcopy(live)
+            new = clone(live)
             mutate(new)
             managers = apply.managers_for_write(live, new)
             new = admission.carry_over(call, live, new)

@@ -216,7 +216,10 @@ BUILTINS: tuple[ResourceType, ...] = (
 
 
 class Catalog:
-    """Served resource types by group/version/plural; custom ones come and go with their CRDs."""
+    """Served resource types by group/version/plural; custom ones come and go with their CRDs.
+
+    Changed only under the store's lock; read from any thread (every scan works on a copy).
+    """
 
     def __init__(self) -> None:
         self._types: dict[tuple[str, str, str], ResourceType] = {}
@@ -229,13 +232,13 @@ class Catalog:
 
     def find_kind(self, api_version: str, kind: str) -> ResourceType | None:
         group, _, version = api_version.rpartition("/")
-        for rt in self._types.values():
+        for rt in list(self._types.values()):
             if rt.group == group and rt.version == version and rt.kind == kind:
                 return rt
         return None
 
     def by_storage_key(self, key: tuple[str, str]) -> ResourceType | None:
-        for rt in self._types.values():
+        for rt in list(self._types.values()):
             if rt.storage_key == key and (not rt.custom or rt.version == rt.storage_version):
                 return rt
         return None
@@ -264,7 +267,7 @@ class Catalog:
     def group_versions(self) -> dict[str, list[str]]:
         """Group name → versions, preferred first (core group is "")."""
         out: dict[str, list[str]] = {}
-        for rt in self._types.values():
+        for rt in list(self._types.values()):
             versions = out.setdefault(rt.group, [])
             if rt.version not in versions:
                 versions.append(rt.version)

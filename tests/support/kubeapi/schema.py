@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+import orjson
+
 from tests.support.kubeapi.status import Cause
 
 OBJECT_META_FIELDS = frozenset(
@@ -56,7 +58,7 @@ class Admission:
 
 def admit(obj: dict[str, Any], schema: Schema | None) -> Admission:
     """Prune and default a copy of a custom resource, then validate it against `schema`."""
-    out = copy.deepcopy(obj)
+    out: dict[str, Any] = orjson.loads(orjson.dumps(obj))
     result = Admission(out)
     meta = out.get("metadata")
     if isinstance(meta, dict):

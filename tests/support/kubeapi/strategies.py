@@ -100,7 +100,7 @@ def normalize_times(rt: ResourceType, obj: Obj) -> None:
     """Decode and re-encode metav1.Time and MicroTime fields as Go would; unparseable is a 400."""
     roots = [obj.get("spec"), obj.get("status")]
     if rt.kind == "Event":
-        roots.append({k: v for k, v in obj.items() if k in TIME_KEYS | MICRO_TIME_KEYS | {"series"}})
+        roots.append(obj.get("series"))
         _normalize(obj, rt.kind, "", shallow=True)
     for node in roots:
         if node is not None:
