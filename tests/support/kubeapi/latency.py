@@ -1,8 +1,9 @@
 """Request latency of the test server through the official client: `python -m tests.support.kubeapi.latency`.
 
 A measuring tool, not a test: it starts one server, then times N sequential calls each of a typed
-GET, a server-side apply that changes the object, a no-op re-apply, and (to separate the client's
-own cost) a raw keep-alive `http.client` GET. It prints medians and 99th percentiles in ms.
+GET, a server-side apply that changes the object, a no-op re-apply, the same apply through the
+DynamicClient, and (to separate the client's own cost) a raw keep-alive `http.client` GET. It
+prints medians and 99th percentiles in ms.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 from kubernetes import client, config
+from kubernetes.dynamic import DynamicClient
 
 from tests.support.kubeapi.kubeconfig import write_kubeconfig
 from tests.support.kubeapi.server import KubeApiServer
@@ -39,7 +41,11 @@ def main() -> None:
     calls = parser.parse_args().calls
     with TemporaryDirectory() as scratch, KubeApiServer("latency") as server:
         path = write_kubeconfig(Path(scratch) / "kubeconfig", {"latency": server})
-        core = client.CoreV1Api(config.new_client_from_config(str(path), context="latency"))
+        api = config.new_client_from_config(str(path), context="latency")
+        core = client.CoreV1Api(api)
+        config_maps = DynamicClient(api, cache_file=str(Path(scratch) / "discovery.json")).resources.get(
+            api_version="v1", kind="ConfigMap"
+        )
 
         def manifest(i: int) -> dict[str, object]:
             return {
@@ -74,6 +80,12 @@ def main() -> None:
                 calls,
                 lambda i: core.patch_namespaced_config_map(
                     "cm", "default", manifest(calls), field_manager="jobtree", _content_type=APPLY
+                ),
+            ),
+            "server-side apply, changing (DynamicClient)": timed(
+                calls,
+                lambda i: config_maps.server_side_apply(
+                    body=manifest(calls + i + 1), field_manager="jobtree"
                 ),
             ),
             "raw http.client GET (no client library)": timed(calls, raw_get),
