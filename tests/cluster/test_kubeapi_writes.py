@@ -246,3 +246,14 @@ def test_later_writes_never_change_an_earlier_revision_of_an_object(
     past = core.list_namespaced_pod("default", resource_version=then, resource_version_match="Exact").items[0]
     assert (past.spec.containers[0].image, past.status.phase) == ("trainer:1", "Pending")
     assert [m.manager for m in past.metadata.managed_fields] == ["OpenAPI-Generator"]
+
+
+def test_creating_or_deleting_a_namespaced_collection_without_a_namespace_is_405(
+    api: client.ApiClient,
+) -> None:
+    for method in ("POST", "DELETE"):
+        response = api.call_api(
+            *api.param_serialize(method, "/api/v1/configmaps", body={"metadata": {"name": "cm"}})
+        )
+        response.read()
+        assert response.status == 405

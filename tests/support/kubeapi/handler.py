@@ -331,6 +331,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def _verb(method: str, target: routing.Resource) -> str:
+    if method in ("POST", "DELETE") and target.rt.namespaced and not target.namespace:
+        raise status.method_not_allowed()
     if method == "GET":
         return "get" if target.name else "list"
     if method == "POST" and not target.name:

@@ -247,7 +247,8 @@ class Registry:
                     status.Target(),
                 ) from failure
             requested = admission.check_identity(call, patched)
-            if requested["metadata"].get("resourceVersion") != live["metadata"]["resourceVersion"]:
+            asked_version = requested["metadata"].get("resourceVersion")
+            if asked_version and asked_version != live["metadata"]["resourceVersion"]:
                 raise status.stale(rt.resource, call.name)
             self._check_uid(call, live, requested)
             managers = apply.managers_for_write(live, requested)
