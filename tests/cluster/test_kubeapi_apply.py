@@ -199,3 +199,12 @@ def test_apply_with_a_stale_resource_version_is_409(config_maps: Any) -> None:
     with pytest.raises(ApiException) as refused:
         config_maps.server_side_apply(body=stale, field_manager="jobtree")
     assert status_of(refused.value)["reason"] == "Conflict"
+
+
+def test_apply_of_a_field_a_built_in_kind_does_not_declare_fails_with_500(dynamic: DynamicClient) -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "spec": {"unschedulabel": True}}
+    with pytest.raises(ApiException) as refused:
+        dynamic.resources.get(api_version="v1", kind="Node").server_side_apply(
+            body=node, field_manager="jobtree"
+        )
+    assert status_of(refused.value)["message"].endswith(".spec.unschedulabel: field not declared in schema")

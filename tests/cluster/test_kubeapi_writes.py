@@ -15,6 +15,13 @@ from tests.cluster.manifests import GROUP, a_config_map, a_pod, a_run, status_of
 from tests.support.kubeapi import KubeApiServer
 
 
+def post(api: client.ApiClient, path: str, body: dict[str, Any], **query: str) -> Any:
+    """A POST through the client's low-level API (typed calls refuse undeclared fields before sending)."""
+    response = api.call_api(*api.param_serialize("POST", path, body=body, query_params=list(query.items())))
+    response.read()
+    return response
+
+
 def test_create_sets_uid_creation_timestamp_and_a_resource_version_from_one_global_counter(
     core: client.CoreV1Api,
 ) -> None:
@@ -207,14 +214,8 @@ def test_concurrent_writers_get_distinct_resource_versions_and_none_is_lost(
 
 
 def test_posting_to_a_named_object_is_405_method_not_allowed(api: client.ApiClient) -> None:
-    response = api.call_api(
-        *api.param_serialize(
-            "POST", "/api/v1/namespaces/default/configmaps/cm", body={"metadata": {"name": "cm"}}
-        )
-    )
-    response.read()
-    assert response.status == 405
-    assert orjson.loads(response.data)["reason"] == "MethodNotAllowed"
+    response = post(api, "/api/v1/namespaces/default/configmaps/cm", {"metadata": {"name": "cm"}})
+    assert (response.status, orjson.loads(response.data)["reason"]) == (405, "MethodNotAllowed")
 
 
 def test_events_are_stored_and_selected_by_involved_object(core: client.CoreV1Api) -> None:
@@ -257,3 +258,22 @@ def test_creating_or_deleting_a_namespaced_collection_without_a_namespace_is_405
         )
         response.read()
         assert response.status == 405
+
+
+def test_a_field_a_pod_does_not_declare_is_dropped_with_a_warning(api: client.ApiClient) -> None:
+    pod = a_pod("p")
+    pod["spec"]["nodeSelecter"] = {"gpu": "h100"}
+    response = post(api, "/api/v1/namespaces/default/pods", pod)
+    assert response.status == 201
+    assert response.getheader("Warning") == '299 - "unknown field \\"spec.nodeSelecter\\""'
+    assert "nodeSelecter" not in orjson.loads(response.data)["spec"]
+
+
+def test_strict_field_validation_refuses_an_undeclared_pod_field(api: client.ApiClient) -> None:
+    pod = a_pod("p")
+    pod["spec"]["containers"][0]["env"] = [{"name": "A", "valu": "1"}]
+    response = post(api, "/api/v1/namespaces/default/pods", pod, fieldValidation="Strict")
+    assert response.status == 400
+    assert orjson.loads(response.data)["message"] == (
+        'strict decoding error: unknown field "spec.containers[0].env[0].valu"'
+    )

@@ -36,7 +36,7 @@ WHAT IT IMPLEMENTS
                 per manager/operation/subresource, 409 with FieldManagerConflict causes
                 worded as the real server words them, removal of fields an applier stopped
                 applying that nobody else owns, create on apply, fields a CRD does not
-                declare are a 500 as in v1.32); delete (uid/resourceVersion preconditions,
+                declare are a 500 as in v1.32, also for built-in kinds); delete (uid/resourceVersion preconditions,
                 gracePeriodSeconds, propagationPolicy Background/Foreground/Orphan with an
                 emulated garbage collector, finalizers keep the object with deletionTimestamp
                 set); deletecollection; dryRun=All; fieldValidation Ignore, Warn (Warning
@@ -45,7 +45,8 @@ WHAT IT IMPLEMENTS
                 write that changes nothing keeps it and sends no event; uid,
                 creationTimestamp; generation for custom resources and CRDs, bumped on spec
                 changes only; status subresources split writes both ways; structural schemas
-                prune, default and validate (see `schema`); built-in rules in `strategies`
+                prune, default and validate (see `schema`); undeclared fields of built-in
+                kinds are dropped with a warning (`declared`); built-in rules in `strategies`
                 (pod defaults and QoS class, pod spec immutability with the real 422,
                 namespace termination, service cluster IPs, ...); CRD deletion removes its
                 custom resources; metav1.Time and MicroTime decoded as Go decodes them.
@@ -68,8 +69,9 @@ WHAT IT DELIBERATELY DOES NOT
     aggregated discovery (clients fall back to legacy discovery), no /openapi/v2 and no
     OpenAPI schemas (no `kubectl explain` fields), no CEL validation, no conversion
     webhooks, no legacy /api/v1/watch paths, no pods/log, exec, binding or eviction. Built-in
-    kinds are validated only by the rules in `strategies`: an unknown field in a pod is kept
-    (a real server drops it with a warning) and a wrong type is not caught.
+    kinds are checked for undeclared fields (`declared`, from the client's models) and by the
+    rules in `strategies`, but their value types are not checked (a string where a pod wants
+    an integer is stored as sent).
 
 HOW A TEST USES IT
     from kubernetes import client, config

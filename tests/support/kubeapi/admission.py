@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.kubeapi import crds, objectmeta, schema, status, strategies
+from tests.support.kubeapi import crds, declared, objectmeta, schema, status, strategies
 from tests.support.kubeapi.resources import ResourceType
 from tests.support.kubeapi.status import Cause
 from tests.support.kubeapi.store import clone
@@ -150,22 +150,22 @@ def _copy_key(source: Obj, target: Obj, key: str) -> None:
 def admit(call: Call, obj: Obj, live: Obj | None, allocate_ip: Any, now: str) -> Admitted:
     """Prune, default and validate; a 422 names every problem, a 400 the undecodable ones."""
     rt = call.rt
-    warnings: list[str] = []
     causes: list[Cause] = []
     if rt.custom:
         checked = schema.admit(obj, rt.schema)
-        obj = checked.obj
-        if checked.unknown_fields:
-            words = [f'unknown field "{f}"' for f in checked.unknown_fields]
-            if call.field_validation == "Strict":
-                raise status.bad_request("strict decoding error: " + ", ".join(words))
-            if call.field_validation != "Ignore":
-                warnings.extend(words)
+        obj, unknown = checked.obj, checked.unknown_fields
         causes.extend(checked.causes)
-    elif live is None:
-        causes.extend(strategies.on_create(rt, obj, allocate_ip))
     else:
-        causes.extend(strategies.on_update(rt, obj, live, allocate_ip))
+        unknown = declared.prune(rt.kind, obj)
+    words = [f'unknown field "{f}"' for f in unknown]
+    if words and call.field_validation == "Strict":
+        raise status.bad_request("strict decoding error: " + ", ".join(words))
+    warnings = words if call.field_validation != "Ignore" else []
+    if not rt.custom:
+        if live is None:
+            causes.extend(strategies.on_create(rt, obj, allocate_ip))
+        else:
+            causes.extend(strategies.on_update(rt, obj, live, allocate_ip))
     causes.extend(objectmeta.meta_problems(obj["metadata"]))
     if rt.kind == "CustomResourceDefinition" and not rt.custom:
         crds.default(obj)
@@ -175,6 +175,13 @@ def admit(call: Call, obj: Obj, live: Obj | None, allocate_ip: Any, now: str) ->
     if causes:
         raise status.invalid(rt.resource, obj["metadata"].get("name", call.name), causes)
     return Admitted(obj, warnings)
+
+
+def undeclared(rt: ResourceType, config: Obj) -> list[str]:
+    """Fields of an apply configuration its kind does not declare (the configuration is not changed)."""
+    if rt.custom:
+        return schema.admit(config, rt.schema).unknown_fields
+    return declared.prune(rt.kind, clone(config))
 
 
 def spec_changed(rt: ResourceType, old: Obj, new: Obj) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import yaml
 
-from tests.support.kubeapi import admission, apply, crds, deletion, objectmeta, patches, schema, status
+from tests.support.kubeapi import admission, apply, crds, deletion, objectmeta, patches, status
 from tests.support.kubeapi.admission import Call
 from tests.support.kubeapi.resources import Catalog, ResourceType
 from tests.support.kubeapi.store import Store, clone
@@ -278,16 +278,14 @@ class Registry:
             )
         config = _decode_yaml(raw)
         config = admission.check_identity(call, config, require_type_meta=True)
-        if rt.custom:
-            undeclared = schema.admit(config, rt.schema).unknown_fields
-            if undeclared:
-                raise status.ApiError(
-                    500,
-                    "",
-                    f"failed to create typed patch object ({call.namespace}/{call.name}; {rt.api_version}, "
-                    f"Kind={rt.kind}): "
-                    + "\n".join(f".{f}: field not declared in schema" for f in undeclared),
-                )
+        undeclared = admission.undeclared(rt, config)
+        if undeclared:
+            raise status.ApiError(
+                500,
+                "",
+                f"failed to create typed patch object ({call.namespace}/{call.name}; {rt.api_version}, "
+                f"Kind={rt.kind}): " + "\n".join(f".{f}: field not declared in schema" for f in undeclared),
+            )
         if config["metadata"].get("managedFields") is not None:
             raise status.bad_request("metadata.managedFields must be nil")
         asked_version = config["metadata"].pop("resourceVersion", None)
