@@ -3,7 +3,8 @@
 Between the verbs (`registry`) and storage: checks apiVersion/kind/name/namespace against the
 URL, keeps what a client may not change (uid, creationTimestamp, deletion state, generation,
 the other half of a status subresource), prunes and validates custom resources against their
-schema, applies the built-in strategies, validates ObjectMeta and CRDs. It reads no storage.
+schema, drops undeclared fields of built-in kinds (Warning headers, or 400 under Strict),
+applies the built-in strategies, validates ObjectMeta and CRDs. It reads no storage.
 """
 
 from __future__ import annotations
