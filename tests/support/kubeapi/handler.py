@@ -183,8 +183,11 @@ class Handler(BaseHTTPRequestHandler):
         if retry_after is not None:
             self.send_header("Retry-After", str(retry_after))
         self.server.services.log.record(_with(self._entry, code=code))
-        self.end_headers()
-        self.wfile.write(payload)
+        try:
+            self.end_headers()
+            self.wfile.write(payload)
+        except OSError:
+            self.close_connection = True
 
     def _call(self, target: routing.Resource, query: Mapping[str, str], manager: str) -> Call:
         dry_run = query.get("dryRun")
