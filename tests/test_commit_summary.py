@@ -62,3 +62,32 @@ def test_a_pass_names_the_runs_it_reserves_with_their_eta_and_reason_and_no_othe
     assert later.commit is not None
     message = repo.revparse_single(later.commit).message
     assert "1 run waiting" in message and "reserved" not in message
+
+
+def test_a_run_whose_file_is_invalid_from_the_start_gets_a_status_and_a_line_in_the_commit(
+    tmp_path: Path,
+) -> None:
+    # a new run with a typo: it is kept out of planning, but not without a trace: its status names
+    # the file to fix, and the state commit says so (DESIGN §2: every decision is a reviewable diff)
+    files = template_files()
+    whisper = files["runs/media-audio/whisper-finetune.yaml"]
+    files["runs/media-audio/whisper-typo.yaml"] = whisper.replace(
+        b"name: whisper-finetune", b"name: whisper-typo"
+    ).replace(b"totalGPUs: 8", b"totalGPUz: 8")
+    path = tmp_path / "work"
+    repo = clone(bare_remote(tmp_path, files), path)
+    outcome = reconcile_once(path, now=T0)
+    message = repo.revparse_single(outcome.commit).message
+    assert "- media-audio/whisper-typo invalid: fix runs/media-audio/whisper-typo.yaml\n" in message
+    status = gitstore.read_files(repo, "main", ["state/status/runs/media-audio/"])
+    text = status["state/status/runs/media-audio/whisper-typo.yaml"].decode()
+    assert 'message: "spec invalid: fix runs/media-audio/whisper-typo.yaml"' in text
+    # fixed, it takes its place in line like any new run, and nothing says it is invalid any more
+    human_commit(
+        repo,
+        {"runs/media-audio/whisper-typo.yaml": whisper.replace(b"whisper-finetune", b"whisper-typo")},
+        "fix\n",
+    )
+    later = reconcile_once(path, now=T0 + 60)
+    assert later.commit is not None
+    assert "invalid" not in repo.revparse_single(later.commit).message
