@@ -3,6 +3,10 @@
 Prints one JSON object: load seconds, and per pass the virtual instant, wall seconds, ledger
 events and pending reservations. The pass is the real pipeline (validate once, then plan); it
 excludes reading the file and writing the JSON, which `jobtree simulate` rows include.
+
+After each timed pass the same pass runs again, untimed, at the same instant from the first one's
+output, and `again` counts what it changed (lease events, reservations, run statuses): a pass is a
+fixed point (DESIGN §4.5), so every count should be zero.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import json
 import sys
 import time
 
-from reconciler import batchgc, simulation
+from reconciler import batchgc, pipeline, simulation
 from schemas.common import format_time
 
 
@@ -31,14 +35,27 @@ def main(path: str) -> int:
     def timed(now: int) -> None:
         began = time.perf_counter()
         real_pass(now)
+        seconds = round(time.perf_counter() - began, 3)
+        first = sim.last
+        assert first is not None and sim.spec_cache is not None
+        again = pipeline.run_pass(sim.spec_cache, sim.cluster, first.state, now, render=False)
         passes.append(
             {
                 "at": format_time(now),
-                "seconds": round(time.perf_counter() - began, 3),
-                "events": len(sim.last.events) if sim.last is not None else 0,
+                "seconds": seconds,
+                "events": len(first.events),
                 "pendingReservations": sum(
                     1 for r in sim.state.reservations.values() if r.state == "Pending"
                 ),
+                "again": {
+                    "events": len(again.events) + len(again.moves),
+                    "reservations": sum(
+                        1
+                        for k in first.state.reservations.keys() | again.state.reservations.keys()
+                        if first.state.reservations.get(k) != again.state.reservations.get(k)
+                    ),
+                    "runs": sum(1 for k in first.runs if first.runs[k] != again.runs.get(k)),
+                },
             }
         )
 

@@ -238,8 +238,16 @@ def pass_row(name: str, scenario: Path, max_wall: float) -> Row:
     row.wall, row.rss = f"{slowest['seconds']:.2f} s{spread}", f"{m.rss_mb:.0f} MB"
     row.throughput = ", ".join(f"{p['at'][11:16]} {p['seconds']:.1f} s" for p in passes)
     row.verdict = _verdict(slowest["seconds"], None, max_wall)
+    changed = [p for p in passes if any((p.get("again") or {}).values())]
+    fixed = (
+        "a second pass at each instant changed nothing (fixed point)"
+        if not changed
+        else "a second pass changed something at "
+        + ", ".join(f"{p['at'][11:16]} {p['again']}" for p in changed)
+    )
     row.note = (
-        f"{len(passes)} passes; up to {max(p['pendingReservations'] for p in passes):,} pending reservations"
+        f"{len(passes)} passes; up to {max(p['pendingReservations'] for p in passes):,} pending reservations;"
+        f" {fixed}"
     )
     return row
 
