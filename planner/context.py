@@ -206,6 +206,12 @@ class Pass:
             rec.cause = cause
         self.messages[run] = message
 
+    def keep_messages(self) -> None:
+        """The pass's last word on each run becomes its status message for the next pass."""
+        for key, rec in self.records.items():
+            if key in self.messages:
+                rec.message = self.messages[key]
+
     def resized(self, run: str) -> None:
         """A decision changed the run's width now: it takes no other growth step at this instant."""
         rec = self.records.get(run)

@@ -155,9 +155,7 @@ def plan(world: World) -> Plan:
         for k, v in sorted(ctx.reservations.items())
         if v.state == ResState.PENDING or (v.ended is not None and now - v.ended < settings.retention)
     }
-    for key, rec in ctx.records.items():
-        if key in ctx.messages:
-            rec.message = ctx.messages[key]
+    ctx.keep_messages()
     state = FleetState(
         now,
         sorted(retained, key=lambda x: (x.run, x.start, x.name)),
