@@ -18,10 +18,11 @@ from planner import (
     admission,
     elastic,
     failover,
-    forecast,
     invariants,
     lifecycle,
     manifests,
+    metering,
+    outlook,
     reasons,
     status,
 )
@@ -121,7 +122,7 @@ def plan(world: World) -> Plan:
     lifecycle.resolve_after(ctx)
     # meter GPU-hours since the last pass under the funding classes then in force, exactly
     book.unfunded = set(prev.unfunded)
-    meters, cutoffs = accounting.meter(
+    meters, cutoffs = metering.meter(
         prev.meters, book, ctx.leases, ctx.owner_of, prev.as_of, settings.spare_rate
     )
     for (b, e), m in meters.items():
@@ -137,7 +138,7 @@ def plan(world: World) -> Plan:
     # 3-5. the line (admissions, reservations, activations), growth, fill: until nothing moves
     line = _admit(ctx, lookahead_hours)
     # 6. ETAs with the conflict sets and their odds, and remedies, for reservations still waiting
-    risk = forecast.AtRisk(ctx)
+    risk = outlook.AtRisk(ctx)
     _forecast(ctx, line, set(), risk)
     _remedies(ctx, line, risk)
     _say_waiting(ctx, line)
@@ -196,11 +197,11 @@ def _admit(ctx: Pass, lookahead_hours: float) -> Line:
             return line
 
 
-def _forecast(ctx: Pass, line: Line, attempted: set[str], risk: forecast.AtRisk | None = None) -> bool:
+def _forecast(ctx: Pass, line: Line, attempted: set[str], risk: outlook.AtRisk | None = None) -> bool:
     """Every waiting reservation's ETA and confidence (§4.5), and with `risk` (the pass's last word)
     its conflict set with each member's odds. True when one is due now that this pass has not tried."""
     now, notice = ctx.now, ctx.world.settings.notice
-    entries: list[forecast.Entry] = []
+    entries: list[outlook.Entry] = []
     for key in line.waiting:
         res = ctx.reservations[key]
         if res.state != ResState.PENDING:
@@ -212,10 +213,10 @@ def _forecast(ctx: Pass, line: Line, attempted: set[str], risk: forecast.AtRisk 
         if w.placeable and (w.holds or window is not None):
             # a reservation aligned to a window opens 10 s past it, as its ETA promised
             earliest = max(res.since + notice, res.window + 10 if res.window is not None else 0)
-            entries.append(forecast.Entry(key, w.scope.short, w.scope.claims, earliest, window))
+            entries.append(outlook.Entry(key, w.scope.short, w.scope.claims, earliest, window))
         else:  # short of funding with no window to fund it, or no fleet it reaches can hold it
             res.earliest_start, res.confidence = None, Confidence.UNKNOWN
-    seen = forecast.outlook(ctx, entries, risk or forecast.AtRisk(ctx), with_odds=risk is not None)
+    seen = outlook.outlook(ctx, entries, risk or outlook.AtRisk(ctx), with_odds=risk is not None)
     due = False
     for key, found in seen.items():
         res = ctx.reservations[key]
@@ -235,11 +236,11 @@ def _forecast(ctx: Pass, line: Line, attempted: set[str], risk: forecast.AtRisk 
         if key in ctx.world.frozen_runs and res.earliest_start is not None and res.earliest_start <= now:
             res.earliest_start, res.confidence = None, Confidence.UNKNOWN  # waits on its file
     if risk is not None:
-        forecast.publish(ctx, seen)
+        outlook.publish(ctx, seen)
     return due
 
 
-def _remedies(ctx: Pass, line: Line, risk: forecast.AtRisk) -> None:
+def _remedies(ctx: Pass, line: Line, risk: outlook.AtRisk) -> None:
     """Remedies as §4.5 lists them: for a funding shortfall every one that applies, the binding one
     first; for a capacity deficit what can act on it in scope, with the GPUs each can free."""
     for key in line.waiting:
@@ -304,11 +305,11 @@ def _due(ctx: Pass, meters: dict[tuple[str, str], Any]) -> list[int]:
     times = {r.earliest_start for r in ctx.reservations.values() if r.state == ResState.PENDING}
     for env in ctx.book.envs.values():
         times |= {env.start, env.end}
-    times |= set(accounting.spent_when(ctx.book, ctx.leases, ctx.world.settings.spare_rate))
+    times |= set(metering.spent_when(ctx.book, ctx.leases, ctx.world.settings.spare_rate))
     return sorted(t for t in times if t is not None and t > now)
 
 
-def _meter_runs(ctx: Pass, since: int | None, cutoffs: dict[str, accounting.Cutoff]) -> None:
+def _meter_runs(ctx: Pass, since: int | None, cutoffs: dict[str, metering.Cutoff]) -> None:
     if since is None:
         return
     for lease in ctx.leases:

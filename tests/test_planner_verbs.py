@@ -6,7 +6,7 @@ lifecycle), each worked out by hand from DESIGN.md, so the core is tested where 
 
 from __future__ import annotations
 
-from planner import accounting, bind, cover, elastic, failover, forecast, lifecycle, pack
+from planner import bind, cover, elastic, failover, forecast, lifecycle, metering, outlook, pack
 from planner.accounting import FAMILY, LOAN, OWN
 from planner.reasons import Closure, OpenReason, Phase, Remedy, Role, Wait
 from planner.resolve import Resolver
@@ -127,8 +127,8 @@ def test_an_eta_waits_for_min_runtime_and_notice_of_the_run_to_cut() -> None:
     )
     ctx = snapshot(world)
     ctx.reservations["t/r"] = Reservation("t/r", None, T0 + 300)
-    entry = forecast.Entry("t/r", {"west/c1/A": 8}, {"west/c1/A": 8}, T0 + 300 + 900)
-    seen = forecast.outlook(ctx, [entry], forecast.AtRisk(ctx))
+    entry = outlook.Entry("t/r", {"west/c1/A": 8}, {"west/c1/A": 8}, T0 + 300 + 900)
+    seen = outlook.outlook(ctx, [entry], outlook.AtRisk(ctx))
     assert seen["t/r"].eta == T0 + 7200
     assert seen["t/r"].members == {"u/x": 1.0}
 
@@ -222,13 +222,13 @@ def test_metering_stops_charging_at_the_instant_a_gpu_hour_cap_is_spent() -> Non
         as_of=T0,
     )
     ctx = snapshot(world)
-    meters, cutoffs = accounting.meter({}, ctx.book, ctx.leases, ctx.owner_of, T0, 0.5)
+    meters, cutoffs = metering.meter({}, ctx.book, ctx.leases, ctx.owner_of, T0, 0.5)
     assert meters[("t", "h")] == EnvelopeMeter(4.0, 0.0, 0.0)
     assert cutoffs["t/h"].spent == T0 + 3600
     # unmetered, the book says nothing is spent yet: 4 GPUs spend the cap one hour from now...
-    assert accounting.spent_when(ctx.book, ctx.leases, 0.5) == [T0 + 5400 + 3600]
+    assert metering.spent_when(ctx.book, ctx.leases, 0.5) == [T0 + 5400 + 3600]
     ctx.book.consumed["t/h"] = meters[("t", "h")].consumed
-    assert accounting.spent_when(ctx.book, ctx.leases, 0.5) == []  # ...metered, it is spent: none due
+    assert metering.spent_when(ctx.book, ctx.leases, 0.5) == []  # ...metered, it is spent: none due
 
 
 # ------------------------------------------------------------------------------------- lifecycle
