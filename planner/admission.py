@@ -55,6 +55,7 @@ class Line:
     funding_holds: list[tuple[str, str, int]] = field(default_factory=list)  # (envelope, class, GPUs)
     held_log: list[str] = field(default_factory=list)  # domains whose hold grew, in order
     unplaced: list[str] = field(default_factory=list)  # activations that cut and could not start
+    unsettled: bool = False  # the pass's rounds of the line never came to rest (a bug if ever true)
     _unheld: dict[str, _Unheld] = field(default_factory=dict)
 
     def unheld_free(self, topo: Topology, flavor: str) -> int:
