@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from reconciler.simulate import command
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
+SHARED = Path(__file__).resolve().parents[1] / "examples"
 OWN = Path(__file__).resolve().parent / "scenarios"
 
 

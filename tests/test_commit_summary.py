@@ -13,7 +13,7 @@ from reconciler.simulate import command
 from tests.test_passcache import human_commit
 from tests.test_reconcile import T0, bare_remote, clone, template_files
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
+SHARED = Path(__file__).resolve().parents[1] / "examples"
 
 
 def test_a_swap_onto_a_hot_spare_is_reported_as_a_swap_not_a_start(tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ def test_a_run_requeued_by_a_cut_keeps_its_message_so_the_next_pass_commits_noth
     from reconciler.reconciliation import reconcile_once
     from reconciler.simulate import command as simulate
 
-    scenario = ROOT.parent / "shared" / "scenarios" / "04-reservation-and-lottery.yaml"
+    scenario = ROOT / "examples" / "04-reservation-and-lottery.yaml"
     assert CliRunner().invoke(simulate, [str(scenario), "--git", str(tmp_path / "g")]).exit_code == 0
     done = reconcile_once(tmp_path / "g", now=parse_time("2026-03-02T09:55:00Z"))
     assert done.commit is None, done.summary

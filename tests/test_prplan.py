@@ -9,7 +9,6 @@ reserved window-aligned for 10:00:10 (window start + 10 s, later than 09:00 + th
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,13 @@ from reconciler import gitstore, planreport, prdiff
 from reconciler.plan import command
 from reconciler.reconciliation import reconcile_once
 from schemas.common import parse_time
+from tests.conftest import Golden
 from tests.git_support import write_tree
 
 T0 = parse_time("2026-03-02T09:00:00Z")
 NOW = "2026-03-02T09:05:00Z"
 HUMAN = pygit2.Signature("Ada", "ada@example.com", T0 - 3600, 0)
-GOLDEN = Path(__file__).resolve().parent / "golden"
+
 
 FLEET = b"""apiVersion: rq.davidlangworthy.io/v1
 kind: FleetConfig
@@ -364,7 +364,7 @@ def test_a_long_table_never_crowds_out_the_budget_usage_or_leaves_an_empty_table
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "json"])
-def test_the_plan_output_matches_its_golden_file(fleet: pygit2.Repository, fmt: str) -> None:
+def test_the_plan_output_matches_its_golden_file(fleet: pygit2.Repository, fmt: str, golden: Golden) -> None:
     commit(fleet, {"budgets/t.yaml": budget(later_start="2026-03-02T12:00:00Z"), "runs/t/big.yaml": run("big")},
            "window and a run\n", "pr")  # fmt: skip
     code, out = plan(fleet, "--format", fmt)
@@ -374,10 +374,7 @@ def test_the_plan_output_matches_its_golden_file(fleet: pygit2.Repository, fmt: 
     out = out.replace(str(fleet.references["refs/heads/pr"].target), "<head>")
     out = out.replace(str(fleet.references["refs/heads/main"].target)[:12], "<base>")
     out = out.replace(str(fleet.references["refs/heads/pr"].target)[:12], "<head>")
-    golden = GOLDEN / f"plan-window-and-run.{'md' if fmt == 'markdown' else 'json'}"
-    if os.environ.get("JOBTREE_REGEN_GOLDEN"):
-        golden.write_text(out)
-    assert out == golden.read_text()
+    golden.check(f"plan-window-and-run.{'md' if fmt == 'markdown' else 'json'}", out)
 
 
 def test_a_pull_request_deleting_a_run_shows_it_stopping_and_the_run_it_lets_start(

@@ -10,7 +10,7 @@ from pathlib import Path
 from reconciler import statefiles
 from reconciler.simulation import Simulation, load_scenario
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
+SHARED = Path(__file__).resolve().parents[1] / "examples"
 
 
 def test_every_lease_field_survives_the_files_and_the_memo_rows() -> None:

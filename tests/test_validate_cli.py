@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,9 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reconciler.cli import main
+from tests.conftest import GOLDEN as GOLDEN_DIR
+from tests.conftest import Golden
 from tests.corpus_support import materialize
 
-GOLDEN = Path(__file__).parent / "golden" / "validate-broken.github.txt"
+GOLDEN = GOLDEN_DIR / "validate-broken.github.txt"
 
 
 def jobtree(*args: str) -> Result:
@@ -66,15 +67,10 @@ def test_json_lists_every_object_with_its_verdict(tmp_path: Path) -> None:
     assert len(doc["diagnostics"]) == sum(len(o["diagnostics"]) for o in doc["objects"])
 
 
-def test_github_format_matches_the_golden_annotations(tmp_path: Path) -> None:
+def test_github_format_matches_the_golden_annotations(tmp_path: Path, golden: Golden) -> None:
     result = jobtree("validate", str(materialize("broken", tmp_path)), "--format", "github")
     assert result.exit_code == 3
-    if os.environ.get("JOBTREE_REGEN_GOLDEN") == "1":
-        GOLDEN.parent.mkdir(exist_ok=True)
-        GOLDEN.write_text(result.stdout)
-    assert result.stdout == GOLDEN.read_text(), (
-        "output changed; rerun with JOBTREE_REGEN_GOLDEN=1 and review the diff"
-    )
+    golden.check("validate-broken.github.txt", result.stdout)
 
 
 def test_github_annotations_escape_percent_commas_and_colons() -> None:
