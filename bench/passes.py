@@ -12,7 +12,8 @@ import json
 import sys
 import time
 
-from reconciler import batchgc, simulation
+from reconciler.passes import simulation
+from reconciler.perf import batchgc
 from schemas.common import format_time
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reconciler.simulation import Simulation
+from reconciler.passes.simulation import Simulation
 from schemas.scenario import Scenario
 from tests.builders import domain
 

@@ -68,8 +68,8 @@ def lose_the_race_after_the_fetch(
 ) -> None:
     """The next `gitremote.fetch` answers, then `winner` pushes its branch past `base` before the
     caller's push goes out: the remote moved between the fetch and the compare-and-swap."""
-    from reconciler import gitremote  # imported here: the other helpers need no reconciler module
-    from reconciler.gitremote import PushStatus
+    from reconciler.git import remote as gitremote  # imported here: the other helpers need no reconciler module
+    from reconciler.git.remote import PushStatus
 
     real_fetch = gitremote.fetch
 
@@ -84,7 +84,7 @@ def lose_the_race_after_the_fetch(
 
 _HOLD_LOCK = """
 import sys, time
-from reconciler.writerlock import writer_lock
+from reconciler.git.lock import writer_lock
 with writer_lock(sys.argv[1]):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))

@@ -8,7 +8,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from reconciler.simulate import command
+from reconciler.cli.simulate import command
 
 SHARED = Path(__file__).resolve().parents[1] / "examples"
 OWN = Path(__file__).resolve().parent / "scenarios"

@@ -9,7 +9,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import atomicfile, checkoutjournal
+from reconciler import atomicfile
+from reconciler.git.checkout import journal as checkoutjournal
 
 
 def test_a_new_file_replaces_the_old_one_whole_with_the_mode_asked(tmp_path: Path) -> None:

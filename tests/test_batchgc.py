@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from reconciler import batchgc
+from reconciler.perf import batchgc
 
 
 def test_the_collector_is_off_inside_and_back_on_after_even_on_error() -> None:

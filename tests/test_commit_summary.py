@@ -7,9 +7,10 @@ from pathlib import Path
 import pygit2
 from click.testing import CliRunner
 
-from reconciler import gitstore, statefiles
-from reconciler.reconciliation import reconcile_once
-from reconciler.simulate import command
+from reconciler.cli.simulate import command
+from reconciler.git import store as gitstore
+from reconciler.passes.reconcile import reconcile_once
+from reconciler.state import codec as statefiles
 from tests.test_passcache import human_commit
 from tests.test_reconcile import T0, bare_remote, clone, template_files
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from planner.world import FleetState
-from reconciler import pipeline
-from reconciler.embedded import EmbeddedCluster
+from reconciler.passes import pipeline
+from reconciler.passes.embedded import EmbeddedCluster
 from schemas.common import parse_time
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,8 +54,8 @@ def test_a_run_requeued_by_a_cut_keeps_its_message_so_the_next_pass_commits_noth
     it was requeued (its reservation waits for the same reason) instead of a commit for a new message."""
     from click.testing import CliRunner
 
-    from reconciler.reconciliation import reconcile_once
-    from reconciler.simulate import command as simulate
+    from reconciler.cli.simulate import command as simulate
+    from reconciler.passes.reconcile import reconcile_once
 
     scenario = ROOT / "examples" / "04-reservation-and-lottery.yaml"
     assert CliRunner().invoke(simulate, [str(scenario), "--git", str(tmp_path / "g")]).exit_code == 0

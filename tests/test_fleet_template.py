@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler import demo, simulation
+from reconciler.cli import demo
+from reconciler.passes import simulation
 
 TEMPLATE_DIR = demo.TEMPLATE
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

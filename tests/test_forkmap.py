@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import forkmap
+from reconciler.perf import forkmap
 
 PARENT = os.getpid()
 ITEMS = list(range(forkmap.MIN_ITEMS * 2))
@@ -93,7 +93,7 @@ def test_a_started_child_is_killed_with_its_parent(tmp_path: Path) -> None:
     marker = tmp_path / "child"
     code = (
         "import os, time\n"
-        "from reconciler import forkmap\n"
+        "from reconciler.perf import forkmap\n"
         "def slow(items):\n"
         f"    open({str(marker)!r}, 'w').write(str(os.getpid()))\n"
         "    time.sleep(60)\n"

@@ -13,10 +13,11 @@ from typing import Any
 
 import pygit2
 
-from reconciler import gitstore, statefiles
-from reconciler.reconciliation import reconcile_once
-from reconciler.simgit import History
-from reconciler.simulation import Simulation
+from reconciler.git import store as gitstore
+from reconciler.passes.history import History
+from reconciler.passes.reconcile import reconcile_once
+from reconciler.passes.simulation import Simulation
+from reconciler.state import codec as statefiles
 from schemas.scenario import Scenario
 from tests.builders import a_budget, a_run, scenario
 from tests.contract_support import A32, at, open_leases, play, starts

@@ -9,8 +9,11 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import gitlocal, gitpack, gitremote, gitstore
-from reconciler.gitremote import PushStatus
+from reconciler.git import localpush as gitlocal
+from reconciler.git import packs as gitpack
+from reconciler.git import remote as gitremote
+from reconciler.git import store as gitstore
+from reconciler.git.remote import PushStatus
 from tests.git_support import lose_the_race_after_the_fetch
 from tests.test_gitstore import BOT, NEW_STATE, NOW, SPEC_SHA, clone, human_commit, make_remote, remote_head
 

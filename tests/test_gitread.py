@@ -8,7 +8,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import gitread
+from reconciler.spec import files as gitread
 from schemas import load
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import gitremote, gitstore
-from reconciler.gitremote import SyncOutcome
+from reconciler.git import remote as gitremote
+from reconciler.git import store as gitstore
+from reconciler.git.remote import SyncOutcome
 from tests.git_support import write_tree
 from tests.test_gitstore import (
     BOT,

@@ -8,8 +8,9 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import gitremote, gitstore
-from reconciler.gitremote import PushStatus, SyncOutcome
+from reconciler.git import remote as gitremote
+from reconciler.git import store as gitstore
+from reconciler.git.remote import PushStatus, SyncOutcome
 from tests.test_gitstore import NEW_STATE, bot_commit, make_remote, remote_head
 
 

@@ -16,8 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler import authorship, gitpack, gitremote, gitstore, writerlock
-from reconciler.gitremote import PushStatus, SyncOutcome
+from reconciler.git import lock as writerlock
+from reconciler.git import ownership as authorship
+from reconciler.git import packs as gitpack
+from reconciler.git import remote as gitremote
+from reconciler.git import store as gitstore
+from reconciler.git.remote import PushStatus, SyncOutcome
 from tests.git_support import (
     daemon,
     free_port,
@@ -491,7 +495,7 @@ def test_a_writer_in_another_process_holds_the_lock_until_it_exits(local: pygit2
     import sys
 
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys\nfrom reconciler import writerlock\n"
+        [sys.executable, "-c", "import sys\nfrom reconciler.git import lock as writerlock\n"
          f"with writerlock.writer_lock({local.path!r}):\n    print('held', flush=True)\n    sys.stdin.read()\n"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[1],
     )  # fmt: skip

@@ -17,9 +17,9 @@ import pygit2
 import pytest
 from click.testing import CliRunner
 
-from reconciler import gitstore
-from reconciler.reconcile import command
-from reconciler.reconciliation import reconcile_once
+from reconciler.cli.reconcile import command
+from reconciler.git import store as gitstore
+from reconciler.passes.reconcile import reconcile_once
 from tests.git_support import write_tree
 from tests.test_reconcile import HUMAN, T0, bare_remote, clone, state_at, steady_files
 from tests.test_reconcile import reconciled as reconciled_template

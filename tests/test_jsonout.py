@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler import jsonout
+from reconciler.cli import jsonout
 
 ascii_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=8)
 scalars = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | ascii_text

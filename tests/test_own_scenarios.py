@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.simulation import Simulation
+from reconciler.passes.simulation import Simulation
 from schemas.scenario import Scenario
 from tests.builders import a_budget, a_run, domain, scenario
 from tests.scenario_support import ended, leases_of, started

@@ -14,8 +14,11 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import gitstore, passcache, passmemo, speccache
-from reconciler.reconciliation import Outcome, reconcile_once
+from reconciler.git import store as gitstore
+from reconciler.passes.reconcile import Outcome, reconcile_once
+from reconciler.perf import diskcache as passcache
+from reconciler.spec import commit as speccache
+from reconciler.state import memo as passmemo
 from tests.test_reconcile import HUMAN, T0, bare_remote, growing_files, state_at, template_files
 
 WHISPER = "runs/media-audio/whisper-finetune.yaml"

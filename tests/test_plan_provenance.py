@@ -16,10 +16,11 @@ import pygit2
 import pytest
 from click.testing import CliRunner, Result
 
-from reconciler import gitstore, provenance
-from reconciler import plan as plan_module
-from reconciler.plan import command
-from reconciler.reconciliation import reconcile_once
+from reconciler.git import store as gitstore
+from reconciler.passes import pr as plan_module
+from reconciler.passes import provenance
+from reconciler.passes.pr import command
+from reconciler.passes.reconcile import reconcile_once
 from schemas.layout import SPEC_PREFIXES
 from tests import test_prplan as prplan
 from tests.git_support import write_tree

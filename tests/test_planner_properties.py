@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 from planner import admission
 from planner.world import FleetState
-from reconciler import pipeline, statefiles
-from reconciler.embedded import EmbeddedCluster
-from reconciler.simulation import Simulation
+from reconciler.passes import pipeline
+from reconciler.passes.embedded import EmbeddedCluster
+from reconciler.passes.simulation import Simulation
+from reconciler.state import codec as statefiles
 from schemas.budget import Budget
 from schemas.fleet import FleetSpec, Inventory
 from schemas.run import Run

@@ -9,8 +9,8 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from reconciler import prefetch
-from reconciler.simulate import command
+from reconciler.cli.simulate import command
+from reconciler.perf import prefetch
 from schemas import yamldoc, yamlguard
 from tests.scenario_support import SHARED as SCENARIOS
 

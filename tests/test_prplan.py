@@ -17,9 +17,11 @@ import pygit2
 import pytest
 from click.testing import CliRunner
 
-from reconciler import gitstore, planreport, prdiff
-from reconciler.plan import command
-from reconciler.reconciliation import reconcile_once
+from reconciler.git import store as gitstore
+from reconciler.passes.pr import command
+from reconciler.passes.reconcile import reconcile_once
+from reconciler.report import compare as prdiff
+from reconciler.report import render as planreport
 from schemas.common import parse_time
 from tests.conftest import Golden
 from tests.git_support import write_tree

@@ -7,8 +7,9 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import gitpack, gitstore
-from reconciler.reconciliation import reconcile_once
+from reconciler.git import packs as gitpack
+from reconciler.git import store as gitstore
+from reconciler.passes.reconcile import reconcile_once
 from tests.git_support import write_tree
 from tests.test_reconcile import HUMAN, T0, bare_remote, clone, steady_files
 

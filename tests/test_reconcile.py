@@ -26,9 +26,11 @@ import yaml
 from click.testing import CliRunner
 
 from planner import manifests
-from reconciler import gitstore, statefiles, workfiles
-from reconciler.reconcile import command
-from reconciler.reconciliation import reconcile_once
+from reconciler.cli.reconcile import command
+from reconciler.git import store as gitstore
+from reconciler.git.checkout import files as workfiles
+from reconciler.passes.reconcile import reconcile_once
+from reconciler.state import codec as statefiles
 from schemas.common import parse_time
 from tests.git_support import daemon, free_port, lock_held_elsewhere, write_tree
 
@@ -791,7 +793,7 @@ def test_a_signal_python_could_not_raise_still_stops_the_loop_after_its_pass(
 ) -> None:
     # SIGTERM that arrived inside a weakref callback (Python prints it and carries on): remembered,
     # so the loop stops at its next safe point instead of sleeping until the next pass
-    from reconciler import signals
+    from reconciler.cli import signals
 
     bare_remote(tmp_path, steady_files())
     clone(tmp_path / "fleet.git", tmp_path / "work")

@@ -15,9 +15,9 @@ from pathlib import Path
 import pygit2
 from click.testing import CliRunner
 
-from reconciler import gitstore
 from reconciler.cli import main
-from reconciler.reconcile import command
+from reconciler.cli.reconcile import command
+from reconciler.git import store as gitstore
 from schemas.layout import MAX_FILE_BYTES
 from tests.test_reconcile import reconciled, state_at
 

@@ -9,8 +9,9 @@ import pygit2
 import pytest
 from click.testing import CliRunner
 
-from reconciler import gitstore, statefiles
-from reconciler.simulate import command
+from reconciler.cli.simulate import command
+from reconciler.git import store as gitstore
+from reconciler.state import codec as statefiles
 from schemas.common import format_time
 from tests.scenario_support import SHARED
 
@@ -100,7 +101,7 @@ def test_git_writes_each_pass_as_a_commit_at_the_virtual_clock(tmp_path: Path) -
 def test_a_simulated_history_can_be_planned_between_its_commits(tmp_path: Path) -> None:
     # its state commits are jobtree's own, so a what-if branch is planned, not refused as hand edits:
     # from the first pass (j1, j2, j3 running) to the end, the +30m deletions cut all three
-    from reconciler.plan import command as plan
+    from reconciler.passes.pr import command as plan
 
     scenario = SHARED / "04-reservation-and-lottery.yaml"
     assert CliRunner().invoke(command, [str(scenario), "--git", str(tmp_path / "h")]).exit_code == 0

@@ -12,8 +12,10 @@ import pygit2
 import pytest
 from click.testing import CliRunner
 
-from reconciler import gitstore, speccache, specprefetch
-from reconciler.reconcile import command
+from reconciler.cli.reconcile import command
+from reconciler.git import store as gitstore
+from reconciler.spec import commit as speccache
+from reconciler.spec import parsed as specprefetch
 from tests.test_passcache import forget_caches, human_commit
 from tests.test_reconcile import bare_remote, clone, template_files
 

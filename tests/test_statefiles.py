@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planner.world import FleetState
-from reconciler import gitsink, statefiles
+from reconciler.state import codec as statefiles
+from reconciler.state import nexttree as gitsink
 from tests.builders import a_budget, a_run
 from tests.test_planner_properties import FLEET, PROPS, T0, TEAMS, one_pass, spec_of
 

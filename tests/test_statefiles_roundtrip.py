@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reconciler import statefiles
-from reconciler.simulation import Simulation, load_scenario
+from reconciler.passes.simulation import Simulation, load_scenario
+from reconciler.state import codec as statefiles
 
 SHARED = Path(__file__).resolve().parents[1] / "examples"
 

@@ -11,7 +11,7 @@ import pygit2
 from click.testing import CliRunner
 
 from reconciler.cli import main
-from reconciler.reconciliation import reconcile_once
+from reconciler.passes.reconcile import reconcile_once
 from tests.git_support import write_tree
 from tests.test_reconcile import HUMAN, T0, template_files
 

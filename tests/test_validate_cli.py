@@ -74,7 +74,7 @@ def test_github_format_matches_the_golden_annotations(tmp_path: Path, golden: Go
 
 
 def test_github_annotations_escape_percent_commas_and_colons() -> None:
-    from reconciler.validate import github_line
+    from reconciler.cli.validate import github_line
     from schemas.diagnostics import Diagnostic
 
     line = github_line(Diagnostic("runs/a,b:c.yaml", 3, 4, "JT010", "50% bad, next: x"))
@@ -82,7 +82,7 @@ def test_github_annotations_escape_percent_commas_and_colons() -> None:
 
 
 def test_a_diagnostic_is_always_one_line_even_when_it_quotes_a_multiline_value() -> None:
-    from reconciler.validate import github_line
+    from reconciler.cli.validate import github_line
     from schemas.diagnostics import Diagnostic
 
     d = Diagnostic("runs/a/b.yaml", 3, 4, "JT010", "kind 'a\nb' does not belong here;\r\n expected Run")
@@ -203,7 +203,7 @@ CONTENT = st.one_of(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(PATHS, CONTENT, max_size=5))
 def test_validate_never_raises_on_arbitrary_files_it_only_reports(files: dict[str, bytes]) -> None:
-    from reconciler.validate import render_github, render_json, render_text
+    from reconciler.cli.validate import render_github, render_json, render_text
     from schemas.fleetcheck import check_fleet
 
     fleet = check_fleet(files)

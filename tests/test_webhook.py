@@ -16,7 +16,7 @@ import pygit2
 import pytest
 from click.testing import CliRunner
 
-from reconciler import webhook
+from reconciler.cli import webhook
 from tests.git_support import lock_held_elsewhere
 from tests.test_reconcile import bare_remote, template_files
 

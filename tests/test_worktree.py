@@ -10,7 +10,13 @@ from typing import Any
 import pygit2
 import pytest
 
-from reconciler import checkoutjournal, forkmap, gitpack, gitremote, gitstore, workfiles, worktree
+from reconciler.git import packs as gitpack
+from reconciler.git import remote as gitremote
+from reconciler.git import store as gitstore
+from reconciler.git.checkout import files as workfiles
+from reconciler.git.checkout import journal as checkoutjournal
+from reconciler.git.checkout import worktree
+from reconciler.perf import forkmap
 from tests.test_gitstore import NEW_STATE, NOW, bot_commit, clone, human_commit, make_remote
 
 

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler import yamlout
+from reconciler.state import yamlstyle as yamlout
 
 SCALARS = (
     st.none()
