@@ -68,7 +68,9 @@ def lose_the_race_after_the_fetch(
 ) -> None:
     """The next `gitremote.fetch` answers, then `winner` pushes its branch past `base` before the
     caller's push goes out: the remote moved between the fetch and the compare-and-swap."""
-    from reconciler.git import remote as gitremote  # imported here: the other helpers need no reconciler module
+    from reconciler.git import (
+        remote as gitremote,  # imported here: the other helpers need no reconciler module
+    )
     from reconciler.git.remote import PushStatus
 
     real_fetch = gitremote.fetch
@@ -104,3 +106,27 @@ def lock_held_elsewhere(repo_path: str | Path, seconds: float) -> Iterator[subpr
         yield holder
     finally:
         holder.wait(timeout=seconds + 10)
+
+
+def commit_files(
+    repo: pygit2.Repository,
+    branch: str,
+    parent_rev: str | None,
+    files: dict[str, bytes],
+    *,
+    message: str,
+    author_name: str,
+    author_email: str,
+    now: int,
+    owned_prefixes: tuple[str, ...] = ("state/", "rendered/"),
+) -> pygit2.Oid | None:
+    """`gitwrite.commit_tree` given the owned files' bytes: parent's tree with everything under
+    `owned_prefixes` replaced by exactly `files` (None when nothing would change)."""
+    from reconciler.git import packs, write
+
+    blobs = {path: packs.object_id("blob", data).hex() for path, data in files.items()}
+    contents = {blobs[path]: data for path, data in files.items()}
+    return write.commit_tree(
+        repo, branch, parent_rev, blobs, contents, message=message, author_name=author_name,
+        author_email=author_email, now=now, owned_prefixes=owned_prefixes,
+    )  # fmt: skip

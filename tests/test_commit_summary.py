@@ -8,7 +8,7 @@ import pygit2
 from click.testing import CliRunner
 
 from reconciler.cli.simulate import command
-from reconciler.git import store as gitstore
+from reconciler.git import read as gitread
 from reconciler.passes.reconcile import reconcile_once
 from reconciler.state import codec as statefiles
 from tests.test_passcache import human_commit
@@ -43,7 +43,7 @@ def test_a_pass_names_the_runs_it_reserves_with_their_eta_and_reason_and_no_othe
     message = repo.revparse_single(outcome.commit).message
     res = statefiles.load(
         statefiles.RESERVATION,
-        gitstore.read_files(repo, "main", ["state/reservations/"])[
+        gitread.read_files(repo, "main", ["state/reservations/"])[
             "state/reservations/media-audio/whisper-big.yaml"
         ],
     )

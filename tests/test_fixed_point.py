@@ -19,6 +19,7 @@ import pytest
 from planner.world import FleetState
 from reconciler.passes import pipeline
 from reconciler.passes.embedded import EmbeddedCluster
+from reconciler.spec import validated
 from schemas.common import parse_time
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +33,7 @@ def test_a_second_pass_at_the_same_instant_decides_nothing_new(seed: int, tmp_pa
     generate.write(tmp_path, seed=seed, scale=0.1)
     repo = tmp_path / generate.REPO_DIR
     files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in sorted(repo.rglob("*.yaml"))}
-    spec = pipeline.read_spec(files)
+    spec = validated.read_spec(files)
     assert spec.diagnostics == []
     now = parse_time("2026-03-02T09:00:00Z")
     cluster = EmbeddedCluster(spec.inventory)

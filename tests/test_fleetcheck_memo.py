@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.passes.pipeline import read_spec
+from reconciler.spec.validated import read_spec
 from schemas import fleetcheck
 from schemas.yamldoc import Document
 from tests.builders import a_run

@@ -13,7 +13,7 @@ from typing import Any
 
 import pygit2
 
-from reconciler.git import store as gitstore
+from reconciler.git import read as gitread
 from reconciler.passes.history import History
 from reconciler.passes.reconcile import reconcile_once
 from reconciler.passes.simulation import Simulation
@@ -32,7 +32,7 @@ TYPO = (b"    totalGPUs: 8\n", b"    totalGPUs: 8\n    colour: blue\n")
 
 def commit_spec(repo: pygit2.Repository, path: str, data: bytes, message: str) -> None:
     """A person's commit changing one spec file, checked out as a reconciler's host would have it."""
-    files = gitstore.read_files(repo, "main")
+    files = gitread.read_files(repo, "main")
     parent = repo.head.peel(pygit2.Commit)
     tree = write_tree(repo, {**files, path: data})
     repo.create_commit("refs/heads/main", HUMAN, HUMAN, message, tree, [parent.id])
@@ -40,11 +40,11 @@ def commit_spec(repo: pygit2.Repository, path: str, data: bytes, message: str) -
 
 
 def whisper_files(repo: pygit2.Repository, rev: str = "main") -> dict[str, str]:
-    return gitstore.list_blobs(repo, rev, [WHISPER_RENDERED])
+    return gitread.list_blobs(repo, rev, [WHISPER_RENDERED])
 
 
 def whisper_status(repo: pygit2.Repository) -> dict[str, Any]:
-    data = gitstore.read_files(repo, "main", ["state/status/runs/"])[f"state/status/runs/{WHISPER}.yaml"]
+    data = gitread.read_files(repo, "main", ["state/status/runs/"])[f"state/status/runs/{WHISPER}.yaml"]
     status: dict[str, Any] = statefiles.load(statefiles.RUN, data)["status"]
     return status
 
@@ -67,7 +67,7 @@ def test_a_typo_in_a_running_runs_file_leaves_its_pods_and_width_exactly_as_they
     want_pods = whisper_files(repo)
     want_width = whisper_status(repo)["width"]
     assert list(want_pods) == [f"{WHISPER_RENDERED}whisper-finetune.yaml"] and want_width["desired"] == 8
-    good = gitstore.read_files(repo, "main", [WHISPER_FILE])[WHISPER_FILE]
+    good = gitread.read_files(repo, "main", [WHISPER_FILE])[WHISPER_FILE]
     commit_spec(repo, WHISPER_FILE, good.replace(*TYPO), "whisper: a typo\n")
     typo_commit = repo.head.target
 
@@ -95,12 +95,12 @@ def test_a_frozen_runs_pods_keep_their_image_and_command_not_a_pause_container(t
     path = tmp_path / "work"
     repo = clone(tmp_path / "fleet.git", path)
     reconcile_once(path, now=T0)
-    good = gitstore.read_files(repo, "main", [WHISPER_FILE])[WHISPER_FILE]
+    good = gitread.read_files(repo, "main", [WHISPER_FILE])[WHISPER_FILE]
     commit_spec(repo, WHISPER_FILE, good.replace(*TYPO), "whisper: a typo\n")
     reconcile_once(path, now=T0 + 1200)
     pods = [
         doc
-        for data in gitstore.read_files(repo, "main", [WHISPER_RENDERED]).values()
+        for data in gitread.read_files(repo, "main", [WHISPER_RENDERED]).values()
         for doc in statefiles.documents(data)
         if doc["kind"] == "Pod"
     ]
@@ -157,7 +157,7 @@ def test_simulate_with_git_never_rewrites_a_frozen_runs_pod(tmp_path: Path) -> N
     sim.play()
     repo = sim.history.repo
     pods = [
-        gitstore.list_blobs(repo, str(c.id), ["rendered/"])
+        gitread.list_blobs(repo, str(c.id), ["rendered/"])
         for c in repo.walk(repo.references["refs/heads/main"].target, pygit2.enums.SortMode.REVERSE)
         if c.author.email == "jobtree@localhost"  # the state commits, not the scenario's spec edits
     ]
@@ -187,7 +187,7 @@ PRETRAIN = "rai-llm/pretrain-64"
 
 
 def status_of(repo: pygit2.Repository, kind: str, path: str) -> dict[str, Any]:
-    data = gitstore.read_files(repo, "main", [path])[path]
+    data = gitread.read_files(repo, "main", [path])[path]
     return dict(statefiles.load(kind, data))
 
 
@@ -208,7 +208,7 @@ def test_a_typo_in_a_budget_file_keeps_the_funding_of_what_it_pays_for(tmp_path:
     want_funding = gpus_of(status_of(repo, statefiles.RUN, run_path)["status"]["funding"])
     want_envelopes = status_of(repo, statefiles.BUDGET, budget_path)["status"]["envelopes"]
     assert (want_funding["ownedGPUs"], want_funding["unfundedGPUs"]) == (64, 0)
-    good = gitstore.read_files(repo, "main", [RAI_LLM_FILE])[RAI_LLM_FILE]
+    good = gitread.read_files(repo, "main", [RAI_LLM_FILE])[RAI_LLM_FILE]
     assert b"concurrency: 64" in good
     commit_spec(repo, RAI_LLM_FILE, good.replace(b"concurrency: 64", b"concurency: 64"), "rai-llm: a typo\n")
 
@@ -240,7 +240,7 @@ def test_a_parent_cycle_typed_into_one_budget_leaves_its_untouched_partner_fundi
         run: gpus_of(status_of(repo, statefiles.RUN, p)["status"]["funding"]) for run, p in statuses.items()
     }
     assert all(f["unfundedGPUs"] == 0 and f["ownedGPUs"] + f["borrowedGPUs"] > 0 for f in want.values())
-    good = gitstore.read_files(repo, "main", ["budgets/rai.yaml"])["budgets/rai.yaml"]
+    good = gitread.read_files(repo, "main", ["budgets/rai.yaml"])["budgets/rai.yaml"]
     cyclic = good.replace(b'parents: ["org:acme"]', b'parents: ["org:acme:rai:sys"]')
     assert cyclic != good
     commit_spec(repo, "budgets/rai.yaml", cyclic, "rai: a parent cycle\n")

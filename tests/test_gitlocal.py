@@ -11,9 +11,11 @@ import pytest
 
 from reconciler.git import localpush as gitlocal
 from reconciler.git import packs as gitpack
+from reconciler.git import read as gitread
 from reconciler.git import remote as gitremote
-from reconciler.git import store as gitstore
+from reconciler.git import write as gitwrite
 from reconciler.git.remote import PushStatus
+from reconciler.state import message
 from tests.git_support import lose_the_race_after_the_fetch
 from tests.test_gitstore import BOT, NEW_STATE, NOW, SPEC_SHA, clone, human_commit, make_remote, remote_head
 
@@ -23,11 +25,11 @@ MANY = {
 
 
 def state_commit(repo: pygit2.Repository, files: dict[str, bytes], packs: list[str], now: int = NOW) -> str:
-    oid = gitstore.commit_tree(
+    oid = gitwrite.commit_tree(
         repo, "main", str(repo.references["refs/heads/main"].target),
         {path: gitpack.object_id("blob", data).hex() for path, data in files.items()},
         {gitpack.object_id("blob", data).hex(): data for data in files.values()},
-        message=gitstore.format_message(["started team-a/r1 (8 GPUs)"], SPEC_SHA),
+        message=message.format_message(["started team-a/r1 (8 GPUs)"], SPEC_SHA),
         author_name=BOT[0], author_email=BOT[1], now=now, packs=packs,
     )  # fmt: skip
     assert oid is not None
@@ -59,7 +61,7 @@ def test_a_big_state_commit_reaches_a_bare_remote_as_the_very_pack_the_pass_wrot
     assert handed.read_bytes() == Path(packs[0] + ".pack").read_bytes()
     fsck(origin)
     assert str(pygit2.Repository(str(origin)).references["refs/heads/main"].target) == commit
-    assert gitstore.read_files(pygit2.Repository(str(origin)), "main", ["rendered/"]) == MANY
+    assert gitread.read_files(pygit2.Repository(str(origin)), "main", ["rendered/"]) == MANY
     assert remote_head(one) == commit
 
 
@@ -74,7 +76,7 @@ def test_unpushed_commits_of_people_travel_with_the_state_commit(origin: Path, t
     fsck(origin)
     theirs = pygit2.Repository(str(origin))
     assert str(theirs.references["refs/heads/main"].target) == commit
-    assert gitstore.read_files(theirs, "main") == gitstore.read_files(one, "main")
+    assert gitread.read_files(theirs, "main") == gitread.read_files(one, "main")
 
 
 def test_small_commits_without_a_pack_arrive_as_loose_objects(origin: Path, tmp_path: Path) -> None:
@@ -85,7 +87,7 @@ def test_small_commits_without_a_pack_arrive_as_loose_objects(origin: Path, tmp_
     assert packs == []
     assert gitremote.push(one, "origin", "main", base).status is PushStatus.PUSHED
     fsck(origin)
-    assert gitstore.read_files(pygit2.Repository(str(origin)), commit, ["state/"]) == {
+    assert gitread.read_files(pygit2.Repository(str(origin)), commit, ["state/"]) == {
         k: v for k, v in NEW_STATE.items() if k.startswith("state/")
     }
 

@@ -7,9 +7,11 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from reconciler.git import errors
+from reconciler.git import read as gitread
 from reconciler.git import remote as gitremote
-from reconciler.git import store as gitstore
 from reconciler.git.remote import SyncOutcome
+from reconciler.state import message
 from tests.git_support import write_tree
 from tests.test_gitstore import (
     BOT,
@@ -24,7 +26,7 @@ from tests.test_gitstore import (
     remote_head,
 )
 
-STATE_MESSAGE = gitstore.format_message(["started team-a/r1 (8 GPUs)"], SPEC_SHA)
+STATE_MESSAGE = message.format_message(["started team-a/r1 (8 GPUs)"], SPEC_SHA)
 
 
 @pytest.fixture
@@ -54,7 +56,7 @@ def commit_as(
 ) -> pygit2.Commit:
     """A one-parent commit on main setting `files` (and deleting paths under `drop`), as anyone may."""
     parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
-    current = gitstore.read_files(repo, "refs/heads/main")
+    current = gitread.read_files(repo, "refs/heads/main")
     kept = {path: data for path, data in current.items() if not path.startswith(drop)}
     tree = write_tree(repo, {**kept, **files})
     oid = repo.create_commit("refs/heads/main", author, author, message, tree, [parent.id])
@@ -79,9 +81,9 @@ def test_a_persons_unpushed_commit_is_refused_and_the_branch_does_not_move(pair)
     assert "main has 1 local commit that origin/main does not have" in message
     assert f'{mine[:12]} "add b1"' in message
     assert "pull request" in message and "git reset --hard origin/main" in message
-    assert isinstance(refused.value, gitstore.PermanentGitError) and not refused.value.temporary
+    assert isinstance(refused.value, errors.PermanentGitError) and not refused.value.temporary
     assert head(two) == mine  # nothing discarded
-    assert gitstore.read_files(two, "main")["runs/team-a/b1.yaml"] == b"kind: Run\n"
+    assert gitread.read_files(two, "main")["runs/team-a/b1.yaml"] == b"kind: Run\n"
 
 
 def test_a_person_under_the_reconcilers_own_commits_is_counted_and_named(pair) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from reconciler.git import errors
 from reconciler.git import remote as gitremote
-from reconciler.git import store as gitstore
 from reconciler.git.remote import PushStatus, SyncOutcome
 from tests.test_gitstore import NEW_STATE, bot_commit, make_remote, remote_head
 
@@ -82,7 +82,7 @@ def test_a_remote_path_that_does_not_exist_says_so(tmp_path: Path, elsewhere: Pa
     missing = tmp_path / "gone.git"
     url = "../gone.git" if relative else str(missing)
     one = work_clone(origin, tmp_path / "one", url)
-    with pytest.raises(gitstore.PermanentGitError) as err:
+    with pytest.raises(errors.PermanentGitError) as err:
         gitremote.fetch(one, "origin", "main")
     text = str(err.value)
     assert f"'origin' at {url}: the local path {missing} does not exist" in text
@@ -97,7 +97,7 @@ def test_a_push_url_that_does_not_exist_says_so(tmp_path: Path, elsewhere: Path)
     base = gitremote.fetch(one, "origin", "main")
     bot_commit(one, NEW_STATE)
     with pytest.raises(
-        gitstore.PermanentGitError, match=r"push to remote 'origin' at \.\./gone\.git: .*does not exist"
+        errors.PermanentGitError, match=r"push to remote 'origin' at \.\./gone\.git: .*does not exist"
     ):
         gitremote.push(one, "origin", "main", base)
     assert served_head(origin) == base

@@ -16,13 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reconciler.git import errors
 from reconciler.git import lock as writerlock
 from reconciler.git import ownership as authorship
 from reconciler.git import packs as gitpack
+from reconciler.git import read as gitread
 from reconciler.git import remote as gitremote
-from reconciler.git import store as gitstore
 from reconciler.git.remote import PushStatus, SyncOutcome
+from reconciler.state import message
 from tests.git_support import (
+    commit_files,
     daemon,
     free_port,
     lock_held_elsewhere,
@@ -49,7 +52,7 @@ SEED_FILES = {
 def human_commit(repo: pygit2.Repository, files: dict[str, bytes], message: str = "edit by hand\n") -> str:
     """A commit on main that sets `files` (on top of the current tree) the way a person would."""
     parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
-    current = gitstore.read_files(repo, "refs/heads/main")
+    current = gitread.read_files(repo, "refs/heads/main")
     tree = write_tree(repo, {**current, **files})
     return str(repo.create_commit("refs/heads/main", HUMAN, HUMAN, message, tree, [parent.id]))
 
@@ -69,12 +72,12 @@ def bot_commit(
     repo: pygit2.Repository, files: dict[str, bytes], *, parent: str | None = None, now: int = NOW
 ):
     parent = parent or str(repo.references["refs/heads/main"].target)
-    return gitstore.commit_files(
+    return commit_files(
         repo,
         "main",
         parent,
         files,
-        message=gitstore.format_message(["started team-a/r1 (8 GPUs)"], SPEC_SHA),
+        message=message.format_message(["started team-a/r1 (8 GPUs)"], SPEC_SHA),
         author_name=BOT[0],
         author_email=BOT[1],
         now=now,
@@ -112,31 +115,31 @@ def remote_head(repo: pygit2.Repository) -> str:
 def test_reads_files_at_an_older_revision_without_a_checkout(local: pygit2.Repository) -> None:
     seed = str(local.references["refs/heads/main"].target)
     human_commit(local, {"runs/team-a/r1.yaml": b"kind: Run # edited\n"})
-    assert gitstore.read_files(local, seed) == SEED_FILES
-    assert gitstore.read_files(local, "main")["runs/team-a/r1.yaml"] == b"kind: Run # edited\n"
+    assert gitread.read_files(local, seed) == SEED_FILES
+    assert gitread.read_files(local, "main")["runs/team-a/r1.yaml"] == b"kind: Run # edited\n"
 
 
 def test_prefixes_select_whole_directories_or_plain_string_prefixes(local: pygit2.Repository) -> None:
     want_runs = {"runs/team-a/r1.yaml", "runs/team-a2/r9.yaml"}
-    assert set(gitstore.read_files(local, "main", ["runs/"])) == want_runs
-    assert set(gitstore.read_files(local, "main", ["runs/team-a/"])) == {"runs/team-a/r1.yaml"}
-    assert set(gitstore.read_files(local, "main", ["runs/team-a"])) == want_runs
-    assert set(gitstore.read_files(local, "main", ["jobtree.yaml", "nothing/"])) == {"jobtree.yaml"}
+    assert set(gitread.read_files(local, "main", ["runs/"])) == want_runs
+    assert set(gitread.read_files(local, "main", ["runs/team-a/"])) == {"runs/team-a/r1.yaml"}
+    assert set(gitread.read_files(local, "main", ["runs/team-a"])) == want_runs
+    assert set(gitread.read_files(local, "main", ["jobtree.yaml", "nothing/"])) == {"jobtree.yaml"}
 
 
 def test_blob_ids_come_with_contents_so_callers_can_cache_parses(local: pygit2.Repository) -> None:
-    blobs = gitstore.read_blobs(local, "main", ["state/"])
+    blobs = gitread.read_blobs(local, "main", ["state/"])
     for oid, data in blobs.values():
         assert oid == str(pygit2.hash(data))
-    assert gitstore.list_blobs(local, "main", ["state/"]) == {p: oid for p, (oid, _) in blobs.items()}
+    assert gitread.list_blobs(local, "main", ["state/"]) == {p: oid for p, (oid, _) in blobs.items()}
 
 
 def test_unknown_revisions_and_non_repositories_are_permanent_errors(local, tmp_path: Path) -> None:
-    with pytest.raises(gitstore.RevisionNotFound, match="no-such-branch"):
-        gitstore.resolve(local, "no-such-branch")
-    with pytest.raises(gitstore.NotARepository):
-        gitstore.open_repo(tmp_path / "nowhere")
-    assert not gitstore.RevisionNotFound("x").temporary and gitstore.GitUnavailable("x").temporary
+    with pytest.raises(errors.RevisionNotFound, match="no-such-branch"):
+        gitread.resolve(local, "no-such-branch")
+    with pytest.raises(errors.NotARepository):
+        gitread.open_repo(tmp_path / "nowhere")
+    assert not errors.RevisionNotFound("x").temporary and errors.GitUnavailable("x").temporary
 
 
 # ----------------------------------------------------------------------------------------- commit
@@ -146,7 +149,7 @@ def test_commit_replaces_owned_prefixes_and_keeps_every_other_file(local: pygit2
     oid = bot_commit(local, NEW_STATE)
     assert oid is not None and local.references["refs/heads/main"].target == oid
     want = {k: v for k, v in SEED_FILES.items() if not k.startswith(("state/", "rendered/"))} | NEW_STATE
-    assert gitstore.read_files(local, "main") == want
+    assert gitread.read_files(local, "main") == want
 
 
 def test_reconciling_the_same_files_twice_makes_no_second_commit(local: pygit2.Repository) -> None:
@@ -167,7 +170,7 @@ def test_same_inputs_and_now_give_the_same_commit_id_in_two_clones(tmp_path: Pat
 
 def test_empty_owned_prefixes_leave_no_empty_directories(local: pygit2.Repository) -> None:
     assert bot_commit(local, {}) is not None
-    tree = gitstore.resolve(local, "main").tree
+    tree = gitread.resolve(local, "main").tree
     assert "state" not in tree and "rendered" not in tree and "runs" in tree
 
 
@@ -181,7 +184,7 @@ def test_files_outside_owned_prefixes_are_refused(local: pygit2.Repository) -> N
 def test_commit_refuses_when_the_branch_is_not_at_the_planned_parent(local: pygit2.Repository) -> None:
     seed = str(local.references["refs/heads/main"].target)
     human_commit(local, {"runs/team-a/r2.yaml": b"kind: Run\n"})
-    with pytest.raises(gitstore.BranchMoved, match="sync_with_remote"):
+    with pytest.raises(errors.BranchMoved, match="sync_with_remote"):
         bot_commit(local, NEW_STATE, parent=seed)
 
 
@@ -193,27 +196,27 @@ def test_a_checked_out_branch_follows_the_commit_and_local_edits_are_never_clobb
     assert work.status() == {}
     (tmp_path / "work/state/leases/team-a/r1.yaml").write_bytes(b"edited by hand\n")
     before = work.references["refs/heads/main"].target
-    with pytest.raises(gitstore.DirtyCheckout, match="state/leases/team-a/r1.yaml"):
+    with pytest.raises(errors.DirtyCheckout, match="state/leases/team-a/r1.yaml"):
         bot_commit(work, NEW_STATE | {"state/leases/team-a/r1.yaml": b"newer lease\n"}, now=NOW + 60)
     assert work.references["refs/heads/main"].target == before
     assert (tmp_path / "work/state/leases/team-a/r1.yaml").read_bytes() == b"edited by hand\n"
 
 
 def test_message_has_a_summary_a_body_and_the_spec_commit_trailer() -> None:
-    message = gitstore.format_message(["started team-a/r1 (8 GPUs)", "reserved team-b/r2"], SPEC_SHA)
-    subject, body, trailer = message.rstrip("\n").split("\n\n")
+    text = message.format_message(["started team-a/r1 (8 GPUs)", "reserved team-b/r2"], SPEC_SHA)
+    subject, body, trailer = text.rstrip("\n").split("\n\n")
     assert subject == "jobtree: started team-a/r1 (8 GPUs); reserved team-b/r2"
     assert body == "- started team-a/r1 (8 GPUs)\n- reserved team-b/r2"
     assert trailer == f"Spec-Commit: {SPEC_SHA}"
-    assert gitstore.spec_commit_of(message) == SPEC_SHA
-    assert gitstore.spec_commit_of("fix state by hand\n\nSpec-Commit: nope\n") is None
-    assert len(gitstore.format_message(["x" * 200], SPEC_SHA).splitlines()[0]) <= 72
-    long = gitstore.format_message(
+    assert authorship.spec_commit_of(text) == SPEC_SHA
+    assert authorship.spec_commit_of("fix state by hand\n\nSpec-Commit: nope\n") is None
+    assert len(message.format_message(["x" * 200], SPEC_SHA).splitlines()[0]) <= 72
+    long = message.format_message(
         ["started or grew 5 runs (152 GPUs)", "team-a/" + "r" * 40 + " +8 GPUs"], SPEC_SHA
     )
     assert long.splitlines()[0] == "jobtree: started or grew 5 runs (152 GPUs)"  # the rest is in the body
     with pytest.raises(ValueError):
-        gitstore.format_message([], "abc")
+        message.format_message([], "abc")
 
 
 # ------------------------------------------------------------------------------------------- push
@@ -241,7 +244,7 @@ def test_a_racing_second_push_is_rejected_as_stale_then_wins_after_fetch_and_rep
     assert won.status is PushStatus.PUSHED and sleeps == []
     history = list(two.walk(two.references["refs/remotes/origin/main"].target))
     assert [len(c.parents) for c in history] == [1, 1, 0]
-    assert gitstore.read_files(two, "origin/main")["state/extra.yaml"] == b"re-planned\n"
+    assert gitread.read_files(two, "origin/main")["state/extra.yaml"] == b"re-planned\n"
 
 
 def test_a_push_is_not_attempted_when_the_remote_is_not_where_the_plan_started(
@@ -277,10 +280,10 @@ def test_an_unreachable_remote_raises_git_unavailable_naming_the_url(local: pygi
     url = f"git://127.0.0.1:{free_port()}/fleet.git"
     local.remotes.set_url("origin", url)
     bot_commit(local, NEW_STATE)
-    with pytest.raises(gitstore.GitUnavailable, match=f"'origin' at {url}.*Check the URL") as err:
+    with pytest.raises(errors.GitUnavailable, match=f"'origin' at {url}.*Check the URL") as err:
         gitremote.push(local, "origin", "main", None)
     assert err.value.temporary
-    with pytest.raises(gitstore.PermanentGitError, match="no remote named 'upstream'"):
+    with pytest.raises(errors.PermanentGitError, match="no remote named 'upstream'"):
         gitremote.sync_with_remote(local, "upstream", "main")
 
 
@@ -325,7 +328,7 @@ def test_retry_backs_off_with_jitter_and_gives_up_after_the_bound() -> None:
 def test_a_second_writer_on_the_same_clone_gets_lock_busy_naming_the_holder(local) -> None:
     with writerlock.writer_lock(local.path) as path:
         assert path.name == "jobtree.lock"
-        with pytest.raises(gitstore.LockBusy, match=f"pid={os.getpid()}") as busy:
+        with pytest.raises(errors.LockBusy, match=f"pid={os.getpid()}") as busy:
             with writerlock.writer_lock(local.path):
                 pass
         # when it started, as a time people read (the file holds the Unix time)
@@ -351,7 +354,7 @@ def test_a_lock_from_another_host_is_never_taken_over_and_the_message_says_what_
     lock = Path(local.path) / "jobtree.lock"
     lock.write_text(f"pid=1 host=another-pod since={int(time.time()) - 86400}\n")  # its pid cannot be checked
     with pytest.raises(
-        gitstore.LockBusy, match="on another host, so jobtree cannot tell whether it still runs"
+        errors.LockBusy, match="on another host, so jobtree cannot tell whether it still runs"
     ):
         with writerlock.writer_lock(local.path):
             pass
@@ -366,7 +369,7 @@ def test_a_lock_with_this_processs_pid_that_it_does_not_hold_is_a_restarted_cont
     lock = Path(local.path) / "jobtree.lock"
     lock.write_text(f"pid={os.getpid()} host={socket.gethostname()} since={NOW}\n")
     with writerlock.writer_lock(local.path):
-        with pytest.raises(gitstore.LockBusy):  # while this process holds it, another thread waits
+        with pytest.raises(errors.LockBusy):  # while this process holds it, another thread waits
             with writerlock.writer_lock(local.path):
                 pass
     assert not lock.exists()
@@ -424,7 +427,7 @@ def test_a_merge_that_only_brings_in_reconciler_state_is_not_a_hand_edit(local) 
     local.references.create("refs/heads/main", pygit2.Oid(hex=base), force=True)
     bot_commit(local, NEW_STATE)
     main = local.references["refs/heads/main"].target
-    tree = write_tree(local, gitstore.read_files(local, str(main)) | {"runs/team-a/r2.yaml": b"kind: Run\n"})
+    tree = write_tree(local, gitread.read_files(local, str(main)) | {"runs/team-a/r2.yaml": b"kind: Run\n"})
     merge = local.create_commit(None, HUMAN, HUMAN, "merge main\n", tree, [feature, main])
     assert authorship.hand_edited(local, base, str(merge), reconciler_email=BOT[1]) == []
 
@@ -487,7 +490,7 @@ def test_a_push_sends_whole_objects_without_delta_search_and_leaves_the_clone_co
         ["git", "--git-dir", str(remote), "fsck", "--strict"], capture_output=True, text=True
     )
     assert fsck.returncode == 0, fsck.stderr
-    assert gitstore.read_files(pygit2.Repository(str(remote)), "main", ["state/status/"]) == similar
+    assert gitread.read_files(pygit2.Repository(str(remote)), "main", ["state/status/"]) == similar
     assert Path(one.path, "config").read_text() == config_before
 
 
@@ -501,7 +504,7 @@ def test_a_writer_in_another_process_holds_the_lock_until_it_exits(local: pygit2
     )  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        with pytest.raises(gitstore.LockBusy, match=f"pid={holder.pid} "):
+        with pytest.raises(errors.LockBusy, match=f"pid={holder.pid} "):
             with writerlock.writer_lock(local.path):
                 pass
     finally:
@@ -531,7 +534,7 @@ def test_a_big_commit_is_one_pack_git_can_verify_and_a_small_one_stays_loose(
     )
     assert fsck.returncode == 0, fsck.stderr
     reread = pygit2.Repository(local.path)  # a fresh reader finds every object in the pack
-    assert gitstore.read_files(reread, "main", ["rendered/"]) == many
+    assert gitread.read_files(reread, "main", ["rendered/"]) == many
     after = set(packs.glob("*.pack"))
     assert bot_commit(local, NEW_STATE, now=NOW + 60) is not None
     assert set(packs.glob("*.pack")) == after  # a handful of objects: loose, no new pack
@@ -600,7 +603,7 @@ def test_a_writer_given_time_waits_for_the_holder_and_is_told_who_it_is(local: p
 def test_a_writer_that_waited_its_time_gets_lock_busy(local: pygit2.Repository) -> None:
     with writerlock.writer_lock(local.path):
         began = time.monotonic()
-        with pytest.raises(gitstore.LockBusy, match=f"pid={os.getpid()} "):
+        with pytest.raises(errors.LockBusy, match=f"pid={os.getpid()} "):
             with writerlock.writer_lock(local.path, wait=0.5):
                 pass
         assert time.monotonic() - began >= 0.5

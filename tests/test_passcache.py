@@ -14,10 +14,11 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler.git import store as gitstore
+from reconciler.git import read as gitread
 from reconciler.passes.reconcile import Outcome, reconcile_once
 from reconciler.perf import diskcache as passcache
 from reconciler.spec import commit as speccache
+from reconciler.spec import parsed as specprefetch
 from reconciler.state import memo as passmemo
 from tests.test_reconcile import HUMAN, T0, bare_remote, growing_files, state_at, template_files
 
@@ -27,7 +28,7 @@ PRETRAIN = "runs/rai-llm/pretrain-64.yaml"
 
 def human_commit(repo: pygit2.Repository, files: dict[str, bytes | None], message: str) -> str:
     """The same commit (same id) in any clone at the same head: files set (bytes) or removed (None)."""
-    current = gitstore.read_files(repo, "refs/heads/main")
+    current = gitread.read_files(repo, "refs/heads/main")
     for path, data in files.items():
         if data is None:
             current.pop(path, None)
@@ -43,7 +44,7 @@ def human_commit(repo: pygit2.Repository, files: dict[str, bytes | None], messag
 
 
 def forget_caches(repo: pygit2.Repository) -> None:
-    shutil.rmtree(passcache.directory(repo), ignore_errors=True)
+    shutil.rmtree(gitread.cache_directory(repo), ignore_errors=True)
 
 
 @pytest.fixture
@@ -117,8 +118,8 @@ def test_only_new_spec_files_are_parsed_again(twins) -> None:
 def test_a_damaged_cache_is_ignored_and_rebuilt(twins, damage: str) -> None:
     step(twins, T0)
     repo = pygit2.Repository(str(twins[0]))
-    for name in (passmemo.CACHE_NAME, speccache.CACHE_NAME):
-        target = passcache.directory(repo) / name
+    for name in (passmemo.CACHE_NAME, specprefetch.CACHE_NAME):
+        target = gitread.cache_directory(repo) / name
         raw = target.read_bytes()
         if damage == "truncated":
             target.write_bytes(raw[: len(raw) // 2])
@@ -137,7 +138,7 @@ def test_a_damaged_cache_is_ignored_and_rebuilt(twins, damage: str) -> None:
     assert cached.head == fresh.head and cached.state_from == "decoded"
     assert reconcile_once(twins[0], now=T0 + 300).state_from in ("decoded", "cached")
     if damage != "a directory":
-        assert passcache.load(passcache.directory(repo), passmemo.CACHE_NAME) is not None  # rebuilt
+        assert passcache.load(gitread.cache_directory(repo), passmemo.CACHE_NAME) is not None  # rebuilt
 
 
 def test_a_cache_of_another_commit_is_not_used(twins) -> None:
@@ -157,7 +158,7 @@ def test_cached_documents_give_the_same_diagnostics_at_the_same_lines(tmp_path: 
     path = "runs/rai-llm/pretrain-64.yaml"
     files[path] = files[path].replace(b'owner: "org:acme:rai:llm"', b'owner: "org:acme:rai:sys"')
     repo = pygit2.clone_repository(str(bare_remote(tmp_path, files)), str(tmp_path / "work"), bare=True)
-    head = gitstore.resolve(repo, "main")
+    head = gitread.resolve(repo, "main")
     fresh, count, parsed = speccache.read_spec(repo, head)
     cached, _, parsed_again = speccache.read_spec(repo, head)
     assert parsed == count and parsed_again == 0
@@ -171,13 +172,13 @@ def test_cached_documents_give_the_same_diagnostics_at_the_same_lines(tmp_path: 
 def test_caches_live_in_the_git_dir_never_in_the_work_tree_or_a_commit(twins) -> None:
     step(twins, T0)
     repo = pygit2.Repository(str(twins[0]))
-    where = passcache.directory(repo)
+    where = gitread.cache_directory(repo)
     assert where.is_relative_to(Path(repo.path)) and sorted(p.name for p in where.iterdir()) == [
         "spec-documents",
         "state-memo",
     ]
     assert repo.status() == {}
-    assert not any("jobtree/cache" in p for p in gitstore.list_blobs(repo, "main"))
+    assert not any("jobtree/cache" in p for p in gitread.list_blobs(repo, "main"))
 
 
 def test_equal_manifests_get_equal_fingerprints_however_their_objects_are_shared() -> None:

@@ -16,10 +16,10 @@ import pygit2
 import pytest
 from click.testing import CliRunner, Result
 
-from reconciler.git import store as gitstore
+from reconciler.cli.plan import command
+from reconciler.git import read as gitread
 from reconciler.passes import pr as plan_module
 from reconciler.passes import provenance
-from reconciler.passes.pr import command
 from reconciler.passes.reconcile import reconcile_once
 from schemas.layout import SPEC_PREFIXES
 from tests import test_prplan as prplan
@@ -37,7 +37,7 @@ def tip(repo: pygit2.Repository, branch: str) -> str:
 
 
 def close_r1_by_hand(repo: pygit2.Repository) -> dict[str, bytes]:
-    lease = gitstore.read_file(repo, "main", LEASE)
+    lease = gitread.read_file(repo, "main", LEASE)
     assert lease is not None and b"closed: false" in lease
     return {LEASE: lease.replace(b"closed: false", b"closed: true", 1)}
 
@@ -118,7 +118,7 @@ def test_a_branch_that_merged_main_with_the_reconcilers_commits_is_accepted(
     old_main = tip(fleet, "main")
     commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
     reconciled = main_moves_on(fleet, tmp_path)
-    files = gitstore.read_files(fleet, "main") | {"runs/t/r3.yaml": run("r3", 8)}
+    files = gitread.read_files(fleet, "main") | {"runs/t/r3.yaml": run("r3", 8)}
     merge(fleet, "pr", [tip(fleet, "pr"), reconciled], files)
     assert plan(fleet).exit_code == 0
     # against the old main the reconciler's commit is in the range: it is on main, so it is its own
@@ -136,7 +136,7 @@ def test_a_branch_based_on_an_old_main_is_accepted(fleet: pygit2.Repository, tmp
     result = plan(fleet, "--format", "json")
     assert result.exit_code == 0, result.output
     # and as CI plans it: the merge of the pull request into main, against origin/main
-    files = gitstore.read_files(fleet, "main") | {"runs/t/r3.yaml": run("r3", 8)}
+    files = gitread.read_files(fleet, "main") | {"runs/t/r3.yaml": run("r3", 8)}
     merge(fleet, "pull-merge", [tip(fleet, "main"), tip(fleet, "pr")], files)  # refs/pull/N/merge
     clone = ci_checkout(fleet, tmp_path)
     result = plan(clone, base="origin/main", head="origin/pull-merge")
@@ -162,11 +162,11 @@ def test_a_merge_of_main_that_keeps_the_old_state_is_refused_as_a_rollback(
     reconciled = main_moves_on(fleet, tmp_path)
     rolled_back = sorted(
         p
-        for p, b in gitstore.read_files(fleet, "main", ["state/", "rendered/"]).items()
-        if gitstore.read_file(fleet, "pr", p) != b
+        for p, b in gitread.read_files(fleet, "main", ["state/", "rendered/"]).items()
+        if gitread.read_file(fleet, "pr", p) != b
     )
     assert rolled_back
-    ours = merge(fleet, "pr", [tip(fleet, "pr"), reconciled], gitstore.read_files(fleet, "pr"))
+    ours = merge(fleet, "pr", [tip(fleet, "pr"), reconciled], gitread.read_files(fleet, "pr"))
     result = plan(fleet)
     assert result.exit_code == 3
     for path in rolled_back:
@@ -203,7 +203,7 @@ def amend(repo: pygit2.Repository, sha: str, files: dict[str, bytes], author_tim
     who = old.author
     if author_time is not None:
         who = pygit2.Signature(who.name, who.email, author_time, 0)
-    tree = write_tree(repo, gitstore.read_files(repo, sha) | files)
+    tree = write_tree(repo, gitread.read_files(repo, sha) | files)
     new = repo.create_commit(None, who, who, old.message, tree, [old.parents[0].id])
     repo.references["refs/heads/pr"].set_target(new)
     return str(new)
@@ -230,7 +230,7 @@ def test_a_reconciler_commit_amended_by_hand_is_refused_naming_the_file(
     spec = commit(fleet, {"runs/t/r3.yaml": run("r3", 8)}, "r3\n", "pr")
     made = reconcile_pr(fleet, tmp_path)
     (path, data) = next(
-        (p, b) for p, b in gitstore.read_files(fleet, made, [where]).items() if b"r1" in p.encode()
+        (p, b) for p, b in gitread.read_files(fleet, made, [where]).items() if b"r1" in p.encode()
     )
     edited = amend(fleet, made, {path: data + b"# tweaked\n"})  # author, time and trailer kept
     result = plan(fleet)
@@ -266,8 +266,8 @@ def test_a_genuine_pass_for_an_older_spec_laid_on_a_newer_one_is_refused(
     assert closing is not None
     back = commit(fleet, {"runs/t/r1.yaml": run("r1")}, "r1 back\n", "pr")
     genuine = fleet[closing].peel(pygit2.Commit)
-    files = gitstore.read_files(fleet, back, SPEC_PREFIXES)
-    tree = write_tree(fleet, files | gitstore.read_files(fleet, closing, ["state/", "rendered/"]))
+    files = gitread.read_files(fleet, back, SPEC_PREFIXES)
+    tree = write_tree(fleet, files | gitread.read_files(fleet, closing, ["state/", "rendered/"]))
     laid = fleet.create_commit(
         "refs/heads/pr", genuine.author, genuine.committer, genuine.message, tree, [pygit2.Oid(hex=back)]
     )

@@ -19,6 +19,7 @@ from planner.world import FleetState
 from reconciler.passes import pipeline
 from reconciler.passes.embedded import EmbeddedCluster
 from reconciler.passes.simulation import Simulation
+from reconciler.spec import validated
 from reconciler.state import codec as statefiles
 from schemas.budget import Budget
 from schemas.fleet import FleetSpec, Inventory
@@ -106,10 +107,10 @@ FLEET = st.tuples(
 )
 
 
-def spec_of(fleet: tuple[Any, ...]) -> pipeline.Spec:
+def spec_of(fleet: tuple[Any, ...]) -> validated.Spec:
     budget_docs, run_docs, west, sizes = fleet
     tenants = [{"namespace": ns, "owner": o} for o, ns in sorted(NAMESPACE.items())]
-    return pipeline.Spec(
+    return validated.Spec(
         FleetSpec.model_validate({"tenants": tenants}),
         [Budget.model_validate(b) for b in budget_docs],
         [Run.model_validate(r) for r in run_docs],
@@ -117,7 +118,7 @@ def spec_of(fleet: tuple[Any, ...]) -> pipeline.Spec:
     )
 
 
-def one_pass(spec: pipeline.Spec, state: FleetState, now: int) -> Any:
+def one_pass(spec: validated.Spec, state: FleetState, now: int) -> Any:
     return pipeline.run_pass(spec, EmbeddedCluster(spec.inventory), state, now)
 
 
@@ -146,7 +147,7 @@ def test_shuffling_budgets_runs_and_nodes_never_changes_the_plan(fleet: tuple[An
     assert spec.inventory is not None
     domains = list(spec.inventory.domains)
     order.shuffle(domains)
-    shuffled = pipeline.Spec(spec.fleet, budgets_, runs_, Inventory(domains=domains))
+    shuffled = validated.Spec(spec.fleet, budgets_, runs_, Inventory(domains=domains))
     got = one_pass(shuffled, FleetState(), T0)
     assert written(got) == written(want)
     assert [e.as_json(str) for e in got.events] == [e.as_json(str) for e in want.events]

@@ -17,8 +17,8 @@ import pygit2
 import pytest
 from click.testing import CliRunner
 
-from reconciler.git import store as gitstore
-from reconciler.passes.pr import command
+from reconciler.cli.plan import command
+from reconciler.git import read as gitread
 from reconciler.passes.reconcile import reconcile_once
 from reconciler.report import compare as prdiff
 from reconciler.report import render as planreport
@@ -88,7 +88,7 @@ def commit(
 ) -> str:
     ref = repo.references.get(f"refs/heads/{branch}")
     parent = ref.peel(pygit2.Commit) if ref is not None else None
-    current = gitstore.read_files(repo, str(parent.id)) if parent is not None else {}
+    current = gitread.read_files(repo, str(parent.id)) if parent is not None else {}
     tree = write_tree(repo, {p: b for p, b in {**current, **files}.items() if p not in delete})
     parents = [parent.id] if parent is not None else []
     return str(repo.create_commit(f"refs/heads/{branch}", who, who, message, tree, parents))
@@ -182,7 +182,7 @@ def test_hand_edited_state_is_refused_naming_the_file(fleet: pygit2.Repository) 
 
 
 def test_a_hand_edit_the_branch_puts_back_merges_nothing_and_is_not_refused(fleet: pygit2.Repository) -> None:
-    lease = gitstore.read_file(fleet, "main", "state/leases/t/r1.yaml")
+    lease = gitread.read_file(fleet, "main", "state/leases/t/r1.yaml")
     assert lease is not None
     edit = commit(fleet, {"state/leases/t/r1.yaml": b"kind: Lease\n"}, "fix a lease by hand\n", "pr")
     code, out = plan(fleet, "--exit-code")
@@ -436,9 +436,7 @@ def test_a_folder_that_is_not_a_repository_is_a_usage_error(tmp_path: Path) -> N
 
 
 def test_damaged_state_on_the_base_branch_is_exit_four_naming_the_file(fleet: pygit2.Repository) -> None:
-    (lease_file,) = [
-        p for p in gitstore.read_files(fleet, "main", ["state/leases/"]) if p.endswith("r1.yaml")
-    ]
+    (lease_file,) = [p for p in gitread.read_files(fleet, "main", ["state/leases/"]) if p.endswith("r1.yaml")]
     # damaged in a commit that looks like jobtree's own (its author, its trailer, only state/), so
     # the state starts from it
     trailer = f"Spec-Commit: {fleet.references['refs/heads/main'].target}"
@@ -453,9 +451,7 @@ def test_damaged_state_on_the_base_branch_is_exit_four_naming_the_file(fleet: py
 def test_state_damaged_by_hand_on_the_base_branch_is_planned_from_jobtrees_own(
     fleet: pygit2.Repository,
 ) -> None:
-    (lease_file,) = [
-        p for p in gitstore.read_files(fleet, "main", ["state/leases/"]) if p.endswith("r1.yaml")
-    ]
+    (lease_file,) = [p for p in gitread.read_files(fleet, "main", ["state/leases/"]) if p.endswith("r1.yaml")]
     commit(fleet, {lease_file: b"garbage: [\n"}, "oops\n")  # a person's commit: reconcile writes it back
     fleet.references["refs/heads/pr"].set_target(fleet.references["refs/heads/main"].target)
     code, out = plan(fleet, "--exit-code")
@@ -534,7 +530,7 @@ def test_a_branch_that_has_not_merged_the_base_is_planned_as_its_merge_not_as_de
     merged = fleet[json.loads(out)["merged"]].peel(pygit2.Commit)
     main, pr = (fleet.references[f"refs/heads/{b}"].target for b in ("main", "pr"))
     assert [p.id for p in merged.parents] == [main, pr]
-    assert "runs/t/small.yaml" in gitstore.read_files(fleet, str(merged.id), ["runs/"])
+    assert "runs/t/small.yaml" in gitread.read_files(fleet, str(merged.id), ["runs/"])
 
 
 def test_a_head_the_base_already_contains_changes_nothing(fleet: pygit2.Repository) -> None:
@@ -593,7 +589,7 @@ def test_a_new_image_for_a_running_run_shows_its_pods_rendered_anew_and_the_comm
     message = fleet[done.commit].peel(pygit2.Commit).message
     assert "rendered pods anew for 1 run (no GPU moved)" in message
     assert "t/r1 pods rendered anew" in message and "no decision changed" not in message
-    pods = gitstore.read_files(fleet, done.commit, ["rendered/"])
+    pods = gitread.read_files(fleet, done.commit, ["rendered/"])
     (r1,) = [b for p, b in pods.items() if p.endswith("/t/r1.yaml")]
     assert r1.count(b"busybox:2") == 2 and b"busybox:1" not in r1
 

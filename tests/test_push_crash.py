@@ -8,7 +8,7 @@ import pygit2
 import pytest
 
 from reconciler.git import packs as gitpack
-from reconciler.git import store as gitstore
+from reconciler.git import read as gitread
 from reconciler.passes.reconcile import reconcile_once
 from tests.git_support import write_tree
 from tests.test_reconcile import HUMAN, T0, bare_remote, clone, steady_files
@@ -86,7 +86,7 @@ def test_a_push_killed_while_writing_objects_into_the_remote_does_not_wedge_the_
     # meanwhile the remote moves on: another clone pushes state, a person adds a run
     assert reconcile_once(tmp_path / "other", now=T0 + 60, push=True).pushed
     served = pygit2.Repository(str(remote))
-    files = gitstore.read_files(served, "main")
+    files = gitread.read_files(served, "main")
     run = files["runs/media-audio/whisper-finetune.yaml"].replace(b"whisper-finetune", b"whisper-more")
     files["runs/media-audio/whisper-more.yaml"] = run
     parent = served.references["refs/heads/main"].target

@@ -27,7 +27,9 @@ from click.testing import CliRunner
 
 from planner import manifests
 from reconciler.cli.reconcile import command
-from reconciler.git import store as gitstore
+from reconciler.git import errors
+from reconciler.git import read as gitread
+from reconciler.git import remote as gitremote
 from reconciler.git.checkout import files as workfiles
 from reconciler.passes.reconcile import reconcile_once
 from reconciler.state import codec as statefiles
@@ -98,7 +100,7 @@ def reconciled(tmp_path: Path) -> tuple[Path, pygit2.Repository]:
 
 
 def state_at(repo: pygit2.Repository, rev: str = "main") -> statefiles.FleetState:
-    files = gitstore.read_files(repo, rev, ["state/"])
+    files = gitread.read_files(repo, rev, ["state/"])
     return statefiles.decode({p: b for p, b in files.items() if not p.startswith("state/ledger/")})
 
 
@@ -135,16 +137,16 @@ def test_the_template_fleet_is_reconciled_and_pushed_to_a_bare_remote(tmp_path: 
         "rai-sys/moe-spares", "rai-sys/train-cofunded",
     }  # fmt: skip
     assert sum(x.gpus for x in state.leases if x.role == "Spare") == 8
-    rendered = gitstore.read_files(served, "main", ["rendered/gb-west/rai-llm/"])
+    rendered = gitread.read_files(served, "main", ["rendered/gb-west/rai-llm/"])
     assert list(rendered) == ["rendered/gb-west/rai-llm/pretrain-64.yaml"]  # one file per run and cluster
     docs = list(yaml.safe_load_all(rendered["rendered/gb-west/rai-llm/pretrain-64.yaml"]))
     # 64 GB200 GPUs in groups of 32 on 4-GPU nodes: 16 pods, then the run's headless Service
     assert [d["kind"] for d in docs] == ["Pod"] * 16 + ["Service"] and docs[16]["spec"]["clusterIP"] == "None"
     assert sum(manifests.pod_gpus(d) for d in docs[:16]) == 64
-    ledger = gitstore.read_files(served, "main", ["state/ledger/"])
+    ledger = gitread.read_files(served, "main", ["state/ledger/"])
     assert list(ledger) == ["state/ledger/2026-03-02.jsonl"]
     # the checkout a person looks at shows the same files
-    assert (tmp_path / "work" / "state" / "fleet.yaml").read_bytes() == gitstore.read_files(
+    assert (tmp_path / "work" / "state" / "fleet.yaml").read_bytes() == gitread.read_files(
         served, "main", ["state/fleet.yaml"]
     )["state/fleet.yaml"]
 
@@ -169,10 +171,10 @@ def test_the_ledger_appends_each_passes_events_to_its_day(tmp_path: Path) -> Non
     path = tmp_path / "work"
     repo = clone(tmp_path / "fleet.git", path)
     reconcile_once(path, now=T0)
-    day = gitstore.read_files(repo, "main", ["state/ledger/"])["state/ledger/2026-03-02.jsonl"]
+    day = gitread.read_files(repo, "main", ["state/ledger/"])["state/ledger/2026-03-02.jsonl"]
     first = day.decode().splitlines()
     reconcile_once(path, now=T0 + 300)
-    after = gitstore.read_files(repo, "main", ["state/ledger/"])["state/ledger/2026-03-02.jsonl"]
+    after = gitread.read_files(repo, "main", ["state/ledger/"])["state/ledger/2026-03-02.jsonl"]
     lines = after.decode().splitlines()
     assert lines[: len(first)] == first and len(lines) == len(first) + 1
     assert '"reason": "Grow"' in lines[-1] and '"run": "media-vision/vit-elastic"' in lines[-1]
@@ -185,7 +187,7 @@ def test_metered_gpu_hours_land_with_the_next_meaningful_commit(tmp_path: Path) 
     reconcile_once(path, now=T0)
     assert reconcile_once(path, now=T0 + 3600).commit is None
     # a new run is a meaningful change; the hour since the last commit is metered with it
-    files = gitstore.read_files(repo, "main")
+    files = gitread.read_files(repo, "main")
     run = files["runs/media-audio/whisper-finetune.yaml"].replace(b"whisper-finetune", b"whisper-more")
     parent = repo.head.peel(pygit2.Commit)
     tree = write_tree(repo, {**files, "runs/media-audio/whisper-more.yaml": run})
@@ -265,14 +267,14 @@ def test_a_remote_that_never_answers_times_out_and_frees_the_clone(
 def commit_spec(repo: pygit2.Repository, files: dict[str, bytes], message: str) -> str:
     """A person's spec commit on main, checked out (as `git commit` leaves it); not pushed."""
     parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
-    tree = write_tree(repo, {**gitstore.read_files(repo, "main"), **files})
+    tree = write_tree(repo, {**gitread.read_files(repo, "main"), **files})
     oid = repo.create_commit("refs/heads/main", HUMAN, HUMAN, message, tree, [parent.id])
     repo.checkout_head(strategy=pygit2.GIT_CHECKOUT_FORCE)
     return str(oid)
 
 
 def another_run(repo: pygit2.Repository, name: str) -> dict[str, bytes]:
-    run = gitstore.read_file(repo, "main", "runs/media-audio/whisper-finetune.yaml")
+    run = gitread.read_file(repo, "main", "runs/media-audio/whisper-finetune.yaml")
     assert run is not None
     return {f"runs/media-audio/{name}.yaml": run.replace(b"whisper-finetune", name.encode())}
 
@@ -294,7 +296,7 @@ def test_a_persons_unpushed_spec_commit_is_refused_and_kept_intact(tmp_path: Pat
     assert (tmp_path / "mine" / "runs" / "media-audio" / "b1.yaml").exists()
     assert mine.status() == {}  # the work tree is as the person left it
     assert reconcile_once(tmp_path / "mine", now=T0).commit is not None  # without --push: no sync at all
-    assert gitstore.read_file(mine, "main", "runs/media-audio/b1.yaml") is not None
+    assert gitread.read_file(mine, "main", "runs/media-audio/b1.yaml") is not None
 
 
 def test_a_run_committed_in_the_clone_of_an_unmoved_remote_is_pushed_with_its_state_commit(
@@ -309,7 +311,7 @@ def test_a_run_committed_in_the_clone_of_an_unmoved_remote_is_pushed_with_its_st
     served = pygit2.Repository(str(remote))
     head = served.references["refs/heads/main"].peel(pygit2.Commit)
     assert [str(p.id) for p in head.parents] == [spec] and head.author.email == BOT_EMAIL
-    assert gitstore.read_file(served, "main", "state/leases/media-audio/b1.yaml") is not None
+    assert gitread.read_file(served, "main", "state/leases/media-audio/b1.yaml") is not None
 
 
 def test_the_reconcilers_own_unpushed_commit_is_discarded_and_replanned(tmp_path: Path) -> None:
@@ -318,7 +320,7 @@ def test_the_reconcilers_own_unpushed_commit_is_discarded_and_replanned(tmp_path
     unpushed = reconcile_once(tmp_path / "mine", now=T0).commit  # as a pass killed before its push
     assert unpushed is not None
     spec = commit_spec(theirs, another_run(theirs, "whisper-more"), "another run\n")
-    assert gitstore.push(theirs, "origin", "main", str(theirs.head.peel(pygit2.Commit).parent_ids[0])).ok
+    assert gitremote.push(theirs, "origin", "main", str(theirs.head.peel(pygit2.Commit).parent_ids[0])).ok
     outcome = reconcile_once(tmp_path / "mine", now=T0, push=True)
     assert outcome.pushed and outcome.commit is not None
     served = pygit2.Repository(str(remote))
@@ -396,7 +398,7 @@ def test_kill_nine_at_random_points_then_one_clean_pass_converges(tmp_path: Path
     expected = state_at(pygit2.Repository(str(tmp_path / "reference-remote.git")))
     assert sorted(slots(got)) == sorted(slots(expected))
     assert sorted(x.name for x in got.leases) == sorted(x.name for x in expected.leases)
-    ledger = gitstore.read_files(pygit2.Repository(str(remote)), "main", ["state/ledger/"])
+    ledger = gitread.read_files(pygit2.Repository(str(remote)), "main", ["state/ledger/"])
     starts = [line for line in b"".join(ledger.values()).splitlines() if b'"event": "Start"' in line]
     assert len(starts) == len({line for line in starts})  # no event recorded twice
 
@@ -437,7 +439,7 @@ def test_remote_history_after_pushes_is_the_spec_commit_then_state_commits(tmp_p
 
 
 def test_state_files_left_half_written_in_the_checkout_are_restored_and_other_edits_kept(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
 ) -> None:
     bare_remote(tmp_path, steady_files())
     path = tmp_path / "work"
@@ -447,12 +449,14 @@ def test_state_files_left_half_written_in_the_checkout_are_restored_and_other_ed
     (path / "state" / "leases" / "rai-llm" / "pretrain-64.yaml").unlink()
     (path / "state" / "leases" / "stray.yaml").write_text("kind: Lease\n")
     (path / "runs" / "rai-llm" / "notes.txt").write_text("a person's scratch file\n")
-    assert reconcile_once(path, now=T0).commit is None
+    done = reconcile_once(path, now=T0)
+    assert done.commit is None
     repo = pygit2.Repository(str(path))
     assert {p for p in repo.status() if p.startswith("state/")} == set()
     assert (path / "runs" / "rai-llm" / "notes.txt").exists()
-    # named, even without progress: a person's stray file under state/ is among them
-    said = capsys.readouterr().err
+    # named, even without progress (a warning the command line prints even with --quiet): a
+    # person's stray file under state/ is among them
+    said = "\n".join(done.warnings)
     assert "put back 3 files under state/ and rendered/ as main has them" in said
     assert "state/leases/stray.yaml" in said and "state/fleet.yaml" in said
     # nothing a person wrote there is lost: each file as it was waits in the Git dir, named
@@ -472,7 +476,7 @@ def test_a_spec_file_a_killed_pass_left_empty_while_fast_forwarding_is_put_back_
     clone(remote, victim)
     # a person adds a run upstream, and another clone reconciles it and pushes the state
     served = pygit2.Repository(str(remote))
-    files = gitstore.read_files(served, "main")
+    files = gitread.read_files(served, "main")
     added = "runs/media-audio/whisper-more.yaml"
     files[added] = files["runs/media-audio/whisper-finetune.yaml"].replace(
         b"whisper-finetune", b"whisper-more"
@@ -543,10 +547,10 @@ def test_an_invalid_fleet_or_inventory_file_plans_and_commits_nothing_and_exits_
     remote = bare_remote(tmp_path, steady_files())
     work = clone(remote, tmp_path / "work")
     assert reconcile_once(tmp_path / "work", now=T0, push=True).pushed
-    fleet = gitstore.read_file(work, "main", path)
+    fleet = gitread.read_file(work, "main", path)
     assert fleet is not None
     broken = commit_spec(work, {path: fleet + b"  - {oops: [\n"}, "break a file\n")
-    assert gitstore.push(work, "origin", "main", str(work.head.peel(pygit2.Commit).parent_ids[0])).ok
+    assert gitremote.push(work, "origin", "main", str(work.head.peel(pygit2.Commit).parent_ids[0])).ok
     state_before = state_at(work)
     args = [str(tmp_path / "work"), "--once", "--push", "--now", "2026-03-02T09:10:00Z"]
     result = CliRunner().invoke(command, args)
@@ -559,7 +563,7 @@ def test_an_invalid_fleet_or_inventory_file_plans_and_commits_nothing_and_exits_
     assert str(work.references["refs/heads/main"].target) == broken
     # fixed: the next pass finds the fleet as the last state commit left it (nothing moved meanwhile)
     commit_spec(work, {path: fleet}, "fix it\n")
-    assert gitstore.push(work, "origin", "main", broken).ok
+    assert gitremote.push(work, "origin", "main", broken).ok
     assert reconcile_once(tmp_path / "work", now=T0 + 600, push=True).commit is None
     assert state_at(work).leases == state_before.leases
 
@@ -570,7 +574,7 @@ def test_a_deleted_inventory_stops_the_pass_instead_of_failing_every_running_run
     assert reconcile_once(tmp_path / "work", now=T0).commit is not None
     before = state_at(work)
     parent = work.references["refs/heads/main"].peel(pygit2.Commit)
-    files = {p: b for p, b in gitstore.read_files(work, "main").items() if p != "inventory/nodes.yaml"}
+    files = {p: b for p, b in gitread.read_files(work, "main").items() if p != "inventory/nodes.yaml"}
     work.create_commit(
         "refs/heads/main", HUMAN, HUMAN, "drop the inventory\n", write_tree(work, files), [parent.id]
     )
@@ -764,7 +768,7 @@ def test_a_future_now_pushed_is_warned_of_and_passes_on_the_clock_then_plan_as_o
     again = CliRunner().invoke(command, [str(tmp_path / "work"), "--push", "--quiet"])  # on the clock
     assert again.exit_code == 0 and again.stdout.startswith("no change at ")
     assert f"so this one plans as of {future}" in again.stderr
-    assert f'asOf: "{future}"' in (gitstore.read_file(repo, "main", "state/fleet.yaml") or b"").decode()
+    assert f'asOf: "{future}"' in (gitread.read_file(repo, "main", "state/fleet.yaml") or b"").decode()
 
 
 def test_a_git_directory_that_cannot_be_written_is_one_clear_error(
@@ -811,7 +815,7 @@ def test_a_branch_lock_a_crashed_push_left_on_the_remote_is_named_not_taken_for_
     clone(remote, tmp_path / "work")
     lock = remote / "refs" / "heads" / "main.lock"
     lock.write_text("")
-    with pytest.raises(gitstore.TemporaryGitError) as failed:
+    with pytest.raises(errors.TemporaryGitError) as failed:
         reconcile_once(tmp_path / "work", now=T0, push=True, attempts=2)
     assert f"{lock} is left from a push that crashed or still runs: delete it" in str(failed.value)
     assert "kept moving" not in str(failed.value)
@@ -834,9 +838,7 @@ def test_a_local_remote_whose_hooks_a_push_would_skip_is_refused_and_samples_do_
     before = pygit2.Repository(str(remote)).references["refs/heads/main"].target
     (hooks / "pre-receive").write_text("#!/bin/sh\necho rejected >&2\nexit 1\n")
     (hooks / "pre-receive").chmod(0o755)
-    with pytest.raises(
-        gitstore.PermanentGitError, match="runs pre-receive on pushes.*jobtree will not bypass"
-    ):
+    with pytest.raises(errors.PermanentGitError, match="runs pre-receive on pushes.*jobtree will not bypass"):
         reconcile_once(tmp_path / "work", now=T0, push=True)
     assert pygit2.Repository(str(remote)).references["refs/heads/main"].target == before
     (hooks / "pre-receive").chmod(0o644)  # not executable: git would not run it either
@@ -850,6 +852,8 @@ def test_a_clone_left_on_an_unborn_branch_is_told_which_branch_holds_the_state(
     pygit2.Repository(str(remote)).references["HEAD"].set_target("refs/heads/master")  # nothing there
     work = pygit2.clone_repository(str(remote), str(tmp_path / "work"))  # checks out nothing
     assert work.head_is_unborn
-    assert reconcile_once(tmp_path / "work", now=T0, push=True, progress=True).pushed
+    assert reconcile_once(
+        tmp_path / "work", now=T0, push=True, say=lambda text: print(text, file=sys.stderr)
+    ).pushed
     said = capsys.readouterr().err
     assert "the work tree is on master, which has no commits; jobtree reconciles main" in said

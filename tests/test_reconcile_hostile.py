@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from reconciler.cli import main
 from reconciler.cli.reconcile import command
-from reconciler.git import store as gitstore
+from reconciler.git import read as gitread
 from schemas.layout import MAX_FILE_BYTES
 from tests.test_reconcile import reconciled, state_at
 
@@ -67,7 +67,7 @@ def test_symlinks_huge_and_empty_files_are_reported_as_validate_reports_them_and
     assert {x.run: x.slots for x in after.leases if x.open and x.run in before} == before  # nothing moved
     assert "media-audio/neighbour" in {x.run for x in after.leases if x.open}
     assert "media-audio/huge" not in {x.run for x in after.leases}
-    status = gitstore.read_file(repo, "main", "state/status/runs/media-audio/whisper-finetune.yaml")
+    status = gitread.read_file(repo, "main", "state/status/runs/media-audio/whisper-finetune.yaml")
     assert status is not None and b"spec invalid: fix runs/media-audio/whisper-finetune.yaml" in status
     assert str(repo.head.target) == str(repo.references["refs/heads/main"].target)
     assert isinstance(repo.head.peel(pygit2.Commit), pygit2.Commit)

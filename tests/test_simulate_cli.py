@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from reconciler.cli.simulate import command
-from reconciler.git import store as gitstore
+from reconciler.git import ownership
+from reconciler.git import read as gitread
 from reconciler.state import codec as statefiles
 from schemas.common import format_time
 from tests.scenario_support import SHARED
@@ -85,15 +86,15 @@ def test_git_writes_each_pass_as_a_commit_at_the_virtual_clock(tmp_path: Path) -
     ]
     assert len(commits) == len(passes) + len(edits)
     for c in passes:  # a state commit as reconcile writes one: after the spec it planned, owned files only
-        assert gitstore.spec_commit_of(c.message) == str(c.parents[0].id)
+        assert ownership.spec_commit_of(c.message) == str(c.parents[0].id)
         paths = {d.new_file.path for d in c.parents[0].tree.diff_to_tree(c.tree).deltas}
         assert paths and all(p.startswith(("state/", "rendered/")) for p in paths)
-    files = gitstore.read_files(repo, "main", ["state/"])
+    files = gitread.read_files(repo, "main", ["state/"])
     final = statefiles.decode({p: b for p, b in files.items() if not p.startswith("state/ledger/")})
     assert sorted(x.name for x in final.leases if x.open) == sorted(
         x["metadata"]["name"] for x in result["final"]["leases"]
     )
-    assert {"jobtree.yaml", "inventory/nodes.yaml"} <= set(gitstore.list_blobs(repo, "main"))
+    assert {"jobtree.yaml", "inventory/nodes.yaml"} <= set(gitread.list_blobs(repo, "main"))
     again = CliRunner().invoke(command, [str(scenario), "--git", str(tmp_path / "h")])
     assert again.exit_code == 2 and "is not empty; give --git a new or empty directory" in again.output
 
@@ -101,7 +102,7 @@ def test_git_writes_each_pass_as_a_commit_at_the_virtual_clock(tmp_path: Path) -
 def test_a_simulated_history_can_be_planned_between_its_commits(tmp_path: Path) -> None:
     # its state commits are jobtree's own, so a what-if branch is planned, not refused as hand edits:
     # from the first pass (j1, j2, j3 running) to the end, the +30m deletions cut all three
-    from reconciler.passes.pr import command as plan
+    from reconciler.cli.plan import command as plan
 
     scenario = SHARED / "04-reservation-and-lottery.yaml"
     assert CliRunner().invoke(command, [str(scenario), "--git", str(tmp_path / "h")]).exit_code == 0

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from reconciler.cli.reconcile import command
-from reconciler.git import store as gitstore
+from reconciler.git import read as gitread
 from reconciler.spec import commit as speccache
 from reconciler.spec import parsed as specprefetch
 from tests.test_passcache import forget_caches, human_commit
@@ -40,14 +40,14 @@ def a_clone(tmp_path: Path) -> pygit2.Repository:
 
 def read_without_head_start(repo: pygit2.Repository) -> tuple[object, int, int]:
     forget_caches(repo)
-    return speccache.read_spec(repo, gitstore.resolve(repo, "main"))
+    return speccache.read_spec(repo, gitread.resolve(repo, "main"))
 
 
 def test_a_head_start_reads_the_same_spec_as_parsing_in_the_pass(tmp_path: Path) -> None:
     repo = a_clone(tmp_path)
     early = specprefetch.start(repo.workdir, least=1)
     assert early is not None
-    spec, count, parsed = speccache.read_spec(repo, gitstore.resolve(repo, "main"), early)
+    spec, count, parsed = speccache.read_spec(repo, gitread.resolve(repo, "main"), early)
     assert count == parsed == template_spec_files()  # every file counts as parsed, none from a cache
     assert len(early.rows()) == count  # ... and the child parsed them all
     assert (spec, count, parsed) == read_without_head_start(repo)
@@ -66,7 +66,7 @@ def test_files_changed_after_the_head_start_are_read_as_committed(tmp_path: Path
         },
         "a new run, a wider one\n",
     )
-    spec, count, parsed = speccache.read_spec(repo, gitstore.resolve(repo, "main"), early)
+    spec, count, parsed = speccache.read_spec(repo, gitread.resolve(repo, "main"), early)
     by_name = {r.metadata.name: r for r in spec.runs}
     assert by_name["whisper-small"].spec.resources.totalGPUs == 8
     assert by_name["whisper-finetune"].spec.resources.totalGPUs == 16
@@ -78,7 +78,7 @@ def test_a_file_that_does_not_parse_is_reported_at_its_line_as_without_a_head_st
     human_commit(repo, {NEW_RUN: b"kind: Run\nmetadata:\n  name: [unclosed\n"}, "broken\n")
     early = specprefetch.start(repo.workdir, least=1)
     assert early is not None
-    spec, _, _ = speccache.read_spec(repo, gitstore.resolve(repo, "main"), early)
+    spec, _, _ = speccache.read_spec(repo, gitread.resolve(repo, "main"), early)
     problems = [str(d) for d in spec.diagnostics if d.path == NEW_RUN]
     assert problems and problems[0].startswith(f"{NEW_RUN}:3:")
     assert [str(d) for d in read_without_head_start(repo)[0].diagnostics] == [
@@ -90,7 +90,7 @@ def test_no_head_start_where_it_cannot_help(tmp_path: Path) -> None:
     repo = a_clone(tmp_path)
     assert template_spec_files() < specprefetch.forkmap.MIN_ITEMS
     assert specprefetch.start(repo.workdir) is None  # so few files: forking costs more than it saves
-    speccache.read_spec(repo, gitstore.resolve(repo, "main"))  # leaves the parse cache
+    speccache.read_spec(repo, gitread.resolve(repo, "main"))  # leaves the parse cache
     assert specprefetch.start(repo.workdir, least=1) is None  # a later pass parses only what changed
     pygit2.init_repository(str(tmp_path / "empty"))
     assert specprefetch.start(tmp_path / "empty", least=1) is None  # no commit yet

@@ -10,13 +10,15 @@ from typing import Any
 import pygit2
 import pytest
 
+from reconciler.git import errors
 from reconciler.git import packs as gitpack
 from reconciler.git import remote as gitremote
-from reconciler.git import store as gitstore
+from reconciler.git import write as gitwrite
 from reconciler.git.checkout import files as workfiles
 from reconciler.git.checkout import journal as checkoutjournal
 from reconciler.git.checkout import worktree
 from reconciler.perf import forkmap
+from reconciler.state import message
 from tests.test_gitstore import NEW_STATE, NOW, bot_commit, clone, human_commit, make_remote
 
 
@@ -102,7 +104,7 @@ def test_a_conflicting_local_edit_refuses_the_move_and_nothing_is_written(
     before = stamps(root)
     head = work.references["refs/heads/main"].target
     newer = NEW_STATE | {lease: b"newer lease\n", "rendered/gpu-a/team-a/r1-g2.yaml": b"kind: Pod\n"}
-    with pytest.raises(gitstore.DirtyCheckout, match=target):
+    with pytest.raises(errors.DirtyCheckout, match=target):
         bot_commit(work, newer, now=NOW + 60)
     assert work.references["refs/heads/main"].target == head
     assert stamps(root) == before
@@ -177,11 +179,11 @@ def commit_during_the_pass(repo: pygit2.Repository, files: dict[str, bytes], now
     """A commit as `reconcile` makes it: the work tree written in the background, waited for after."""
     later: list[worktree.Pending] = []
     try:
-        return gitstore.commit_tree(
+        return gitwrite.commit_tree(
             repo, "main", str(repo.references["refs/heads/main"].target),
             {path: pygit2.hash(data).raw.hex() for path, data in files.items()},
             {pygit2.hash(data).raw.hex(): data for data in files.values()},
-            message=gitstore.format_message([], "a" * 40), author_name="jobtree",
+            message=message.format_message([], "a" * 40), author_name="jobtree",
             author_email="jobtree@fleet.example", now=now, pending=later,
         )  # fmt: skip
     finally:
@@ -269,7 +271,7 @@ def test_in_a_pass_a_conflicting_edit_refuses_before_any_object_or_file_is_writt
     (root / "state/leases/team-a/r1.yaml").write_bytes(b"edited by hand\n")
     before, objects = stamps(root), sorted(p.name for p in Path(work.path, "objects").rglob("*"))
     many = {f"rendered/gpu-a/team-a/pod-{i}.yaml": b"kind: Pod # %d\n" % i for i in range(600)}
-    with pytest.raises(gitstore.DirtyCheckout, match="state/leases/team-a/r1.yaml"):
+    with pytest.raises(errors.DirtyCheckout, match="state/leases/team-a/r1.yaml"):
         commit_during_the_pass(work, NEW_STATE | many | {"state/leases/team-a/r1.yaml": b"x\n"}, NOW + 60)
     assert stamps(root) == before
     assert sorted(p.name for p in Path(work.path, "objects").rglob("*")) == objects
@@ -361,7 +363,7 @@ def test_a_writer_killed_after_the_branch_moved_is_finished_by_the_next_pass(
         dies_writing(patched, "state/new.yaml")
         pending = worktree.move_branch(work, "main", oid, background=True)
         assert pending is not None
-        with pytest.raises(gitstore.TemporaryGitError):
+        with pytest.raises(errors.TemporaryGitError):
             pending.wait()
     assert work.references["refs/heads/main"].target == oid
     assert (root / "state/new.yaml").read_bytes() == b""
@@ -412,6 +414,6 @@ def test_a_new_file_whose_directory_is_missing_still_conflicts_with_a_staged_ent
     (root / "rendered/gpu-z/team-q/pod-1.yaml").unlink()
     (root / "rendered/gpu-z/team-q").rmdir()
     (root / "rendered/gpu-z").rmdir()
-    with pytest.raises(gitstore.DirtyCheckout, match="rendered/gpu-z/team-q/pod-1.yaml"):
+    with pytest.raises(errors.DirtyCheckout, match="rendered/gpu-z/team-q/pod-1.yaml"):
         commit_during_the_pass(work, NEW_STATE | {"rendered/gpu-z/team-q/pod-1.yaml": b"x\n"}, NOW + 60)
     assert not (root / "rendered/gpu-z").exists()

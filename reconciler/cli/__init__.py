@@ -23,7 +23,7 @@ VERBS = {
     "codeowners": "reconciler.cli.codeowners",
     "simulate": "reconciler.cli.simulate",
     "reconcile": "reconciler.cli.reconcile",
-    "plan": "reconciler.passes.pr",
+    "plan": "reconciler.cli.plan",
     "webhook": "reconciler.cli.webhook",
 }
 

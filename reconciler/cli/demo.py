@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-import pygit2
 import yaml
-from pygit2.enums import FileMode
 
 from reconciler.cli import exitcodes
-from reconciler.git import store as gitstore
+from reconciler.git import read as gitread
+from reconciler.git import write as gitwrite
 from reconciler.passes import reconcile as reconciliation
 from schemas.common import format_time, parse_time
 from schemas.diagnostics import Diagnostic
@@ -98,21 +97,19 @@ def scenario(files: dict[str, bytes], start: datetime) -> dict[str, Any]:
     }
 
 
-def commit_spec(repo_dir: Path, files: dict[str, bytes]) -> pygit2.Repository:
+def commit_spec(repo_dir: Path, files: dict[str, bytes]) -> gitread.Repository:
     """A new repository holding the template as the platform team's first commit."""
-    repo = pygit2.init_repository(str(repo_dir), initial_head="main")
-    index = repo.index
-    for path, data in sorted(files.items()):
-        index.add(pygit2.IndexEntry(path, repo.create_blob(data), FileMode.BLOB))
-    index.write()
-    sig = pygit2.Signature("Platform team", "platform@acme.example", DEMO_START - 3600, 0)
-    repo.create_commit("refs/heads/main", sig, sig, "fleet from the template\n", index.write_tree(), [])
+    repo = gitwrite.init_repository(repo_dir)
+    gitwrite.commit_snapshot(
+        repo, files, author_name="Platform team", author_email="platform@acme.example",
+        when=DEMO_START - 3600, message="fleet from the template\n", stage=True,
+    )  # fmt: skip
     return repo
 
 
-def report(repo: pygit2.Repository) -> None:
+def report(repo: gitread.Repository) -> None:
     """Who pays, what waits, and the tree jobtree wrote: read back from the committed state."""
-    status = gitstore.read_files(repo, "main", ["state/status/"])
+    status = gitread.read_files(repo, "main", ["state/status/"])
     click.echo("who pays (owned by the run's owner, borrowed from family or sponsors):")
     for path, data in sorted(status.items()):
         if not path.startswith("state/status/runs/"):
@@ -130,8 +127,8 @@ def report(repo: pygit2.Repository) -> None:
             doc = yaml.safe_load(data)
             envelopes = ", ".join(f"{e['name']} {e['headroom']}" for e in doc["status"]["envelopes"])
             click.echo(f"  {doc['budget']:<14} {envelopes}")
-    state = gitstore.list_blobs(repo, "main", ["state/"])
-    rendered = gitstore.read_files(repo, "main", ["rendered/"])
+    state = gitread.list_blobs(repo, "main", ["state/"])
+    rendered = gitread.read_files(repo, "main", ["rendered/"])
     click.echo(
         f"state tree at {str(repo.head.target)[:12]} ({len(state) + len(rendered)} files written by jobtree):"
     )
@@ -144,7 +141,7 @@ def report(repo: pygit2.Repository) -> None:
 
 def play(repo_dir: Path) -> int:
     """Reconcile the committed template at a few instants, as the schedule would; print each pass."""
-    repo = pygit2.Repository(str(repo_dir))
+    repo = gitread.open_repo(repo_dir)
     for minutes in (0, 5, 10, 10):
         now = DEMO_START + minutes * 60
         outcome = reconciliation.reconcile_once(repo_dir, now=now)

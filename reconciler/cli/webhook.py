@@ -358,13 +358,14 @@ def _reconcile_for(repo: str, apply: bool, branch: str | None) -> tuple[Callable
     """The pass a push runs (`reconcile --once --push` on `branch`), and that branch: by default
     `git.branch` of jobtree.yaml, the branch `reconcile` itself would take."""
     # the engine: imported when serving, not for --help
+    from reconciler.git import errors
     from reconciler.git import lock as writerlock
-    from reconciler.git import store as gitstore
+    from reconciler.git import read as gitread
     from reconciler.passes import reconcile as reconciliation
 
     try:
-        git = gitstore.open_repo(repo)
-    except gitstore.NotARepository as err:
+        git = gitread.open_repo(repo)
+    except errors.NotARepository as err:
         raise click.UsageError(str(err)) from err
     if REMOTE not in list(git.remotes.names()):
         raise click.UsageError(
@@ -376,9 +377,17 @@ def _reconcile_for(repo: str, apply: bool, branch: str | None) -> tuple[Callable
     def one_pass() -> object:
         # a `reconcile` of the same clone (a scheduled pass) holds its writer lock for a pass or so:
         # wait for it rather than fail this push's pass
-        return reconciliation.reconcile_once(
-            repo, push=True, apply=apply, branch=chosen, lock_wait=writerlock.WAIT
-        )
+        try:
+            outcome = reconciliation.reconcile_once(
+                repo, push=True, apply=apply, branch=chosen, lock_wait=writerlock.WAIT
+            )
+        except Exception as err:
+            for note in getattr(err, "__notes__", ()):  # what the pass had to say before it failed
+                click.echo(note, err=True)
+            raise
+        for warning in outcome.warnings:  # shown as `reconcile` shows them: a person's file may be among them
+            click.echo(warning, err=True)
+        return outcome
 
     return one_pass, chosen
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pygit2
 
-from reconciler.git.store import LockBusy, NotARepository, PermanentGitError
+from reconciler.git.errors import LockBusy, NotARepository, PermanentGitError
 
 LOCK_NAME = "jobtree.lock"
 WAIT = 60.0  # seconds `reconcile` and the webhook wait for another pass on the same clone to end

@@ -1,19 +1,47 @@
-"""Whose commits changed `state/` and `rendered/`: jobtree's own state commits, or hand edits.
+"""Whose commits changed `state/` and `rendered/` (steps 2-3 of a pass): jobtree's own state commits, or hand edits.
 
-Compares trees and reads commit authors and trailers; writes nothing. `reconcile` (through
-`handedits`) plans from jobtree's last own commit, `plan` refuses a pull request that edits owned
-files by hand, `provenance` proves a state commit by recomputing it, and `gitremote` tells a
-state commit of jobtree's from a person's when syncing. What a state commit holds is `gitsink`'s.
+Compares trees and reads commit authors and the `Spec-Commit` trailer; writes nothing. `reconcile`
+plans from jobtree's last own state commit (`state_start`: a deleted lease file must not read as
+a run that stopped, nor an edited one as GPUs that moved; the next state commit writes those files
+back), `plan` refuses a pull request that edits owned files by hand, `provenance` proves a state
+commit by recomputing it, and `remote` tells a state commit of jobtree's from a person's when
+syncing. What a state commit holds is `reconciler.state`'s; its message is `state.message`'s.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import pygit2
 from pygit2.enums import ObjectType, SortMode
 
-from reconciler.git.store import OWNED_PREFIXES, entry_at, resolve, spec_commit_of, subtree
+from reconciler.git.errors import LIBGIT2_ERRORS
+from reconciler.git.read import (
+    OWNED_PREFIXES,
+    Commit,
+    Repository,
+    Tree,
+    entry_at,
+    owned_trees,
+    resolve,
+    subtree,
+)
+
+TRAILER = "Spec-Commit"  # names the spec commit a state commit was computed from (DESIGN §2)
+_TRAILER_RE = re.compile(rf"^{TRAILER}: ([0-9a-f]{{40}}|[0-9a-f]{{64}})$")
+WALK_LIMIT = 10_000  # first-parent commits looked at for jobtree's last state commit
+
+
+def spec_commit_of(message: str) -> str | None:
+    """The `Spec-Commit` trailer of a commit message (last paragraph), if any."""
+    last = message.strip().split("\n\n")[-1]
+    for line in last.splitlines():
+        m = _TRAILER_RE.match(line.strip())
+        if m:
+            return m.group(1)
+    return None
 
 
 def _changed(
@@ -153,4 +181,104 @@ def hand_edited(
         if own and (off_branch is None or commit.id not in off_branch):
             continue
         found.extend((str(commit.id), path) for path in sorted(_owned_changes(repo, commit, owned_prefixes)))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Where a pass's state comes from: `commit`, and the hand edits made since (none: the head)."""
+
+    commit: pygit2.Commit
+    edited_in: tuple[str, ...] = ()  # commits after `commit` that changed owned files, newest first
+    files: tuple[str, ...] = ()  # owned files that differ between `commit` and the head
+
+
+def state_start(repo: pygit2.Repository, head: pygit2.Commit, email: str | None) -> Start:
+    """jobtree's last state commit below `head` (`reconciler_commit` by the fleet's author
+    `email`: typed text, but the branch is where jobtree commits), when the owned files at `head`
+    differ from it; else `head` itself. The walk follows first parents, except through a merge
+    whose owned files are one parent's as they are (a `git pull` over jobtree's newer state commit):
+    then that parent. A branch jobtree never wrote (or not within `WALK_LIMIT` commits, or not under
+    this author) starts from its head as it is."""
+    at_head = owned_trees(repo, head)
+    commit, trees = head, at_head
+    edited: list[str] = []
+    for _ in range(WALK_LIMIT):
+        if reconciler_commit(repo, commit, email):
+            if trees == at_head:
+                return Start(head)
+            return Start(commit, tuple(edited), _differing(commit.tree, head.tree))
+        if not commit.parents:
+            break
+        sides = [(p, owned_trees(repo, p)) for p in commit.parents]
+        same = next(((p, t) for p, t in sides if t == trees), None)
+        if same is None:  # this commit changed owned files itself
+            edited.append(str(commit.id))
+            same = sides[0]
+        commit, trees = same
+    return Start(head)
+
+
+def _differing(old: pygit2.Tree, new: pygit2.Tree) -> tuple[str, ...]:
+    """Owned file paths whose blob (or presence) differs between two trees (Git's tree diff: equal
+    subtrees are not entered)."""
+    paths = {p for d in old.diff_to_tree(new).deltas for p in (d.old_file.path, d.new_file.path)}
+    return tuple(sorted(p for p in paths if p.startswith(OWNED_PREFIXES)))
+
+
+def changed_paths(old: Tree | None, new: Tree) -> set[str]:
+    """Every path whose entry differs between two trees (Git's tree diff)."""
+    diff = old.diff_to_tree(new) if old is not None else new.diff_to_tree(swap=True)
+    return {p for d in diff.deltas for p in (d.old_file.path, d.new_file.path) if p}
+
+
+def branch_tips(repo: Repository, branch: str) -> list[str]:
+    """Where the reconciler's own commits are: its branch as fetched from each remote
+    (`refs/remotes/<remote>/<branch>`), or here in a clone with no remote (`refs/heads/<branch>`).
+    Not a local branch beside a remote: anyone can point that at anything. A state commit of
+    jobtree's not yet on a remote is proven by recomputing it instead (`passes.provenance`)."""
+    remotes = list(repo.remotes.names())
+    names = [f"refs/remotes/{r}/{branch}" for r in remotes] if remotes else [f"refs/heads/{branch}"]
+    tips = []
+    for name in names:
+        ref = repo.references.get(name)
+        if ref is not None and isinstance(ref.target, pygit2.Oid):
+            tips.append(str(ref.target))
+    return tips
+
+
+def _spec_is_ancestor(repo: Repository, commit: Commit, spec: str) -> bool:
+    if any(str(p.id) == spec for p in commit.parents):
+        return True  # the usual case, no history walk
+    try:
+        return bool(repo.descendant_of(commit.id, pygit2.Oid(hex=spec)))
+    except LIBGIT2_ERRORS:
+        return False  # a commit this repository does not hold
+
+
+def disguised_edits(repo: Repository, base: str, head: str, email: str) -> list[tuple[str, str, str]]:
+    """`(commit, path, why)` for owned paths changed by commits that claim to be the reconciler's (its
+    email and a `Spec-Commit` trailer) but cannot be: it writes one-parent commits touching only
+    state/ and rendered/, computed from the spec commit its trailer names, an ancestor."""
+    walker = repo.walk(resolve(repo, head).id, SortMode.TOPOLOGICAL | SortMode.REVERSE)
+    walker.hide(resolve(repo, base).id)
+    found: list[tuple[str, str, str]] = []
+    for commit in walker:
+        if not claims_reconciler(commit, email):
+            continue
+        per_parent = [changed_paths(p.tree, commit.tree) for p in commit.parents] or [
+            changed_paths(None, commit.tree)
+        ]
+        paths = set.intersection(*per_parent)
+        owned = {p for p in paths if p.startswith(OWNED_PREFIXES)}
+        if not owned:
+            continue
+        spec = spec_commit_of(commit.message) or ""
+        if not reconciler_commit(repo, commit, email):
+            why = "a reconciler commit has one parent and changes only state/ and rendered/"
+        elif not _spec_is_ancestor(repo, commit, spec):
+            why = f"its Spec-Commit {spec[:12]} is not one of its ancestors"
+        else:
+            continue
+        found += [(str(commit.id), p, why) for p in sorted(owned)]
     return found

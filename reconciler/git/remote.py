@@ -2,8 +2,8 @@
 
 With `reconciler.git.store` (and `gitlocal`, its push to a bare repository on a local path) the
 only code that writes Git. A push the remote refuses is a `PushResult` (STALE: re-plan and retry;
-REFUSED: do not), never an exception; an unreachable remote raises `gitstore.GitUnavailable`
-(temporary), a missing remote, branch or remote path `gitstore.PermanentGitError`. A remote URL that
+REFUSED: do not), never an exception; an unreachable remote raises `errors.GitUnavailable`
+(temporary), a missing remote, branch or remote path `errors.PermanentGitError`. A remote URL that
 is a relative path is read as Git reads it: from the clone's top-level directory (bare: its git dir).
 """
 
@@ -24,8 +24,8 @@ from pygit2.enums import ConfigLevel, SortMode
 
 from reconciler.git import localpush as gitlocal
 from reconciler.git.checkout.worktree import move_branch
+from reconciler.git.errors import GitUnavailable, PermanentGitError, UnpushedWork
 from reconciler.git.ownership import reconciler_commit
-from reconciler.git.store import GitUnavailable, PermanentGitError
 
 # Threads libgit2's pack builder may use for a push (0: one per CPU; it only helps delta search).
 PACK_THREADS = 0
@@ -267,10 +267,6 @@ class SyncOutcome(enum.Enum):
     DIVERGED = "diverged"  # local commits the remote does not have, and the remote moved on
     RESET = "reset"  # diverged, and the reconciler's own unpushed commits were discarded (re-planned)
     NO_REMOTE_BRANCH = "no-remote-branch"
-
-
-class UnpushedWork(PermanentGitError):
-    """The local branch diverged from the remote with commits jobtree did not write: never discarded."""
 
 
 def sync_with_remote(

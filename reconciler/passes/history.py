@@ -5,8 +5,8 @@ pass's spec files (inventory included) differ from the last commit's, a commit b
 changes them first; then the pass is one state commit by the fleet's git author with a
 `Spec-Commit` trailer, changing only `state/` (the ledger so far included) and `rendered/`, as
 `reconcile` writes them. So `jobtree plan` between two of its commits, and `reconcile` from any of
-them, take the state commits for jobtree's own. Writes only to its own repository; deciding and
-simulating stay in `simulate` and the planner.
+them, take the state commits for jobtree's own. Writes only to its own repository (through `reconciler.git.write`), in the words of
+`reconciler.state.message`; deciding and simulating stay in `simulation` and the planner.
 """
 
 from __future__ import annotations
@@ -15,13 +15,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-import pygit2
-from pygit2.enums import CheckoutStrategy, FileMode
-
 from planner.plan import Plan
-from reconciler.git import store as gitstore
+from reconciler.git import write as gitwrite
 from reconciler.state import codec as statefiles
-from reconciler.state import nexttree as gitsink
+from reconciler.state import message
 from schemas.common import format_time
 from schemas.fleet import GitAuthor
 
@@ -40,7 +37,7 @@ class History:
                 f"{where} is not empty; give --git a new or empty directory (simulate writes a new "
                 "repository, and never checks out over files or history already there)"
             )
-        self.repo = pygit2.init_repository(str(where), initial_head="main")
+        self.repo = gitwrite.init_repository(where)
         self.ledger: dict[str, bytes] = {}
         self.spec: dict[str, bytes] = {}  # spec files at the last commit
         self.owned: dict[str, bytes] = {}  # state/ and rendered/ files at the last commit
@@ -61,21 +58,17 @@ class History:
             self.ledger[path] = self.ledger.get(path, b"") + appended
         self.owned = {**statefiles.encode(plan), **self.ledger}
         spec_commit = str(self.repo.head.target)
-        message = gitstore.format_message(gitsink.summary(plan), spec_commit, f"pass at {format_time(now)}")
-        oid = self._commit(author, now, message)
+        text = message.message(plan, (), spec_commit, heading=f"pass at {format_time(now)}")
+        oid = self._commit(author, now, text)
         self.commits += 1
-        if not self.repo.is_bare:
-            self.repo.checkout_head(strategy=CheckoutStrategy.FORCE)
+        gitwrite.check_out_head(self.repo)
         return oid
 
-    def _commit(self, author: GitAuthor, now: int, message: str) -> str:
-        index = pygit2.Index()
-        for path, data in sorted({**self.spec, **self.owned}.items()):
-            index.add(pygit2.IndexEntry(path, self.repo.create_blob(data), FileMode.BLOB))
-        tree = index.write_tree(self.repo)
-        parents = [] if self.repo.head_is_unborn else [self.repo.head.target]
-        sig = pygit2.Signature(author.name, author.email, now, 0)
-        return str(self.repo.create_commit(BRANCH, sig, sig, message, tree, parents))
+    def _commit(self, author: GitAuthor, now: int, text: str) -> str:
+        return gitwrite.commit_snapshot(
+            self.repo, {**self.spec, **self.owned}, author_name=author.name, author_email=author.email,
+            when=now, message=text, ref=BRANCH,
+        )  # fmt: skip
 
 
 def _spec_message(now: int, changed: list[str]) -> str:

@@ -1,57 +1,21 @@
-"""The reconcile pipeline: load → observe → plan → render → write, with pluggable source, cluster, sink.
+"""The pipeline every pass runs (steps 3-5): observe → plan → render, over a validated `Spec` and a cluster.
 
 Each stage is a plain function over data; the simulator, `reconcile` and `plan` all run this same
-sequence. Owns no clock (callers pass `now`) and no Git (sinks do).
+sequence. Reading the spec is `reconciler.spec`'s (`validated.Spec`); the cluster is a two-method
+`Cluster` (the embedded one today, `reconciler.cluster` later). Owns no clock (callers pass
+`now`), no Git and no printing: a plan breaking an invariant raises `InvariantViolation`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from planner import invariants
 from planner import plan as planner_plan
 from planner.world import FleetState, NodeObs, Settings, WorkloadEvent, World
-from schemas import fleetcheck
-from schemas.budget import Budget
-from schemas.diagnostics import Diagnostic
-from schemas.fleet import FleetSpec, Inventory
+from reconciler.spec.validated import Spec
+from schemas.fleet import FleetSpec
 from schemas.layout import INVENTORY_FILE, SPEC_FILES
-from schemas.run import Run
-from schemas.yamldoc import Document
-
-
-@dataclass(slots=True)
-class Spec:
-    """The fleet as the spec files say, after validation: only valid objects are planned."""
-
-    fleet: FleetSpec
-    budgets: list[Budget]
-    runs: list[Run]
-    inventory: Inventory | None
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    rejected: dict[str, str] = field(default_factory=dict)  # "Kind ns/name" left out -> its file
-    kept: list[Budget] = field(default_factory=list)  # last valid versions of rejected Budgets (`lastvalid`)
-
-
-def read_spec(
-    files: Mapping[str, bytes],
-    parsed: Mapping[str, list[Document]] | None = None,
-    memo: dict[str, Any] | None = None,
-) -> Spec:
-    """Validate the spec files (per document and across objects) and keep the valid objects.
-
-    `parsed`: files the caller already holds as documents (the simulator), checked the same way;
-    `memo`: the caller's record of documents already validated (see `fleetcheck.check_fleet`).
-    """
-    v = fleetcheck.check_fleet(files, parsed, memo)
-    where: dict[str, str] = {}
-    for o in v.objects:
-        if not o.valid:
-            where.setdefault(fleetcheck.excluded_key(o), o.path)
-    rejected = {key: where[key] for key in v.rejected}
-    return Spec(v.config, list(v.budgets), list(v.runs), v.inventory, list(v.diagnostics), rejected)
 
 
 def settings(fleet: FleetSpec) -> Settings:
@@ -85,7 +49,19 @@ def frozen(spec: Spec, state: FleetState) -> tuple[dict[str, str], dict[str, str
             runs[name] = path
         elif kind == "Budget":
             budgets[name] = path
+    if spec.linked:  # a runs folder committed as a link: the runs it held are not deleted
+        valid = {f"{r.metadata.namespace}/{r.metadata.name}" for r in spec.runs}
+        for name in sorted(state.runs):
+            folder = _linked_folder_of(name, spec.linked)
+            if folder is not None and name not in valid:
+                runs.setdefault(name, folder)
     return runs, budgets
+
+
+def _linked_folder_of(run: str, linked: dict[str, str]) -> str | None:
+    """The linked folder (`runs`, or `runs/<namespace>`) that held `run` (`<namespace>/<name>`)."""
+    namespace = run.split("/", 1)[0]
+    return linked.get(f"runs/{namespace}") or linked.get("runs")
 
 
 def stalled(spec: Spec, state: FleetState) -> dict[str, str]:

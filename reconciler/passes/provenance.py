@@ -5,7 +5,7 @@ reconciler's. Author and trailer are typed text; the content is not: a pass is d
 the state commit C on parent P at instant t (C's author time) holds exactly the `state/` (ledger
 included) and `rendered/` that one pass writes from the spec at S, the state at P and the
 embedded cluster of S's inventory, at t, and nothing else differs from P. `verify` runs that very
-pass (`reconciliation.plan_once` on P) and compares blob ids. Reads Git and writes only the pass
+pass (`reconcile.plan_once` on P) and compares blob ids. Reads Git and writes only the pass
 caches under the Git dir; decides nothing about what to refuse (`plan` does), and does not prove
 commits for a configured cluster, whose observations Git does not hold.
 """
@@ -14,11 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pygit2
-from pygit2.enums import FileMode
-
-from reconciler.git import ownership as authorship
-from reconciler.git import store as gitstore
+from reconciler.git import errors, ownership
+from reconciler.git import read as gitread
 from reconciler.passes import pipeline
 from reconciler.passes import reconcile as reconciliation
 from reconciler.spec import commit as speccache
@@ -34,42 +31,28 @@ class Verdict:
     why: str = ""
 
 
-def _owned_files(repo: pygit2.Repository, tree: pygit2.Tree) -> dict[str, tuple[str, int]]:
-    """`{path: (object id, mode)}` of every non-directory entry under the owned prefixes."""
-    out: dict[str, tuple[str, int]] = {}
-    for prefix in gitstore.OWNED_PREFIXES:
-        parts = [p for p in prefix.split("/") if p]
-        sub = gitstore.subtree(repo, tree, parts)
-        if sub is not None:
-            base = "/".join(parts) + "/"
-            out.update((path, (str(e.id), int(e.filemode))) for path, e in gitstore.walk(repo, sub, base))
-        elif len(parts) == 1 and parts[0] in tree:  # a file where jobtree keeps a directory
-            out[parts[0]] = (str(tree[parts[0]].id), int(tree[parts[0]].filemode))
-    return out
-
-
-def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
+def verify(repo: gitread.Repository, commit: gitread.Commit) -> Verdict:
     """Recompute the pass `commit` claims to be (parent's state, its `Spec-Commit`'s spec, its author
     time) and compare every owned file: proven only when all equal and nothing else changed."""
-    spec_sha = gitstore.spec_commit_of(commit.message)
+    spec_sha = ownership.spec_commit_of(commit.message)
     if spec_sha is None:
         return Verdict(False, "it names no Spec-Commit")
     if len(commit.parents) != 1:
         return Verdict(False, "jobtree writes one-parent commits")
     parent = commit.parents[0]
-    other = authorship.outside_owned(repo, parent.tree, commit.tree)
+    other = ownership.outside_owned(repo, parent.tree, commit.tree)
     if other is not None:
         return Verdict(False, f"it changes {other}, but jobtree changes only state/ and rendered/")
     try:
-        spec_commit = gitstore.resolve(repo, spec_sha)
-    except gitstore.RevisionNotFound:
+        spec_commit = gitread.resolve(repo, spec_sha)
+    except errors.RevisionNotFound:
         return Verdict(False, f"its Spec-Commit {spec_sha[:12]} is not in this repository")
     short = spec_sha[:12]
     # a pass reads the spec at its parent and names that spec's commit: the two must hold the same spec
     differs = [
         p
         for p in SPEC_PREFIXES
-        if gitstore.entry_at(parent.tree, p.rstrip("/")) != gitstore.entry_at(spec_commit.tree, p.rstrip("/"))
+        if gitread.entry_at(parent.tree, p.rstrip("/")) != gitread.entry_at(spec_commit.tree, p.rstrip("/"))
     ]
     if differs:
         return Verdict(False, f"its parent's {differs[0]} differs from Spec-Commit {short}'s")
@@ -86,17 +69,17 @@ def verify(repo: pygit2.Repository, commit: pygit2.Commit) -> Verdict:
     now = int(commit.author.time)
     at = f"for Spec-Commit {short} at {format_time(now)}"
     try:  # the pass itself, exactly as `reconcile` runs it on the parent (whose spec is S's)
-        tree = reconciliation.plan_once(repo, str(parent.id), now, lambda _: None).tree
+        tree = reconciliation.plan_once(repo, str(parent.id), now).tree
     except pipeline.InvariantViolation:
         return Verdict(False, f"jobtree's pass {at} breaks invariants, so it commits nothing")
     except Exception as err:  # noqa: BLE001 - damaged state/ at the parent: not proven, and say why
         return Verdict(False, f"jobtree cannot plan from its parent ({type(err).__name__})")
-    want = {path: (blob, int(FileMode.BLOB)) for path, blob in tree.blobs.items()}
-    have = _owned_files(repo, commit.tree)
+    want = {path: (blob, gitread.BLOB_MODE) for path, blob in tree.blobs.items()}
+    have = gitread.owned_files(repo, commit.tree)
     wrong = [p for p in want.keys() | have.keys() if want.get(p) != have.get(p)]
     if not wrong:
         return Verdict(True)
-    was = _owned_files(repo, parent.tree)
+    was = gitread.owned_files(repo, parent.tree)
     # name a file the commit changed itself first: that is where a hand edit is
     first = min(wrong, key=lambda p: (have.get(p) == was.get(p), p))
     return Verdict(False, f"{first} differs from what jobtree computes {at}")

@@ -8,18 +8,15 @@ The `jobtree simulate` verb (options, output) is `simulate`.
 from __future__ import annotations
 
 import copy
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
-
 from planner import manifests
 from planner.world import FleetState
-from reconciler.cli import exitcodes, jsonout
 from reconciler.passes import pipeline
 from reconciler.passes.embedded import EmbeddedCluster
+from reconciler.spec import validated
 from reconciler.state import codec as statefiles
 from schemas.common import format_time, parse_duration, parse_time
 from schemas.load import bad_document_diagnostic, load_object
@@ -72,7 +69,7 @@ class Simulation:
                 "spec": fleet_raw,
             }
         )
-        self.spec_cache: pipeline.Spec | None = None
+        self.spec_cache: validated.Spec | None = None
         self.docs: dict[tuple[str, str, str], list[Document]] = {}
         self.validated: dict[str, Any] = {}  # path -> (documents, their checked entries)
 
@@ -100,8 +97,8 @@ class Simulation:
             out[path] = docs
         return out
 
-    def read_spec(self) -> pipeline.Spec:
-        return pipeline.read_spec({"jobtree.yaml": self.fleet_file}, self.documents(), self.validated)
+    def read_spec(self) -> validated.Spec:
+        return validated.read_spec({"jobtree.yaml": self.fleet_file}, self.documents(), self.validated)
 
     def apply_step(self, step: Any, index: int, now: int) -> None:
         if step.apply is not None:
@@ -269,56 +266,3 @@ def load_scenario(
             ],
         )
     return loaded.model, docs[0].data, []
-
-
-def render_text(result: dict[str, Any], sim_timeline: list[str]) -> str:
-    lines = [f"scenario {result['scenario']}"]
-    lines += sim_timeline
-    for label, st in result["checkpoints"].items():
-        lines.append(f"checkpoint {label} at {st['at']}:")
-        for run, s in st["runs"].items():
-            lines.append(
-                f"  {run:<32} {s['phase']:<10} {s['width'].get('allocated', 0):>6} GPUs  {s['message']}"
-            )
-        for key, r in st["reservations"].items():
-            rs = r["status"]
-            lines.append(
-                f"  reservation {key}: {rs['state']} earliestStart {r['spec']['earliestStart']} — {rs['reason']}"
-            )
-    return "\n".join(lines) + "\n"
-
-
-def play_and_print(
-    scenario: str, fmt: str, git_dir: str | None, read: tuple[list[Document], list[BadDocument]] | None = None
-) -> None:
-    """The `jobtree simulate` verb's work: play the file and print it as `fmt` (exits on errors)."""
-    sc, raw, errors = load_scenario(scenario, read)
-    if sc is None:
-        for e in errors:
-            click.echo(e, err=True)
-        sys.exit(exitcodes.INVALID)
-    sim = Simulation(sc, raw)
-    if git_dir is not None:
-        from reconciler.passes.history import History
-
-        try:
-            sim.history = History(git_dir)
-        except ValueError as err:
-            raise click.UsageError(str(err)) from err
-    try:
-        result = sim.play()
-    except pipeline.InvariantViolation as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(exitcodes.OTHER)
-    if sim.history is not None:
-        h = sim.history
-        click.echo(
-            f"wrote {h.commits} passes as state commits, after {h.spec_commits} commits of the spec "
-            f"files they planned, to {git_dir} (branch main)",
-            err=True,
-        )
-    if fmt == "json":
-        sys.stdout.flush()
-        sys.stdout.buffer.write(jsonout.dumps(result))
-    else:
-        sys.stdout.write(render_text(result, sim.timeline))

@@ -10,47 +10,39 @@ writes. marshal only builds plain data (it never runs code); the Git dir is trus
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import marshal
 import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from reconciler import atomicfile
 
 _MAGIC = b"JTCACHE1"
 _DIGEST = 32
-# Modules whose code decides what cached data means: a change to any of them starts a new cache.
-_FORMAT_MODULES = (
-    "reconciler/passcache.py",
-    "reconciler/passmemo.py",
-    "reconciler/speccache.py",
-    "reconciler/specprefetch.py",
-    "reconciler/statefiles.py",
-    "reconciler/yamlout.py",
-    "schemas/yamldoc.py",
-    "planner/world.py",
-)
-
-
-def directory(repo: pygit2.Repository) -> Path:
-    return Path(repo.path) / "jobtree" / "cache"
+# The cache's format: bump it with any change to what a cached payload holds or means (the rows of
+# `reconciler.spec.parsed`, the memo of `reconciler.state.memo` and the codec it reads). A changed
+# format without a bump fails `tests/reconciler/perf/test_diskcache.py` (its golden digest of sample
+# payloads), so a stale cache is never read as a new one.
+FORMAT = 1
 
 
 @cache
 def format_id() -> bytes:
-    """A digest of the cache layout: Python's marshal version, PyYAML, and the code that reads the data."""
-    digest = hashlib.blake2b(digest_size=_DIGEST)
-    digest.update(f"{marshal.version} {sys.version_info[:2]} {_yaml_version()}".encode())
-    root = Path(__file__).resolve().parents[1]
-    for name in _FORMAT_MODULES:
-        try:
-            digest.update((root / name).read_bytes())
-        except OSError:
-            digest.update(f"missing {name}".encode())
-    return digest.digest()
+    """What a cache must have been written by to be read: jobtree's version and `FORMAT` (as black
+    keys its cache on its version and mode), and what decides the payload's bytes besides jobtree's
+    own code: Python's marshal and PyYAML."""
+    key = f"jobtree {_version()} format {FORMAT} marshal {marshal.version} python {sys.version_info[:2]} "
+    key += f"yaml {_yaml_version()}"
+    return hashlib.blake2b(key.encode(), digest_size=_DIGEST).digest()
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("jobtree")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        return "unknown"
 
 
 def _yaml_version() -> str:
@@ -60,7 +52,8 @@ def _yaml_version() -> str:
 
 
 def load(where: Path, name: str) -> Any | None:
-    """The data last saved as `name` in `where` (a `directory`), or None when none can be trusted."""
+    """The data last saved as `name` in `where` (`reconciler.git.read.cache_directory`), or None when
+    none can be trusted."""
     try:
         raw = (where / name).read_bytes()
     except OSError:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from planner.plan import Plan
+from reconciler.report import model
 from schemas.common import format_time, parse_time
 
-VERSION = 3  # 2: cuts and conflict sets both ways, a reservation's `was`, `waiting`, `widths`, `spareGPUs`,
-# payers' owner, budget and envelope; 3: conflict-set entries are objects (reservation, probability)
+VERSION = model.VERSION
 
 
 def _duration(seconds: int) -> str:
@@ -211,8 +211,17 @@ def _reasoning_moved(was: dict[str, Any], now: dict[str, Any]) -> bool:
 
 
 def compare(
-    before: dict[str, Any], after: dict[str, Any], *, base: str, head: str, now: int
-) -> dict[str, Any]:
+    before: dict[str, Any],
+    after: dict[str, Any],
+    *,
+    base: str,
+    head: str,
+    now: int,
+    merged: str | None = None,
+    stalled: list[str] | None = None,
+    diagnostics: list[str] | None = None,
+    diagnostics_on_base: list[str] | None = None,
+) -> model.Report:
     """The report: only what differs between the base plan's `outline` and the head plan's, both
     ways (a cut, a reservation or a conflict set the change removes is a change too)."""
     s_before, s_after = before["starts"], after["starts"]
@@ -300,24 +309,15 @@ def compare(
         for key in sorted(set(u_before) | set(u_after))
         if u_before.get(key) != u_after.get(key)
     ]
+    sections: dict[str, list[Any]] = {
+        "starts": starts, "reserved": reserved, "cuts": cuts, "conflicts": conflicts, "eta": eta,
+        "unfunded": unfunded, "updated": updated, "waiting": waiting, "widths": widths, "budgets": budgets,
+    }  # fmt: skip
+    assert tuple(sections) == model.SECTIONS
     report = {
-        "version": VERSION,
-        "base": base,
-        "head": head,
-        "now": format_time(now),
-        "starts": starts,
-        "reserved": reserved,
-        "cuts": cuts,
-        "conflicts": conflicts,
-        "eta": eta,
-        "unfunded": unfunded,
-        "updated": updated,
-        "waiting": waiting,
-        "widths": widths,
-        "budgets": budgets,
-    }
-    kinds = (
-        "starts", "reserved", "cuts", "conflicts", "eta", "unfunded", "updated", "waiting", "widths", "budgets",
-    )  # fmt: skip
-    report["changes"] = any(report[k] for k in kinds)
-    return report
+        "version": VERSION, "base": base, "head": head, "now": format_time(now), "merged": merged,
+        "stalled": stalled or [], "diagnostics": diagnostics or [],
+        "diagnosticsOnBase": diagnostics_on_base or [], **sections,
+        "changes": any(sections[k] for k in model.SECTIONS),
+    }  # fmt: skip
+    return cast(model.Report, report)  # built from plain rows above; the model names their keys

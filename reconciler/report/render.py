@@ -10,11 +10,13 @@ import json
 import re
 from typing import Any
 
+from reconciler.report import model
+
 COMMENT_LIMIT = 65_535
 MARKER = "<!-- jobtree-plan -->"
 
 
-def as_json(report: dict[str, Any]) -> str:
+def as_json(report: model.Report) -> str:
     return json.dumps(report, indent=2, sort_keys=True) + "\n"
 
 
@@ -31,7 +33,7 @@ def _code(text: str, cell: bool = True) -> str:
     return f"{'`' * (longest + 1)}{pad}{text}{pad}{'`' * (longest + 1)}"
 
 
-def _payers(entry: dict[str, Any]) -> str:
+def _payers(entry: model.StartRow) -> str:
     return ", ".join(f"{p['payer']} {p['gpus']}" for p in entry["payers"])
 
 
@@ -47,32 +49,32 @@ def _was(now: Any, before: Any) -> str:
     return f"{now} (was {before})" if before else f"{now}"
 
 
-def _start_gpus(s: dict[str, Any]) -> str:
+def _start_gpus(s: model.StartRow) -> str:
     return f"{s['gpus']} (+{s['spareGPUs']} spare)" if s.get("spareGPUs") else str(s["gpus"])
 
 
-def _started(s: dict[str, Any]) -> str:
+def _started(s: model.StartRow) -> str:
     return f"{_code(s['run'])} (grows)" if s.get("reason") == "Grow" else _code(s["run"])
 
 
-def _reserved_why(r: dict[str, Any]) -> str:
+def _reserved_why(r: model.ReservedRow) -> str:
     was = r.get("was")
     return f"{r['reason']} (was: {was['reason']})" if was and was["reason"] != r["reason"] else r["reason"]
 
 
-def _cut_gpus(c: dict[str, Any]) -> str:
+def _cut_gpus(c: model.CutRow) -> str:
     before = c.get("gpusBefore", 0)
     return f"none (was {before})" if not c["gpus"] else _was(c["gpus"], before)
 
 
-def _conflict_sets(c: dict[str, Any]) -> str:
-    def entries(side: list[dict[str, Any]]) -> str:
+def _conflict_sets(c: model.ConflictRow) -> str:
+    def entries(side: list[model.ConflictEntry]) -> str:
         return ", ".join(f"{e['reservation']} ({e['probability']})" for e in side)
 
     return _was(entries(c["reservations"]) or "none", entries(c.get("before") or []))
 
 
-def sections(report: dict[str, Any]) -> list[tuple[str, list[str], list[str]]]:
+def sections(report: model.Report) -> list[tuple[str, list[str], list[str]]]:
     """(title, Markdown table header lines, one Markdown row per item) per non-empty section."""
     out: list[tuple[str, list[str], list[str]]] = []
     if report["starts"]:
@@ -150,7 +152,7 @@ def _opening(title: str, header: list[str], rows: list[str]) -> int:
     return len(title) + 8 + sum(len(h) + 1 for h in header) + sum(len(r) + 1 for r in rows[:OPENING_ROWS])
 
 
-def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int | None = COMMENT_LIMIT) -> str:
+def as_markdown(report: model.Report, diagnostics: list[str], limit: int | None = COMMENT_LIMIT) -> str:
     """One PR comment of at most `limit` characters (None: everything, for the job summary)."""
     room = limit if limit is not None else 10**12
     head = [
@@ -211,10 +213,10 @@ def as_markdown(report: dict[str, Any], diagnostics: list[str], limit: int | Non
     return "\n".join([*head, *body, ""]) + _overflow(left_out)
 
 
-def _merge_note(report: dict[str, Any]) -> str:
+def _merge_note(report: model.Report) -> str:
     return (
         f"The branch has not merged `{report['base'][:12]}`: planned as the merge of both "
-        f"(`{report['merged'][:12]}`), as it would land."
+        f"(`{(report['merged'] or '')[:12]}`), as it would land."
     )
 
 
@@ -231,7 +233,7 @@ def _overflow(left_out: list[str]) -> str:
     )
 
 
-def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:
+def as_text(report: model.Report, diagnostics: list[str]) -> str:
     lines = [f"plan {report['base'][:12]} -> {report['head'][:12]} at {report['now']}"]
     lines += [_merge_note(report)] if report.get("merged") else []
     lines += [f"invalid: {d}" for d in diagnostics]
@@ -258,21 +260,23 @@ def as_text(report: dict[str, Any], diagnostics: list[str]) -> str:
             lines.append(f"cut      {c['run']}: no longer cut (was {before} GPUs, {c['reason']})")
     for e in report["eta"]:
         lines.append(f"eta      {e['text']}")
-    for c in report["conflicts"]:
-        lines.append(f"conflict {c['run']}: {_conflict_sets(c)}")
+    for conflict in report["conflicts"]:
+        lines.append(f"conflict {conflict['run']}: {_conflict_sets(conflict)}")
     for u in report.get("unfunded") or []:
         lines.append(
             f"unfunded {u['run']}: {u['groupsBefore']} -> {u['groupsAfter']} groups charged to nobody"
         )
-    for u in report.get("updated") or []:
+    for updated in report.get("updated") or []:
         lines.append(
-            f"update   {u['run']}: {u['pods']} running pod{'s' * (u['pods'] != 1)} rendered anew "
-            f"({', '.join(u['changed'])} changed)"
+            f"update   {updated['run']}: {updated['pods']} running pod{'s' * (updated['pods'] != 1)} "
+            f"rendered anew ({', '.join(updated['changed'])} changed)"
         )
     for w in report.get("waiting") or []:
         lines.append(f"waiting  {w['run']}: {w['why']}")
-    for w in report.get("widths") or []:
-        lines.append(f"width    {w['run']}: {w['pending'] or 'nothing'} (before: {w['before'] or 'nothing'})")
+    for width in report.get("widths") or []:
+        lines.append(
+            f"width    {width['run']}: {width['pending'] or 'nothing'} (before: {width['before'] or 'nothing'})"
+        )
     for b in report["budgets"]:
         lines.append(f"budget   {b['envelope']}: {_usage(b['before'])} -> {_usage(b['after'])}")
     return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""Last valid Budgets (step 2 of a pass): a Budget whose file is invalid now keeps funding as it was.
+"""An invalid Budget keeps funding: its last valid version (step 2 of a pass).
 
 A typo in a budget file must not touch what runs: left out of planning, its envelopes would vanish
 and every lease they pay for would turn unfunded (the first capacity the resolver reclaims). So for
@@ -16,10 +16,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import pygit2
-
-from reconciler.git import store as gitstore
-from reconciler.passes import pipeline
+from reconciler.git import read as gitread
+from reconciler.spec import validated
 from schemas.budget import Budget
 from schemas.yamldoc import Document
 
@@ -27,16 +25,16 @@ MAX_BACK = 50  # commits looked back for a valid version of a broken budget file
 
 
 def keep_budgets(
-    repo: pygit2.Repository,
-    head: pygit2.Commit,
-    spec: pipeline.Spec,
+    repo: gitread.Repository,
+    head: gitread.Commit,
+    spec: validated.Spec,
     files: Mapping[str, bytes],
     parsed: Mapping[str, list[Document]],
     memo: dict[str, Any],
-) -> pipeline.Spec:
+) -> validated.Spec:
     """`spec` with the last valid version of every Budget rejected at `head` in `spec.kept`.
 
-    `files`, `parsed` and `memo` are the head's spec as `speccache` validated it (bytes of the files
+    `files`, `parsed` and `memo` are the head's spec as `spec.commit` validated it (bytes of the files
     that did not parse, documents of the rest, what validation remembered of each document): an
     older version of a budget file is checked with every other file as at the head, and only that
     file is read and validated again.
@@ -54,7 +52,7 @@ def keep_budgets(
     if collateral and versions:
         # rejected only with another file (a parent cycle typed into one budget names its untouched
         # partner too): with the broken files' last valid versions in place, the partner validates
-        spec_then = pipeline.read_spec(
+        spec_then = validated.read_spec(
             {**{p: d for p, d in files.items() if p not in versions}, **versions},
             {p: d for p, d in parsed.items() if p not in versions},
             memo,
@@ -64,8 +62,8 @@ def keep_budgets(
 
 
 def _last_valid(
-    repo: pygit2.Repository,
-    head: pygit2.Commit,
+    repo: gitread.Repository,
+    head: gitread.Commit,
     name: str,
     path: str,
     files: Mapping[str, bytes],
@@ -76,17 +74,17 @@ def _last_valid(
     file's bytes then; None when none is within `MAX_BACK` commits."""
     others = {p: d for p, d in files.items() if p != path}
     others_parsed = {p: d for p, d in parsed.items() if p != path}
-    tried = {gitstore.read_file(repo, str(head.id), path)}
+    tried = {gitread.read_file(repo, str(head.id), path)}
     commit = head
     for _ in range(MAX_BACK):
         if not commit.parents:
             return None
         commit = commit.parents[0]
-        data = gitstore.read_file(repo, str(commit.id), path)
+        data = gitread.read_file(repo, str(commit.id), path)
         if data is None or data in tried:
             continue
         tried.add(data)
-        spec = pipeline.read_spec({**others, path: data}, others_parsed, memo)
+        spec = validated.read_spec({**others, path: data}, others_parsed, memo)
         found = [b for b in spec.budgets if b.metadata.name == name]
         if found:
             return found[0], data

@@ -1,12 +1,19 @@
-"""Spec files listed and parsed by blob id, and parsed early: in a forked child while `reconcile` imports.
+"""Spec files parsed once per blob id (steps 1-2 of a pass): the parse cache, its one format, and its head start.
 
-A first pass at 100k GPUs parses 5,200 YAML files (~1.1 s of CPU) right after importing the planner
-and the pydantic models (~0.8 s on one CPU). `start(path)`, called before those imports, lists the
+YAML parsing is most of the cost of reading 5,000 Run files. The parse of a file depends on its
+bytes alone, so its documents (data, and the line and column of every field) are kept by blob id
+in the clone's cache (`reconciler.perf.diskcache`, under the Git dir), with the listing of each
+spec subtree by tree id; `documents` takes what it holds and parses only the rest (on every CPU for
+a big batch). A file that does not parse is never cached: validation sees its bytes and reports it
+as always. This module is the one owner of the cached rows' format (`Rows`).
+
+A first pass at 100k GPUs parses 5,200 files (~1.1 s of CPU) right after importing the planner and
+the pydantic models (~0.8 s on one CPU). `start(path)`, called before those imports, lists the
 spec files at the clone's HEAD and, when the clone has no parse cache yet, hands them to a forked
-child, so both CPUs work from the start. `Prefetch.rows()` collects `{blob id: rows}` in the
-cache's format (`speccache`). It is only a head start: the pass may read another commit (after a
-fetch, or another branch), so `speccache` takes rows by blob id and parses whatever is missing.
-Light on purpose: pygit2 and the YAML reader, none of the engine; it never validates.
+child, so both CPUs work from the start (`Prefetch.rows()`: `{blob id: rows}`). It is only a head
+start: the pass may read another commit (after a fetch, or another branch), so rows are taken by
+blob id and whatever is missing is parsed. Light on purpose: pygit2 through `reconciler.git.read`
+and the YAML reader, none of the engine; it never validates.
 """
 
 from __future__ import annotations
@@ -18,78 +25,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import pygit2
-from pygit2.enums import FileMode, ObjectType
+from reconciler.git import read as gitread
+from reconciler.perf import diskcache, forkmap
+from reconciler.spec import files
+from schemas.layout import MAX_FILE_BYTES
+from schemas.yamldoc import Document, parse_all
 
-from reconciler.git import store as gitstore
-from reconciler.perf import diskcache as passcache
-from reconciler.perf import forkmap
-from schemas import strays
-from schemas.layout import MAX_FILE_BYTES, SPEC_DIRS, SPEC_FILES, spec_kind, walked
-from schemas.yamldoc import parse_all
+CACHE_NAME = "spec-documents"  # the parse cache kept in the clone's cache directory
 
-CACHE_NAME = "spec-documents"  # the parse cache `speccache` keeps in `passcache.directory`
-
-Listing = tuple[tuple[str, str, bool], ...]  # (path below a tree, blob id, a symbolic link?)
 Rows = tuple[tuple[int, Any, int, int, bytes], ...]  # per document: index, data, line, col, positions
-
-
-def _listing(
-    repo: pygit2.Repository, tree: pygit2.Tree, known: dict[str, Listing], seen: dict[str, Listing]
-) -> Listing:
-    """Every blob below `tree` as (relative path, blob id, symbolic link?); subtrees listed before
-    are reused by id."""
-    tid = str(tree.id)
-    hit = known.get(tid) or seen.get(tid)
-    if hit is None:
-        rows: list[tuple[str, str, bool]] = []
-        for entry in tree:
-            if entry.type == ObjectType.TREE:
-                sub = repo[entry.id].peel(pygit2.Tree)
-                rows += [
-                    (f"{entry.name}/{p}", oid, link) for p, oid, link in _listing(repo, sub, known, seen)
-                ]
-            elif entry.type == ObjectType.BLOB:
-                rows.append((str(entry.name), str(entry.id), entry.filemode == FileMode.LINK))
-        hit = tuple(rows)
-    seen[tid] = hit
-    return hit
-
-
-def spec_blobs(
-    repo: pygit2.Repository, commit: pygit2.Commit, known: dict[str, Listing]
-) -> tuple[dict[str, str], dict[str, str], dict[str, str], dict[str, Listing]]:
-    """`{path: blob id}` of the files validation reads, `{path: blob id}` of spec paths that are
-    symbolic links (validation reports them; their blob is the target's name), `{path: blob id}`
-    of files that may be stray spec (`strays.candidate`), and the subtree listings used (to cache)."""
-    root = commit.tree
-    out: dict[str, tuple[str, bool]] = {}
-    seen: dict[str, Listing] = {}
-    for name in SPEC_FILES:
-        parts = name.split("/")
-        parent = gitstore.subtree(repo, root, parts[:-1])
-        if parent is not None and parts[-1] in parent:
-            entry = parent[parts[-1]]
-            if entry.type == ObjectType.BLOB:
-                out[name] = (str(entry.id), entry.filemode == FileMode.LINK)
-    stray: dict[str, str] = {}
-    for item in root:
-        top = str(item.name)
-        if item.type == ObjectType.BLOB:
-            rows: Listing = (("", str(item.id), item.filemode == FileMode.LINK),)
-        elif item.type == ObjectType.TREE and walked(top):
-            rows = _listing(repo, repo[item.id].peel(pygit2.Tree), known, seen)
-        else:
-            continue
-        for p, oid, link in rows:
-            path = f"{top}/{p}" if p else top
-            if top in SPEC_DIRS and spec_kind(path):
-                out[path] = (oid, link)
-            elif not link and strays.candidate(path):
-                stray[path] = oid
-    files = {path: oid for path, (oid, link) in sorted(out.items()) if not link}
-    links = {path: oid for path, (oid, link) in sorted(out.items()) if link}
-    return files, links, stray, seen
 
 
 def parse(items: Sequence[tuple[str, bytes]]) -> list[Rows | None]:
@@ -111,8 +55,8 @@ def parse(items: Sequence[tuple[str, bytes]]) -> list[Rows | None]:
 
 def _read_and_parse(git_dir: str, items: Sequence[tuple[str, str]]) -> list[Rows | None]:
     """`parse` of (path, blob id) pairs, read through a repository opened here (in a child)."""
-    repo = pygit2.Repository(git_dir)
-    return parse([(path, gitstore.read_blob(repo, oid)) for path, oid in items])
+    repo = gitread.open_repo(git_dir)
+    return parse([(path, gitread.read_blob(repo, oid)) for path, oid in items])
 
 
 @dataclass(slots=True)
@@ -129,20 +73,73 @@ class Prefetch:
         return self._rows
 
 
+@dataclass(slots=True)
+class Cache:
+    """What the clone's parse cache holds: rows by blob id, subtree listings by tree id."""
+
+    rows: dict[str, Rows]
+    trees: dict[str, files.Listing]
+
+    @classmethod
+    def load(cls, repo: gitread.Repository) -> Cache:
+        data = diskcache.load(gitread.cache_directory(repo), CACHE_NAME)
+        try:
+            rows, trees = data  # type: ignore[misc]  # a miss (None) or damaged data: empty below
+            return cls(dict(rows), dict(trees))
+        except (TypeError, ValueError):
+            return cls({}, {})
+
+    def save(self, repo: gitread.Repository) -> None:
+        diskcache.save(gitread.cache_directory(repo), CACHE_NAME, (self.rows, self.trees))
+
+
+def documents(
+    repo: gitread.Repository, listed: files.Listed, cache: Cache, early: Prefetch | None = None
+) -> tuple[dict[str, list[Document]], dict[str, bytes], int]:
+    """The listed spec files as documents (from `cache`, `early`, or parsed here, on every CPU for a
+    big batch), the bytes of those that do not parse (validation reports them with their own line
+    and column), and how many were not in the cache. Rows parsed here are added to `cache`."""
+    blobs = listed.files
+    rows: dict[str, Rows] = {oid: cache.rows[oid] for oid in blobs.values() if oid in cache.rows}
+    fresh = len(blobs) - len(rows)
+    if early is not None and fresh:
+        head_start = early.rows()
+        rows.update((oid, head_start[oid]) for oid in blobs.values() if oid in head_start)
+    todo = [  # capped as `jobtree validate` reads: past the limit is reported, not parsed
+        (path, gitread.read_blob(repo, oid)[: MAX_FILE_BYTES + 1])
+        for path, oid in blobs.items()
+        if oid not in rows
+    ]
+    unparsed: dict[str, bytes] = {}
+    for (path, data), found in zip(todo, forkmap.map_chunks(parse, todo), strict=True):
+        if found is None:
+            unparsed[path] = data
+        else:
+            rows[blobs[path]] = found
+    parsed: dict[str, list[Document]] = {}
+    for path, oid in blobs.items():
+        got = rows.get(oid)
+        if got is not None:
+            parsed[path] = [
+                Document(path, index, data, line, col, partial(marshal.loads, raw))
+                for index, data, line, col, raw in got
+            ]
+    cache.rows = rows
+    return parsed, unparsed, fresh
+
+
 def start(path: str | os.PathLike[str], least: int = forkmap.MIN_ITEMS) -> Prefetch | None:
     """Parse HEAD's spec files in a forked child, or None when there is no point: not a clone with a
     HEAD commit, a parse cache already there (a later pass parses only what changed), or fewer than
     `least` files. (With one CPU, or threads running, `forkmap` forks nothing: the files are then
     parsed here when the pass asks for them, as without a head start.)"""
-    try:
-        repo = pygit2.Repository(os.fspath(path))
-        head = repo.head.peel(pygit2.Commit)
-    except (pygit2.GitError, KeyError, ValueError):
+    found = gitread.head_commit(path)
+    if found is None:
         return None
-    if (passcache.directory(repo) / CACHE_NAME).exists():
+    repo, head = found
+    if (gitread.cache_directory(repo) / CACHE_NAME).exists():
         return None
-    blobs, _, _, _ = spec_blobs(repo, head, {})
-    items = list(blobs.items())
+    items = list(files.list_commit(repo, head.tree, {}).files.items())
     if len(items) < max(least, 1):
         return None
     return Prefetch(items, forkmap.start(partial(_read_and_parse, repo.path), items, least))

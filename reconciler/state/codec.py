@@ -17,6 +17,7 @@ import yaml
 from planner import manifests
 from planner.plan import Plan
 from planner.world import ConflictEntry, EnvelopeMeter, FleetState, Lease, Payer, Reservation, RunRecord
+from reconciler.state import layout
 from reconciler.state import yamlstyle as yamlout
 from schemas import API_VERSION
 from schemas.common import format_time, parse_time
@@ -162,13 +163,13 @@ LEASES, RESERVATION, RUN, BUDGET, FLEET, RENDERED = (
     "fleet",
     "rendered",
 )
-FLEET_FILE = "state/fleet.yaml"
+FLEET_FILE = layout.FLEET
 _KIND_PREFIXES = (
-    ("state/leases/", LEASES),
-    ("state/reservations/", RESERVATION),
-    ("state/status/runs/", RUN),
-    ("state/status/budgets/", BUDGET),
-    ("rendered/", RENDERED),
+    (layout.LEASES, LEASES),
+    (layout.RESERVATIONS, RESERVATION),
+    (layout.RUN_STATUS, RUN),
+    (layout.BUDGET_STATUS, BUDGET),
+    (layout.RENDERED, RENDERED),
 )
 
 
@@ -230,15 +231,15 @@ def sources(plan: Plan) -> dict[str, tuple[str, Any]]:
         by_run[lease.run].append(lease)
     for run, leases in sorted(by_run.items()):
         rows = tuple(lease_row(x) for x in sorted(leases, key=lambda x: (x.start, x.name)))
-        out[f"state/leases/{run}.yaml"] = (LEASES, rows)
+        out[layout.lease_file(run)] = (LEASES, rows)
     for run, res in sorted(st.reservations.items()):
-        out[f"state/reservations/{run}.yaml"] = (RESERVATION, reservation_row(res))
+        out[layout.reservation_file(run)] = (RESERVATION, reservation_row(res))
     for run, rec in sorted(st.runs.items()):
         body = dict(plan.runs.get(run, {}))
         body["hours"] = {"owned": round(rec.owned_hours, 6), "borrowed": round(rec.borrowed_hours, 6)}
         body["started"] = _t(rec.started)
         body["finished"] = _t(rec.finished)
-        out[f"state/status/runs/{run}.yaml"] = (RUN, {"run": run, "status": body})
+        out[layout.run_status_file(run)] = (RUN, {"run": run, "status": body})
     meters: dict[str, dict[str, Any]] = defaultdict(dict)
     for (b, e), m in sorted(st.meters.items()):
         meters[b][e] = {
@@ -248,7 +249,7 @@ def sources(plan: Plan) -> dict[str, tuple[str, Any]]:
         }
     for name in sorted(set(plan.budgets) | set(meters)):
         doc = {"budget": name, "status": plan.budgets.get(name, {}), "meters": meters.get(name, {})}
-        out[f"state/status/budgets/{name}.yaml"] = (BUDGET, doc)
+        out[layout.budget_status_file(name)] = (BUDGET, doc)
     out[FLEET_FILE] = (
         FLEET,
         {
@@ -262,7 +263,7 @@ def sources(plan: Plan) -> dict[str, tuple[str, Any]]:
     files: dict[str, list[Any]] = defaultdict(list)
     for path, manifest in plan.manifests.items():
         cluster = path.split("/", 1)[0]
-        files[f"rendered/{cluster}/{manifests.run_of(manifest)}.yaml"].append(manifest)
+        files[layout.rendered_file(cluster, manifests.run_of(manifest))].append(manifest)
     for path, docs in sorted(files.items()):
         out[path] = (RENDERED, tuple(docs))
     return out
@@ -394,5 +395,5 @@ def ledger_lines(plan: Plan) -> dict[str, bytes]:
     out: dict[str, list[str]] = defaultdict(list)
     encode = json.JSONEncoder(sort_keys=True).encode  # what json.dumps(..., sort_keys=True) writes
     for ev in plan.events:
-        out[f"state/ledger/{time_text(ev.at)[:10]}.jsonl"].append(encode(ev.as_json(time_text)))
+        out[layout.ledger_file(time_text(ev.at)[:10])].append(encode(ev.as_json(time_text)))
     return {p: ("\n".join(lines) + "\n").encode() for p, lines in out.items()}

@@ -16,21 +16,18 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from planner.world import FleetState
-from reconciler.git import store as gitstore
+from reconciler.git import read as gitread
 from reconciler.perf import diskcache as passcache
 from reconciler.perf import forkmap
 from reconciler.state import codec as statefiles
 
 CACHE_NAME = "state-memo"
-LEDGER = "state/ledger/"
 
 
 @dataclass(slots=True)
@@ -64,45 +61,35 @@ def fingerprint(value: Any) -> bytes | None:
         return None
 
 
-def owned_trees(
-    repo: pygit2.Repository, commit: pygit2.Commit, prefixes: Iterable[str] = gitstore.OWNED_PREFIXES
-) -> tuple[tuple[str, str], ...]:
-    out = []
-    for prefix in sorted(prefixes):
-        tree = gitstore.subtree(repo, commit.tree, [p for p in prefix.split("/") if p])
-        out.append((prefix, str(tree.id) if tree is not None else ""))
-    return tuple(out)
-
-
-def cached(repo: pygit2.Repository, commit: pygit2.Commit) -> Memo | None:
+def cached(repo: gitread.Repository, commit: gitread.Commit) -> Memo | None:
     """The memo the last pass saved, if it describes `commit`'s owned trees (else None)."""
-    data = passcache.load(passcache.directory(repo), CACHE_NAME)
+    data = passcache.load(gitread.cache_directory(repo), CACHE_NAME)
     try:
         trees, blobs, pieces, keys, prints = data  # type: ignore[misc]
         memo = Memo(tuple(tuple(t) for t in trees), blobs, pieces, keys, prints)
     except (TypeError, ValueError):
         return None
-    return memo if memo.trees == owned_trees(repo, commit) else None
+    return memo if memo.trees == gitread.owned_trees(repo, commit) else None
 
 
 def save(where: Path, memo: Memo) -> bool:
-    """Keep `memo` in the cache directory `where` (`passcache.directory(repo)`), for the next pass."""
+    """Keep `memo` in the cache directory `where` (`gitread.cache_directory(repo)`), for the next pass."""
     return passcache.save(where, CACHE_NAME, memo.data())
 
 
-def read(repo: pygit2.Repository, commit: pygit2.Commit) -> Memo:
+def read(repo: gitread.Repository, commit: gitread.Commit) -> Memo:
     """Decode the owned files of `commit` from Git (no sources known: every file counts as unverified)."""
-    blobs = gitstore.list_blobs(repo, str(commit.id), gitstore.OWNED_PREFIXES)
+    blobs = gitread.list_blobs(repo, str(commit.id), gitread.OWNED_PREFIXES)
     todo = []
     for path, oid in blobs.items():
         kind = statefiles.kind_of(path)
         if kind is not None and kind != statefiles.RENDERED:
-            todo.append((path, kind, gitstore.read_blob(repo, oid)))
+            todo.append((path, kind, gitread.read_blob(repo, oid)))
     pieces: dict[str, tuple[str, Any]] = {}
     loaded: dict[str, list[Any]] = {}
     for (path, kind, _), (docs, rows) in zip(todo, forkmap.map_chunks(_decode, todo), strict=True):
         loaded[path], pieces[path] = docs, (kind, rows)
-    return Memo(owned_trees(repo, commit), blobs, pieces, loaded=loaded)
+    return Memo(gitread.owned_trees(repo, commit), blobs, pieces, loaded=loaded)
 
 
 def _decode(items: Sequence[tuple[str, str, bytes]]) -> list[tuple[list[Any], Any]]:

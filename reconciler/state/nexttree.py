@@ -1,16 +1,18 @@
-"""Git sink (stage 5 of a pass): a plan becomes the next tree of `state/` and `rendered/`, or nothing.
+"""The next tree (step 5 of a pass): a plan becomes the files of `state/` and `rendered/`, and whether anything meaningful changed.
 
-Decides whether a plan changed anything meaningful and words the commit; `gitstore` writes the
-commit, `reconciliation` drives the loop. GPU-hour meters and `asOf` move on every pass, so they alone
-never make a commit: they are written with the next meaningful change, and metering from the last
+Renders only what changed (a file whose source the memo shows unchanged keeps its blob), and
+decides whether a decision changed: GPU-hour meters and `asOf` move on every pass, so they alone
+never make a commit; they are written with the next meaningful change, and metering from the last
 committed `asOf` is exact because no lease opened or closed in between (that would be a change).
+Files someone changed by hand since jobtree's last state commit are handed in and written back as
+jobtree computes them (a meaningful change). Returns a frozen `NextTree`; the commit message is
+`message`'s, writing the commit `reconciler.git.write`'s.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -20,15 +22,15 @@ from planner.plan import Plan
 from reconciler.git import packs as gitpack
 from reconciler.perf import forkmap
 from reconciler.state import codec as statefiles
+from reconciler.state import layout
 from reconciler.state import memo as passmemo
-from schemas.common import format_time
 
 # Fields that change with the clock alone, not with a decision.
 VOLATILE = frozenset(
     {"asOf", "meters", "hours", "ownedGPUHours", "borrowedGPUHours", "consumedGPUHours", "spareGPUHours"}
 )
-LEDGER = "state/ledger/"
-MAX_MESSAGE_LINES = 40
+LEDGER = layout.LEDGER
+_BLOB_MODE = 0o100644  # a regular file, as Git writes it
 
 
 def _stable(data: Any) -> Any:
@@ -48,20 +50,36 @@ def _same_decisions(old: bytes, new: bytes) -> bool:
     return bool(_stable(a) == _stable(b))
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class NextTree:
     blobs: dict[str, str]  # every file under state/ and rendered/ the next commit holds -> blob id
     contents: dict[str, bytes]  # blob id -> bytes, for the files this pass wrote anew
-    meaningful: list[str]  # paths whose decisions changed (empty: commit nothing)
+    meaningful: list[str]  # paths whose decisions changed, or written back (empty: commit nothing)
     memo: passmemo.Memo  # the next tree: what to cache once it is committed
     kept: passmemo.Memo  # the current tree, plus what this pass checked: what to cache when not
+    restored: list[str] = field(default_factory=list)  # files changed by hand, written back
+
+    def changed_files(self) -> int:
+        """Owned files the next tree adds, removes or changes (meters and `asOf` included)."""
+        before, after = self.kept.blobs, self.blobs
+        changed = {p for p, blob in after.items() if before.get(p) != blob} | (before.keys() - after.keys())
+        return len(changed | set(self.restored))
 
 
 _MISSING = object()
 
 
-def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) -> NextTree:
+def next_tree(
+    plan: Plan,
+    current: passmemo.Memo,
+    read: Callable[[str], bytes],
+    hand_edited: Mapping[str, tuple[str, int] | None] | None = None,
+) -> NextTree:
     """The owned files after this plan, given the current tree's memo and a blob reader.
+
+    `hand_edited`: owned files that differ between the commit planned from and the branch head
+    (changed by hand since), with what the head holds there (blob id and file mode; None: nothing).
+    Each one the next tree holds otherwise is written back and counts as a meaningful change.
 
     Ledger days get this pass's events appended; a frozen run's pods and Service (its spec is
     invalid now) stay as its file last held them, rendered from its last valid spec;
@@ -122,7 +140,18 @@ def next_tree(plan: Plan, current: passmemo.Memo, read: Callable[[str], bytes]) 
             changed.append(path)
     memo = passmemo.Memo((), blobs, pieces, keys, prints)
     kept = passmemo.Memo(current.trees, old_blobs, current.pieces, kept_keys, kept_prints)
-    return NextTree(blobs, contents, sorted(changed), memo, kept)
+    restored = _written_back(blobs, hand_edited or {})
+    return NextTree(blobs, contents, sorted({*changed, *restored}), memo, kept, restored)
+
+
+def _written_back(blobs: Mapping[str, str], hand_edited: Mapping[str, tuple[str, int] | None]) -> list[str]:
+    """Hand-edited files the next tree puts back as jobtree computes them (in the order given)."""
+
+    def written(path: str) -> tuple[str, int] | None:
+        blob = blobs.get(path)
+        return (blob, _BLOB_MODE) if blob is not None else None
+
+    return [path for path, held in hand_edited.items() if written(path) != held]
 
 
 def _write(items: Sequence[tuple[str, str, Any]]) -> list[tuple[bytes, str, Any, bytes | None]]:
@@ -172,79 +201,3 @@ def _same_stable(a: Any, b: Any) -> bool:
     if isinstance(b, list):
         return False
     return bool(a == b)
-
-
-def summary(plan: Plan, meaningful: Sequence[str] = ()) -> list[str]:
-    """One line per decision kind, then the runs concerned: what a reviewer reads in `git log`.
-
-    `meaningful`: the paths the commit changes, for running runs whose pods are rendered anew."""
-    started: Counter[str] = Counter()
-    swapped: set[str] = set()
-    ended: dict[str, set[str]] = {}
-    for ev in plan.events:
-        if ev.event == "Start" and ev.reason == "Swap":
-            swapped.add(ev.lease.run)  # a group moved onto its spare: neither a start nor growth
-        elif ev.event == "Start" and ev.lease.role in ("Active", "Borrowed"):
-            started[ev.lease.run] += ev.lease.gpus
-        elif ev.event == "End":
-            ended.setdefault(ev.reason.split("(")[0], set()).add(ev.lease.run)
-    waiting = {k: r for k, r in plan.state.reservations.items() if r.state == "Pending"}
-    reserved = sorted(waiting.keys() - plan.waiting_before)  # by this pass
-    unfunded, refunded = _funding_changes(plan)
-    updated = _rendered_anew(plan, meaningful)
-    lines: list[str] = []
-    if started:
-        lines.append(f"started or grew {_runs(len(started))} ({sum(started.values())} GPUs)")
-    if swapped:
-        lines.append(f"swapped {_runs(len(swapped))} onto hot spares")
-    for reason, runs in sorted(ended.items()):
-        lines.append(f"{reason}: {_runs(len(runs))}")
-    if unfunded:
-        lines.append(f"unfunded: {_runs(len(unfunded))} (running, charged to nobody, reclaimed first)")
-    if refunded:
-        lines.append(f"funded again: {_runs(len(refunded))}")
-    if reserved:
-        also = f" ({len(waiting)} waiting)" if len(waiting) > len(reserved) else ""
-        lines.append(f"reserved {_runs(len(reserved))}{also}")
-    elif waiting:
-        lines.append(f"{_runs(len(waiting))} waiting")
-    if updated:
-        lines.append(f"rendered pods anew for {_runs(len(updated))} (no GPU moved)")
-    details = [f"{run} +{gpus} GPUs" for run, gpus in sorted(started.items())]
-    details += [f"{run} swapped to spare" for run in sorted(swapped)]
-    for reason, runs in sorted(ended.items()):
-        details += [f"{run} {reason}" for run in sorted(runs)]
-    details += [f"{run} unfunded ({_groups(n)})" for run, n in sorted(unfunded.items())]
-    details += [f"{run} funded again ({_groups(n)})" for run, n in sorted(refunded.items())]
-    details += [
-        f"{run} reserved, ETA {format_time(waiting[run].earliest_start)}: {waiting[run].reason}"
-        for run in reserved
-    ]
-    details += [f"{run} pods rendered anew" for run in updated]
-    if len(details) > MAX_MESSAGE_LINES:
-        details = details[:MAX_MESSAGE_LINES] + [f"... and {len(details) - MAX_MESSAGE_LINES} more"]
-    return lines + details
-
-
-def _rendered_anew(plan: Plan, meaningful: Sequence[str]) -> list[str]:
-    """Runs whose rendered pods changed though no lease of theirs moved: their template (image,
-    command, env) did, or their nodes' cluster."""
-    moved = {ev.lease.run for ev in plan.events}
-    paths = (p.split("/") for p in meaningful if p.startswith("rendered/"))
-    runs = {f"{parts[2]}/{parts[3].removesuffix('.yaml')}" for parts in paths if len(parts) == 4}
-    return sorted(runs - moved)
-
-
-def _runs(n: int) -> str:
-    return f"{n} run" if n == 1 else f"{n} runs"
-
-
-def _groups(n: int) -> str:
-    return f"{n} group" if n == 1 else f"{n} groups"
-
-
-def _funding_changes(plan: Plan) -> tuple[Counter[str], Counter[str]]:
-    """Groups still running that this pass left charged to nobody, and those funded again, per run."""
-    running = plan.running_groups
-    after, before = plan.state.unfunded & running, plan.unfunded_before & running
-    return Counter(run for run, _ in after - before), Counter(run for run, _ in before - after)

@@ -32,7 +32,7 @@ import pygit2
 from pygit2.enums import CheckoutStrategy, FileMode, ReferenceType
 
 from reconciler import atomicfile
-from reconciler.git import store as gitstore
+from reconciler.git import read as gitread
 from reconciler.git.checkout import files as workfiles
 
 JOURNAL = os.path.join("jobtree", "checkout-journal")
@@ -160,7 +160,7 @@ def _entry(tree: pygit2.Tree | None, path: str) -> Entry | None:
 
     A submodule's entry is returned as it is, and the caller leaves that path alone.
     """
-    found = gitstore.entry_at(tree, path)
+    found = gitread.entry_at(tree, path)
     return None if found is None or found[1] == FileMode.TREE else found
 
 

@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping
 import pygit2
 from pygit2.enums import CheckoutNotify, CheckoutStrategy, FileMode, FileStatus, ReferenceType
 
-from reconciler.git import store as gitstore
+from reconciler.git import errors
+from reconciler.git import read as gitread
 from reconciler.git.checkout import files as workfiles
 from reconciler.git.checkout import journal as checkoutjournal
 
@@ -76,7 +77,7 @@ class Pending:
         self._thread.join()
         if self._error is not None:
             error, self._error = self._error, None
-            raise gitstore.TemporaryGitError(
+            raise errors.TemporaryGitError(
                 f"{self._what} failed ({error}); the next pass repairs it"
             ) from error
 
@@ -127,8 +128,8 @@ def _checked(
 ) -> workfiles.Writer | None:
     try:
         return check()
-    except gitstore.DirtyCheckout as err:
-        raise gitstore.DirtyCheckout(
+    except errors.DirtyCheckout as err:
+        raise errors.DirtyCheckout(
             f"{branch} is checked out in {repo.workdir} and local edits to {err} would be "
             "overwritten; commit, stash or discard them, or let jobtree use a clone of its own"
         ) from None
@@ -304,7 +305,7 @@ def _plan(
         or not workfiles.safe(workdir, index, path, pair, racy_from, path.rpartition("/")[0] in missing)
     ]
     if conflicts:
-        raise gitstore.DirtyCheckout(", ".join(sorted(conflicts)))
+        raise errors.DirtyCheckout(", ".join(sorted(conflicts)))
     return workfiles.Writer(repo.path, workdir, todo, removed, contents, journal)
 
 
@@ -320,7 +321,7 @@ def _filtered(repo: pygit2.Repository, entries: _Trees, new: bytes) -> bool:
     root = entries(new)
     if ".gitattributes" in root or os.path.exists(os.path.join(repo.path, "info", "attributes")):
         return True
-    for prefix in gitstore.OWNED_PREFIXES:
+    for prefix in gitread.OWNED_PREFIXES:
         tree: dict[str, tuple[bytes, int]] | None = root
         for part in [p for p in prefix.split("/") if p]:
             found = tree.get(part) if tree is not None else None
@@ -335,14 +336,14 @@ def _libgit2_checkout(repo: pygit2.Repository, new: pygit2.Tree) -> None:
     try:
         repo.checkout_tree(new, strategy=CheckoutStrategy.SAFE, callbacks=notes)
     except pygit2.GitError as err:
-        raise gitstore.DirtyCheckout(f"{', '.join(sorted(notes.paths)) or 'some files'} ({err})") from err
+        raise errors.DirtyCheckout(f"{', '.join(sorted(notes.paths)) or 'some files'} ({err})") from err
 
 
 PUT_BACK_KEPT = 20  # folders of copies kept under .git/jobtree/put-back/, the newest
 
 
 def restore_owned(
-    repo: pygit2.Repository, branch: str, prefixes: tuple[str, ...] = gitstore.OWNED_PREFIXES
+    repo: pygit2.Repository, branch: str, prefixes: tuple[str, ...] = gitread.OWNED_PREFIXES
 ) -> tuple[list[str], str | None]:
     """Put owned files in a checked-out worktree back to the branch head (after a writer was killed
     mid-checkout, or a person edited or added one). Only paths under `prefixes` are touched; a
@@ -358,14 +359,14 @@ def restore_owned(
     if not dirty or repo.workdir is None:
         return dirty, None
     saved = _keep_copies(repo, dirty)
-    tracked = set(gitstore.list_blobs(repo, f"refs/heads/{branch}", prefixes))
+    tracked = set(gitread.list_blobs(repo, f"refs/heads/{branch}", prefixes))
     for path in dirty:
         target = os.path.join(repo.workdir, path)
         if path not in tracked and (os.path.isfile(target) or os.path.islink(target)):
             os.remove(target)
     keep = [p for p in dirty if p in tracked]
     if keep:
-        head = gitstore.resolve(repo, f"refs/heads/{branch}")
+        head = gitread.resolve(repo, f"refs/heads/{branch}")
         repo.checkout_tree(head, strategy=CheckoutStrategy.FORCE, paths=keep)
         repo.index.read()
         for path in keep:
@@ -392,7 +393,7 @@ def _keep_copies(repo: pygit2.Repository, paths: list[str]) -> str | None:
         for old in sorted(os.listdir(root))[:-PUT_BACK_KEPT]:
             shutil.rmtree(os.path.join(root, old), ignore_errors=True)
     except OSError as err:
-        raise gitstore.PermanentGitError(
+        raise errors.PermanentGitError(
             f"cannot keep a copy of the changed files under state/ and rendered/ in {where} before "
             f"putting them back ({err.strerror or err}); nothing was put back: free space or fix "
             "the permissions, or move the files out yourself"
