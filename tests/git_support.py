@@ -75,7 +75,7 @@ def lose_the_race_after_the_fetch(
 
     real_fetch = gitremote.fetch
 
-    def fetch_then_lose_the_race(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def fetch_then_lose_the_race(*args, **kwargs):  # type: ignore[no-untyped-def]  # stands in for fetch, any signature
         head = real_fetch(*args, **kwargs)
         monkeypatch.setattr(gitremote, "fetch", real_fetch)
         assert gitremote.push(winner, "origin", "main", base).status is PushStatus.PUSHED

@@ -26,7 +26,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(tmp_path: Path
     target = tmp_path / "checkout-journal"
     target.write_bytes(b"the journal in force")
     with pytest.raises(TypeError):
-        atomicfile.write(str(target), "not bytes", prefix="checkout-journal.", suffix=".tmp", durable=True)  # type: ignore[arg-type]
+        atomicfile.write(str(target), "not bytes", prefix="checkout-journal.", suffix=".tmp", durable=True)  # type: ignore[arg-type]  # the wrong type is the point
     assert target.read_bytes() == b"the journal in force"
     assert sorted(os.listdir(tmp_path)) == ["checkout-journal"]
 

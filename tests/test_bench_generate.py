@@ -7,6 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from schemas import fleetcheck
 from schemas.load import load_fleet
 from schemas.scenario import Scenario
 from schemas.yamldoc import parse
@@ -30,11 +31,9 @@ def test_generated_fleet_repo_and_scenarios_are_valid(tmp_path: Path) -> None:
     assert [str(d) for d in loaded.diagnostics] == []
     assert loaded.config is not None and loaded.inventory is not None
     assert len(loaded.budgets) == len(fleet.budgets) and len(loaded.runs) == len(fleet.runs)
-    rules = importlib.import_module("schemas.rules") if importlib.util.find_spec("schemas.rules") else None
-    if rules is not None and hasattr(rules, "check_fleet"):
-        checked = rules.check_fleet(files)
-        assert [str(d) for d in checked.diagnostics] == []
-        assert len(checked.runs) == len(fleet.runs) and len(checked.budgets) == len(fleet.budgets)
+    checked = fleetcheck.check_fleet(files)  # the cross-object rules too
+    assert [str(d) for d in checked.diagnostics] == []
+    assert len(checked.runs) == len(fleet.runs) and len(checked.budgets) == len(fleet.budgets)
 
     tenancy = {t.namespace: t.owner for t in loaded.config.model.spec.tenants}
     for run in loaded.runs:

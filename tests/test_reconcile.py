@@ -781,7 +781,7 @@ def test_a_git_directory_that_cannot_be_written_is_one_clear_error(
     def read_only(path: object, flags: int, *args: object) -> int:
         if str(path).endswith("jobtree.lock"):
             raise OSError(30, "Read-only file system")
-        return real_open(path, flags, *args)  # type: ignore[arg-type]
+        return real_open(path, flags, *args)  # type: ignore[arg-type]  # os.open's overloads; passed through
 
     monkeypatch.setattr(os, "open", read_only)
     result = CliRunner().invoke(command, [str(tmp_path / "work"), "--quiet", "--now", "2026-03-02T09:00:00Z"])

@@ -11,7 +11,7 @@ from planner.world import ConflictEntry, Lease, Payer, Reservation, RunRecord
 def every_default_overridden(obj: Any) -> bool:
     """The fixture sets each defaulted field, so a copy that fell back to a default would differ."""
     return all(
-        getattr(obj, f.name) != (f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
+        getattr(obj, f.name) != (f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]  # dataclasses types default_factory loosely
         for f in fields(obj)
         if f.default is not MISSING or f.default_factory is not MISSING
     )

@@ -25,7 +25,7 @@ from schemas.common import format_time, parse_time
 try:
     from yaml import CSafeLoader as _Loader
 except ImportError:  # pragma: no cover
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]  # the pure-Python loader where libyaml is missing
 
 
 def dump(obj: Any) -> bytes:

@@ -65,7 +65,7 @@ def cached(repo: gitread.Repository, commit: gitread.Commit) -> Memo | None:
     """The memo the last pass saved, if it describes `commit`'s owned trees (else None)."""
     data = passcache.load(gitread.cache_directory(repo), CACHE_NAME)
     try:
-        trees, blobs, pieces, keys, prints = data  # type: ignore[misc]
+        trees, blobs, pieces, keys, prints = data  # type: ignore[misc]  # a miss (None) or damaged data: caught below
         memo = Memo(tuple(tuple(t) for t in trees), blobs, pieces, keys, prints)
     except (TypeError, ValueError):
         return None
