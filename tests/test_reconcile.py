@@ -817,7 +817,9 @@ def test_a_branch_lock_a_crashed_push_left_on_the_remote_is_named_not_taken_for_
     lock.write_text("")
     with pytest.raises(errors.TemporaryGitError) as failed:
         reconcile_once(tmp_path / "work", now=T0, push=True, attempts=2)
-    assert f"{lock} is left from a push that crashed or still runs: delete it" in str(failed.value)
+    assert f"{lock} is held by a push that still runs, or was left by one killed less than" in str(
+        failed.value
+    )
     assert "kept moving" not in str(failed.value)
     lock.unlink()  # the next pass pushes the commit the failed one made, and says so
     outcome = reconcile_once(tmp_path / "work", now=T0, push=True)
@@ -857,3 +859,44 @@ def test_a_clone_left_on_an_unborn_branch_is_told_which_branch_holds_the_state(
     ).pushed
     said = capsys.readouterr().err
     assert "the work tree is on master, which has no commits; jobtree reconciles main" in said
+
+
+_KILLED_IN_FETCH = """
+import os, signal, sys
+from pathlib import Path
+import pygit2
+from reconciler.passes.reconcile import reconcile_once
+
+work = Path(sys.argv[1])
+
+def dies(self, *args, **kwargs):  # libgit2 has taken FETCH_HEAD.lock to write FETCH_HEAD: kill -9 now
+    (work / ".git" / "FETCH_HEAD.lock").write_text("")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+pygit2.remotes.Remote.fetch = dies
+reconcile_once(work, now=int(sys.argv[2]), push=True)
+"""
+
+
+def test_a_fetch_head_lock_left_by_a_pass_killed_while_fetching_is_removed_by_the_next(
+    tmp_path: Path,
+) -> None:
+    # The fault: `.git/FETCH_HEAD.lock` left by a kill during a fetch was never removed, so every
+    # `git fetch` in that clone failed ("Unable to create FETCH_HEAD.lock: File exists").
+    bare_remote(tmp_path, steady_files())
+    work = tmp_path / "work"
+    clone(tmp_path / "fleet.git", work)
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_IN_FETCH, str(work), str(T0)],
+        cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr
+    assert (work / ".git" / "FETCH_HEAD.lock").exists() and (work / ".git" / "jobtree.lock").exists()
+    assert reconcile_once(
+        work, now=T0, push=True
+    ).pushed  # takes over the dead writer's lock and its Git locks
+    assert not (work / ".git" / "FETCH_HEAD.lock").exists()
+    fetched = subprocess.run(
+        ["git", "-C", str(work), "fetch", "-q", "origin"], capture_output=True, text=True
+    )
+    assert fetched.returncode == 0, fetched.stderr

@@ -13,8 +13,9 @@ import click
 
 from reconciler.cli import exitcodes
 from reconciler.spec import files as gitread
+from reconciler.spec import validated
 from schemas.diagnostics import Diagnostic
-from schemas.fleetcheck import ValidatedFleet, check_fleet
+from schemas.fleetcheck import ValidatedFleet
 
 JSON_VERSION = 1
 
@@ -84,7 +85,7 @@ def command(repo: str, rev: str | None, fmt: str) -> None:
     """Check a fleet repository: schemas, tenancy, budgets and runs. Exit 0 valid, 3 invalid, 2 usage."""
     files = read_fleet(repo, rev)
     try:
-        fleet = check_fleet(files)
+        fleet = validated.check(files)
     except Exception as err:  # noqa: BLE001 - the contract is "no traceback on any input"; exit 4 names the bug
         click.echo(
             f"jobtree validate: internal error ({type(err).__name__}: {err}); please report it", err=True

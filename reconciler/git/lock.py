@@ -5,7 +5,8 @@ it up to the seconds it was given (`reconcile` and the webhook give `WAIT`: a pa
 then gets `LockBusy` (temporary) naming the holder; a lock whose pid is dead on this host (or is this
 process's own pid while this process holds no such lock: a restarted container, pid 1 again) is
 taken over, and
-the Git lock files that writer left (a ref, the index, packed-refs) since it started are removed:
+the Git lock files that writer left since it started (`GIT_LOCKS`: a ref, the index, packed-refs,
+FETCH_HEAD of a fetch it was killed in) are removed:
 only it could have held them, and Git would refuse every later update while they stay.
 """
 
@@ -26,6 +27,16 @@ LOCK_NAME = "jobtree.lock"
 WAIT = 60.0  # seconds `reconcile` and the webhook wait for another pass on the same clone to end
 _POLL = 0.2  # seconds between looks at a held lock
 _HELD: set[Path] = set()  # the lock files this process holds now (its threads take turns)
+# Git's lock files in the Git dir a writer holds while it writes: the index, refs, and what a fetch
+# writes (FETCH_HEAD, and `shallow` in a shallow clone); under `refs/` every `*.lock` too.
+GIT_LOCKS = (
+    "index.lock",
+    "packed-refs.lock",
+    "HEAD.lock",
+    "FETCH_HEAD.lock",
+    "ORIG_HEAD.lock",
+    "shallow.lock",
+)
 
 
 def _gitdir(repo_path: str | os.PathLike[str]) -> Path:
@@ -162,7 +173,7 @@ def _take_over_if_stale(path: Path) -> int | None:
 
 def _clear_git_locks(gitdir: Path, since: int) -> None:
     """Remove Git lock files under `gitdir` made since a dead writer started (refs, index, packed-refs)."""
-    found = [gitdir / name for name in ("index.lock", "packed-refs.lock", "HEAD.lock")]
+    found = [gitdir / name for name in GIT_LOCKS]
     for lock in [*found, *(gitdir / "refs").rglob("*.lock")]:
         try:
             if lock.stat().st_mtime >= since:

@@ -45,17 +45,13 @@ def sha1_repository(repo: pygit2.Repository) -> bool:
     return str(found).lower() == "sha1"
 
 
-def write(
-    repo: pygit2.Repository, objects: Iterable[tuple[bytes, str, bytes]], packs: list[str] | None = None
-) -> int:
+def write(repo: pygit2.Repository, objects: Iterable[tuple[bytes, str, bytes]]) -> int:
     """Store `(raw id, kind, data)` objects (new ones: trees and blobs of a commit being written).
 
-    A batch of `PACK_FROM` or more becomes one pack (its path without extension is appended to
-    `packs`); a smaller one is written loose, skipping objects the repository has, its commits last
-    (in the order given: parents first). A writer killed part way thus never leaves a commit whose
-    tree is missing: libgit2's fetch from a local path hides every commit of the fetching clone
-    that the remote holds and walks its tree there, so one such commit in a remote failed every
-    fetch of the clone that made it with "object not found". Ids are the caller's `object_id`; a
+    A batch of `PACK_FROM` or more becomes one pack; a smaller one is written loose, skipping
+    objects the repository has, its commits last (in the order given: parents first). A writer
+    killed part way thus never leaves a commit whose tree is missing (a fetch walking it would fail
+    with "object not found"). Ids are the caller's `object_id`; a
     mismatching id is a bug and raises ValueError before anything is stored in a pack. Returns how
     many objects were written.
     """
@@ -65,9 +61,7 @@ def write(
     if len(todo) >= PACK_FROM and sha1_repository(repo):
         # No existence check: the caller passes new objects, and an object in two packs is harmless.
         directory = os.path.join(repo.path, "objects", "pack")
-        name = _write_pack(directory, todo)
-        if packs is not None:
-            packs.append(os.path.join(directory, f"pack-{name}"))
+        _write_pack(directory, todo)
         return len(todo)
     odb = repo.odb
     types = {"commit": ObjectType.COMMIT, "tree": ObjectType.TREE, "blob": ObjectType.BLOB}
@@ -80,20 +74,6 @@ def write(
             raise ValueError(f"object id mismatch for a {kind}: {oid.hex()} != {stored}")
         written += 1
     return written
-
-
-def pack_names(idx_path: str) -> frozenset[bytes]:
-    """The raw ids a version-2 pack index lists (empty when it is missing or not one)."""
-    try:
-        with open(idx_path, "rb") as fh:
-            head = fh.read(8 + 256 * 4)
-            if len(head) < 8 + 256 * 4 or head[:8] != b"\xfftOc" + struct.pack(">I", 2):
-                return frozenset()
-            count = struct.unpack_from(">I", head, 8 + 255 * 4)[0]
-            names = fh.read(20 * count)
-    except OSError:
-        return frozenset()
-    return frozenset(names[i : i + 20] for i in range(0, len(names) - len(names) % 20, 20))
 
 
 def _entry_header(code: int, size: int) -> bytes:

@@ -1,7 +1,7 @@
-"""Git remote side (step 6 of a pass): fetch, compare-and-swap push, sync, retry; it never plans or commits.
+"""Git remote side (steps 2 and 7 of a pass): fetch, compare-and-swap push, sync, retry; it never plans or commits.
 
-With `reconciler.git.store` (and `gitlocal`, its push to a bare repository on a local path) the
-only code that writes Git. A push the remote refuses is a `PushResult` (STALE: re-plan and retry;
+Every push goes through libgit2, without delta search (`PUSH_PACK_CONFIG`); a remote on a local
+path is `localpath`'s to locate and check first. A push the remote refuses is a `PushResult` (STALE: re-plan and retry;
 REFUSED: do not), never an exception; an unreachable remote raises `errors.GitUnavailable`
 (temporary), a missing remote, branch or remote path `errors.PermanentGitError`. A remote URL that
 is a relative path is read as Git reads it: from the clone's top-level directory (bare: its git dir).
@@ -14,7 +14,7 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -22,7 +22,7 @@ import pygit2
 from pygit2 import C
 from pygit2.enums import ConfigLevel, SortMode
 
-from reconciler.git import localpush as gitlocal
+from reconciler.git import localpath
 from reconciler.git.checkout.worktree import move_branch
 from reconciler.git.errors import GitUnavailable, PermanentGitError, UnpushedWork
 from reconciler.git.ownership import reconciler_commit
@@ -128,11 +128,11 @@ def _connect(repo: pygit2.Repository, remote: pygit2.remotes.Remote, doing: str)
     (libgit2 would call it an "unsupported URL protocol"): retrying cannot help.
     """
     url = (remote.push_url or remote.url) if doing == "push to" else remote.url
-    base = gitlocal.url_base(repo)
-    path = gitlocal.path_of(url, base)
+    base = localpath.url_base(repo)
+    path = localpath.path_of(url, base)
     if path is None:
         return remote
-    relative = gitlocal.path_of(url) is None
+    relative = localpath.path_of(url) is None
     if not os.path.exists(path):
         raise PermanentGitError(
             f"cannot {doing} remote {remote.name!r} at {url}: the local path {path} does not exist"
@@ -167,14 +167,14 @@ def push(
     expected_remote_oid: str | None = None,
     *,
     token: str | None = None,
-    packs: Sequence[str] = (),
 ) -> PushResult:
     """Push the local branch only if the remote head is still `expected_remote_oid` (None: absent).
 
     Fast-forward only; the server re-checks the old value atomically, so two racing writers cannot both
     win. A remote that moved gives STALE, a server that declines gives REFUSED; unreachable raises.
-    A bare repository at a local path gets the objects by `gitlocal` (reusing `packs`, the packs this
-    pass wrote) and the same compare-and-swap under its ref lock; any other remote goes through libgit2.
+    Every remote goes through libgit2; a bare repository on a local path is refused when it runs
+    receive hooks (no local push runs them), and a ref lock a killed push left in it is taken over
+    (`localpath.stale_ref_lock`), so it never wedges later passes.
     """
     local_ref = repo.references.get(f"refs/heads/{branch}")
     if local_ref is None:
@@ -192,33 +192,15 @@ def push(
     if head != expected_remote_oid:
         return result(PushStatus.STALE, head, f"remote moved from {expected_remote_oid} to {head}")
     rem = _remote(repo, remote)
-    path = gitlocal.local_path(rem.push_url or rem.url, gitlocal.url_base(repo))
-    hooks = gitlocal.receive_hooks(path) if path is not None else []
+    path = localpath.local_path(rem.push_url or rem.url, localpath.url_base(repo))
+    hooks = localpath.receive_hooks(path) if path is not None else []
     if hooks:
         raise PermanentGitError(
             f"{path} runs {', '.join(hooks)} on pushes, and no push over a local path (a folder or "
             f"file://) runs them: jobtree will not bypass the remote's rules. Push through a server "
             "that runs them (ssh, https, or git daemon), or remove the hooks; nothing was pushed"
         )
-    if path is not None:
-        try:
-            moved = gitlocal.push(repo, path, branch, expected_remote_oid, packs)
-        except (OSError, pygit2.GitError) as err:
-            raise _unavailable(rem, "push to", err) from err
-        if moved is True:
-            repo.references.create(f"refs/remotes/{remote}/{branch}", local_ref.target, force=True)
-            return result(PushStatus.PUSHED, local)
-        if moved is False:
-            after = fetch(repo, remote, branch, token=token)
-            if after == expected_remote_oid:  # it did not move: another push held the branch's lock
-                lock = gitlocal.lock_path(path, branch)
-                held = (
-                    f"{lock} is left from a push that crashed or still runs: delete it if no push is running"
-                    if os.path.exists(lock)
-                    else "another push held it"
-                )
-                return result(PushStatus.STALE, after, f"{branch} in {path} was locked ({held})", locked=True)
-            return result(PushStatus.STALE, after, f"remote moved from {expected_remote_oid} to {after}")
+    taken = localpath.stale_ref_lock(path, branch) if path is not None else None
     callbacks = _Callbacks(token)
     with _pushing_handle(repo) as pusher:
         rem = _remote(pusher, remote)
@@ -231,14 +213,35 @@ def push(
             text = str(err)
             if "non-fastforward" in text or "not present locally" in text:
                 return result(PushStatus.STALE, fetch(repo, remote, branch, token=token), text)
+            locked = _locked(path, branch, text)
+            if locked is not None:
+                return result(PushStatus.STALE, fetch(repo, remote, branch, token=token), locked, locked=True)
             raise _unavailable(rem, "push to", err) from err
     refusal = callbacks.refused.get(f"refs/heads/{branch}")
     if refusal is None:
         repo.references.create(f"refs/remotes/{remote}/{branch}", local_ref.target, force=True)
-        return result(PushStatus.PUSHED, local)
+        return result(PushStatus.PUSHED, local, f"took over {taken}, left by a killed push" if taken else "")
     after = fetch(repo, remote, branch, token=token)
+    locked = _locked(path, branch, refusal)
+    if locked is not None and after == expected_remote_oid:
+        return result(PushStatus.STALE, after, locked, locked=True)
     status = PushStatus.STALE if after != expected_remote_oid else PushStatus.REFUSED
     return result(status, after, f"{rem.url} refused {branch}: {refusal}")
+
+
+def _locked(path: str | None, branch: str, said: str) -> str | None:
+    """Why a push to the remote on the local `path` failed, when another push held `branch` (libgit2
+    says it could not lock the ref; the lock may be gone by the time we look): as a server would,
+    the push is refused, and the pass re-plans."""
+    if path is None:
+        return None
+    lock = localpath.lock_path(path, branch)
+    if "lock" not in said and not os.path.exists(lock):
+        return None
+    return (
+        f"{branch} in {path} was locked ({lock} is held by a push that still runs, or was left by one "
+        f"killed less than {localpath.REF_LOCK_STALE} s ago, which a later pass takes over)"
+    )
 
 
 @contextmanager

@@ -124,7 +124,6 @@ def commit_tree(
     now: int,
     owned_prefixes: tuple[str, ...] = OWNED_PREFIXES,
     pending: list[worktree.Pending] | None = None,
-    packs: list[str] | None = None,
 ) -> pygit2.Oid | None:
     """Commit parent's tree with everything under `owned_prefixes` replaced by exactly the files
     `blobs` names: every owned file's blob id (hex); `contents` holds the bytes of those the
@@ -138,7 +137,6 @@ def commit_tree(
     branch rewrites only the paths that changed (see `worktree`); with a `pending` list, it does so
     in a background thread, and the `worktree.Pending` to wait for is appended: the files are
     written while the objects are, the index once the branch has moved (`worktree.start`).
-    A pack written is appended to `packs` (its path without extension), for a local push to reuse.
     """
     parent = resolve(repo, parent_rev) if parent_rev is not None else None
     base_tree = parent.tree if parent is not None else None
@@ -170,7 +168,7 @@ def commit_tree(
         trees = {oid: data for oid, kind, data in objects if kind == "tree"}
         early = worktree.start(repo, branch, tree_oid, trees, contents)
     try:
-        gitpack.write(repo, objects, packs)
+        gitpack.write(repo, objects)
         sig = pygit2.Signature(author_name, author_email, int(now), 0)
         parents = [parent.id] if parent is not None else []
         oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(raw=tree_oid), parents)

@@ -312,7 +312,7 @@ def _repair(repo: gitread.Repository, branch: str, say: Say) -> list[str]:
 
 
 def _commit(
-    repo: gitread.Repository, branch: str, planned: Planned, pending: list[worktree.Pending], packs: list[str]
+    repo: gitread.Repository, branch: str, planned: Planned, pending: list[worktree.Pending]
 ) -> tuple[str | None, list[str]]:
     """Phase 6: the state commit, when a decision changed; its id (None: nothing to commit) and lines."""
     tree, author = planned.tree, planned.spec.fleet.git.author
@@ -321,7 +321,6 @@ def _commit(
     oid = gitwrite.commit_tree(
         repo, branch, str(planned.head.id), tree.blobs, tree.contents, message=text,
         author_name=author.name, author_email=author.email, now=planned.now, pending=pending,
-        packs=packs,
     )  # fmt: skip
     return (str(oid) if oid is not None else None), lines
 
@@ -387,12 +386,11 @@ def reconcile_once(
             outcome.head = str(planned.head.id)
             memo = tree.kept
             later: list[worktree.Pending] = []
-            packs: list[str] = []  # packs this attempt wrote
             try:
                 # 6. commit, only when a decision changed (or a hand-edited file is written back)
                 if tree.meaningful:
                     started = time.monotonic()
-                    committed, lines = _commit(repo, want_branch, planned, later, packs)
+                    committed, lines = _commit(repo, want_branch, planned, later)
                     outcome.commit, outcome.summary, outcome.changed = committed, lines, tree.meaningful
                     outcome.head = committed or outcome.head
                     if committed is not None:
@@ -417,7 +415,7 @@ def reconcile_once(
                     )
                 # 7. push: compare-and-swap against what phase 2 fetched; STALE runs phases 2-7 again
                 pushing = time.monotonic()
-                pushed = gitremote.push(repo, remote, want_branch, expected, token=token, packs=packs)
+                pushed = gitremote.push(repo, remote, want_branch, expected, token=token)
                 say(f"push to {remote}: {pushed.status.value} in {time.monotonic() - pushing:.2f} s")
                 return pushed
             finally:

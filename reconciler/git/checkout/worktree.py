@@ -286,7 +286,7 @@ def _plan(
         if not early:  # the journal stays until `move_branch` has moved the branch
             journal()
             try:
-                _libgit2_checkout(repo, repo[pygit2.Oid(raw=new)].peel(pygit2.Tree))
+                _libgit2_checkout(repo, repo[pygit2.Oid(raw=new)].peel(pygit2.Tree), todo)
             except BaseException:  # refused before writing, or failed: a person's files stay theirs
                 checkoutjournal.end(gitdir)
                 raise
@@ -331,12 +331,37 @@ def _filtered(repo: pygit2.Repository, entries: _Trees, new: bytes) -> bool:
     return False
 
 
-def _libgit2_checkout(repo: pygit2.Repository, new: pygit2.Tree) -> None:
+def _libgit2_checkout(
+    repo: pygit2.Repository, new: pygit2.Tree, todo: Mapping[str, tuple[Entry | None, Entry | None]]
+) -> None:
     notes = _Conflicts()
     try:
         repo.checkout_tree(new, strategy=CheckoutStrategy.SAFE, callbacks=notes)
     except pygit2.GitError as err:
+        missing = _missing_submodules(repo, todo)
+        if missing:  # libgit2 says only "null OID cannot exist": name the path and what to do
+            path, sha = missing[0]
+            raise errors.PermanentGitError(
+                f"{path} is a submodule (a link to commit {sha[:12]}) whose folder is missing from the "
+                f"work tree {repo.workdir}, and the branch moves it: Git cannot check out over it. "
+                f"state/ and rendered/ hold only files jobtree writes: remove the submodule from the "
+                f"branch (`git rm --cached {path}`, then commit), or `git submodule update --init {path}`"
+            ) from err
         raise errors.DirtyCheckout(f"{', '.join(sorted(notes.paths)) or 'some files'} ({err})") from err
+
+
+def _missing_submodules(
+    repo: pygit2.Repository, todo: Mapping[str, tuple[Entry | None, Entry | None]]
+) -> list[tuple[str, str]]:
+    """(path, commit id) of the submodules (gitlinks) a move changes whose folder is not in the work tree."""
+    return [
+        (path, str(entry[0]))
+        for path, pair in sorted(todo.items())
+        for entry in pair
+        if entry is not None
+        and entry[1] == FileMode.COMMIT
+        and not os.path.isdir(os.path.join(repo.workdir or "", path))
+    ]
 
 
 PUT_BACK_KEPT = 20  # folders of copies kept under .git/jobtree/put-back/, the newest

@@ -1,36 +1,35 @@
-"""Pushes to a bare repository on a local path: packs handed over as written, same compare-and-swap, fsck clean."""
+"""A bare remote on a local path: pushed through libgit2 with the same compare-and-swap, its URL read as
+Git reads it, and a ref lock a killed push left in it taken over, so it never wedges later passes."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pygit2
 import pytest
 
-from reconciler.git import localpush as gitlocal
+from reconciler.git import localpath
 from reconciler.git import packs as gitpack
-from reconciler.git import read as gitread
 from reconciler.git import remote as gitremote
 from reconciler.git import write as gitwrite
+from reconciler.git.errors import TemporaryGitError
 from reconciler.git.remote import PushStatus
+from reconciler.passes.reconcile import reconcile_once
 from reconciler.state import message
 from tests.git_support import lose_the_race_after_the_fetch
-from tests.test_gitstore import BOT, NEW_STATE, NOW, SPEC_SHA, clone, human_commit, make_remote, remote_head
-
-MANY = {
-    f"rendered/gpu-a/team-a/pod-{i}.yaml": f"kind: Pod # {i}\n".encode() for i in range(gitpack.PACK_FROM)
-}
+from tests.test_gitstore import BOT, NEW_STATE, NOW, SPEC_SHA, clone, make_remote, remote_head
 
 
-def state_commit(repo: pygit2.Repository, files: dict[str, bytes], packs: list[str], now: int = NOW) -> str:
+def state_commit(repo: pygit2.Repository, files: dict[str, bytes], now: int = NOW) -> str:
     oid = gitwrite.commit_tree(
         repo, "main", str(repo.references["refs/heads/main"].target),
         {path: gitpack.object_id("blob", data).hex() for path, data in files.items()},
         {gitpack.object_id("blob", data).hex(): data for data in files.values()},
         message=message.format_message(["started team-a/r1 (8 GPUs)"], SPEC_SHA),
-        author_name=BOT[0], author_email=BOT[1], now=now, packs=packs,
+        author_name=BOT[0], author_email=BOT[1], now=now,
     )  # fmt: skip
     assert oid is not None
     return str(oid)
@@ -48,57 +47,13 @@ def origin(tmp_path: Path) -> Path:
     return make_remote(tmp_path)
 
 
-def test_a_big_state_commit_reaches_a_bare_remote_as_the_very_pack_the_pass_wrote(
-    origin: Path, tmp_path: Path
-) -> None:
-    one = clone(str(origin), tmp_path / "one.git")
-    packs: list[str] = []
-    commit = state_commit(one, MANY, packs)
-    assert len(packs) == 1
-    pushed = gitremote.push(one, "origin", "main", remote_head(one), packs=packs)
-    assert pushed.status is PushStatus.PUSHED and pushed.remote_oid == commit
-    handed = origin / "objects" / "pack" / (os.path.basename(packs[0]) + ".pack")
-    assert handed.read_bytes() == Path(packs[0] + ".pack").read_bytes()
-    fsck(origin)
-    assert str(pygit2.Repository(str(origin)).references["refs/heads/main"].target) == commit
-    assert gitread.read_files(pygit2.Repository(str(origin)), "main", ["rendered/"]) == MANY
-    assert remote_head(one) == commit
-
-
-def test_unpushed_commits_of_people_travel_with_the_state_commit(origin: Path, tmp_path: Path) -> None:
-    one = clone(str(origin), tmp_path / "one.git")
-    base = remote_head(one)
-    human_commit(one, {"runs/team-a/r2.yaml": b"kind: Run\nname: r2\n"})
-    human_commit(one, {"runs/team-a/r3.yaml": b"kind: Run\nname: r3\n"})
-    packs: list[str] = []
-    commit = state_commit(one, MANY | NEW_STATE, packs)
-    assert gitremote.push(one, "origin", "main", base, packs=packs).status is PushStatus.PUSHED
-    fsck(origin)
-    theirs = pygit2.Repository(str(origin))
-    assert str(theirs.references["refs/heads/main"].target) == commit
-    assert gitread.read_files(theirs, "main") == gitread.read_files(one, "main")
-
-
-def test_small_commits_without_a_pack_arrive_as_loose_objects(origin: Path, tmp_path: Path) -> None:
-    one = clone(str(origin), tmp_path / "one.git")
-    base = remote_head(one)
-    packs: list[str] = []
-    commit = state_commit(one, NEW_STATE, packs)
-    assert packs == []
-    assert gitremote.push(one, "origin", "main", base).status is PushStatus.PUSHED
-    fsck(origin)
-    assert gitread.read_files(pygit2.Repository(str(origin)), commit, ["state/"]) == {
-        k: v for k, v in NEW_STATE.items() if k.startswith("state/")
-    }
-
-
 def test_a_remote_that_moved_after_the_fetch_keeps_its_head_and_the_push_is_stale(
     origin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     one, two = clone(str(origin), tmp_path / "one.git"), clone(str(origin), tmp_path / "two.git")
     base = remote_head(one)
-    state_commit(one, NEW_STATE, [])
-    theirs = state_commit(two, {"state/two.yaml": b"2\n"}, [])
+    state_commit(one, NEW_STATE)
+    theirs = state_commit(two, {"state/two.yaml": b"2\n"})
     lose_the_race_after_the_fetch(monkeypatch, two, base)
     lost = gitremote.push(one, "origin", "main", base)
     assert lost.status is PushStatus.STALE and lost.remote_oid == theirs
@@ -113,7 +68,7 @@ def test_a_branch_locked_by_another_writer_is_a_stale_push_to_retry_and_nothing_
     (as a server refusing a locked ref makes it), rather than giving up the pass."""
     one = clone(str(origin), tmp_path / "one.git")
     base = remote_head(one)
-    state_commit(one, NEW_STATE, [])
+    state_commit(one, NEW_STATE)
     lock = origin / "refs" / "heads" / "main.lock"
     lock.write_text("held\n")
     assert gitremote.push(one, "origin", "main", base).status is PushStatus.STALE
@@ -129,7 +84,7 @@ def test_a_branch_lock_let_go_before_the_pusher_looks_is_still_a_stale_push(
     file: the failure itself says the branch was locked, so the pass re-plans rather than fails."""
     one = clone(str(origin), tmp_path / "one.git")
     base = remote_head(one)
-    state_commit(one, NEW_STATE, [])
+    state_commit(one, NEW_STATE)
     lock = origin / "refs" / "heads" / "main.lock"
     lock.write_text("held\n")
     exists = os.path.exists
@@ -142,24 +97,39 @@ def test_a_branch_lock_let_go_before_the_pusher_looks_is_still_a_stale_push(
     assert gitremote.push(one, "origin", "main", base).status is PushStatus.PUSHED
 
 
-def test_a_local_head_that_does_not_descend_from_the_remote_head_is_stale(
-    origin: Path, tmp_path: Path
+def test_a_ref_lock_left_by_a_push_killed_as_it_moved_the_branch_is_taken_over_by_a_later_pass(
+    tmp_path: Path,
 ) -> None:
-    one = clone(str(origin), tmp_path / "one.git")
-    base = remote_head(one)
-    state_commit(one, NEW_STATE, [])
-    assert gitlocal.push(one, str(origin), "main", base) is True
-    one.references.create("refs/heads/main", pygit2.Oid(hex=base), force=True)
-    state_commit(one, {"state/other.yaml": b"other\n"}, [], now=NOW + 60)
-    assert gitlocal.push(one, str(origin), "main", remote_head(one)) is False
+    """The fault: a push killed between writing `refs/heads/main.lock` and renaming it onto the ref
+    left the lock (holding the new commit id; the ref still names the old one), and every later pass
+    exited 4 saying "delete it". A push holds that lock for an instant: one older than
+    `REF_LOCK_STALE` is a dead push's, and the next pass takes it over and pushes."""
+    from tests.test_reconcile import T0, bare_remote, steady_files
+    from tests.test_reconcile import clone as work_clone
+
+    remote = bare_remote(tmp_path, steady_files())
+    work = tmp_path / "work"
+    work_clone(remote, work)
+    before = str(pygit2.Repository(str(remote)).references["refs/heads/main"].target)
+    lock = remote / "refs" / "heads" / "main.lock"
+    lock.write_text("1" * 40 + "\n")  # what the killed push had written into it
+    with pytest.raises(TemporaryGitError, match="was locked"):  # a live push's, for all we know yet
+        reconcile_once(work, now=T0, push=True, attempts=2)
+    assert str(pygit2.Repository(str(remote)).references["refs/heads/main"].target) == before
+    old = time.time() - localpath.REF_LOCK_STALE - 1
+    os.utime(lock, (old, old))  # a minute later: no push holds a ref lock that long
+    done = reconcile_once(work, now=T0, push=True)
+    assert done.pushed and not lock.exists()
+    assert str(pygit2.Repository(str(remote)).references["refs/heads/main"].target) == done.head
+    fsck(remote)
 
 
 def test_only_absolute_local_paths_and_file_urls_name_a_local_remote(origin: Path, tmp_path: Path) -> None:
-    assert gitlocal.local_path(str(origin)) == str(origin)
-    assert gitlocal.local_path(origin.as_uri()) == str(origin)
+    assert localpath.local_path(str(origin)) == str(origin)
+    assert localpath.local_path(origin.as_uri()) == str(origin)
     for other in ("git://127.0.0.1/fleet.git", "ssh://host/fleet.git", "host:fleet.git", "fleet.git", None):
-        assert gitlocal.local_path(other) is None
-    assert gitlocal.local_path(str(tmp_path / "missing.git")) is None
+        assert localpath.local_path(other) is None
+    assert localpath.local_path(str(tmp_path / "missing.git")) is None
 
 
 @pytest.mark.parametrize(
@@ -177,21 +147,15 @@ def test_only_absolute_local_paths_and_file_urls_name_a_local_remote(origin: Pat
     ],
 )
 def test_a_path_url_is_read_as_git_reads_it_relative_to_the_repository(url: str, want: str | None) -> None:
-    assert gitlocal.path_of(url, "/srv/clone") == want
+    assert localpath.path_of(url, "/srv/clone") == want
 
 
 def test_a_relative_url_names_a_local_remote_only_from_a_base(origin: Path, tmp_path: Path) -> None:
     work = pygit2.init_repository(str(tmp_path / "work"), initial_head="main")
-    base = gitlocal.url_base(work)
+    base = localpath.url_base(work)
     assert base == str(tmp_path / "work")
-    assert gitlocal.local_path("../fleet.git", base) == str(origin)
-    assert gitlocal.local_path("../missing.git", base) is None
-    assert gitlocal.local_path("../fleet.git") is None
+    assert localpath.local_path("../fleet.git", base) == str(origin)
+    assert localpath.local_path("../missing.git", base) is None
+    assert localpath.local_path("../fleet.git") is None
     bare = pygit2.init_repository(str(tmp_path / "bare.git"), bare=True)
-    assert gitlocal.url_base(bare) == str(tmp_path / "bare.git")  # a bare repository: its git directory
-
-
-def test_a_remote_with_a_work_tree_is_left_to_libgit2(tmp_path: Path) -> None:
-    work = pygit2.init_repository(str(tmp_path / "work"), initial_head="main")
-    one = clone(str(make_remote(tmp_path)), tmp_path / "one.git")
-    assert gitlocal.push(one, work.workdir, "main", None) is None
+    assert localpath.url_base(bare) == str(tmp_path / "bare.git")  # a bare repository: its git directory
