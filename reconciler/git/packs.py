@@ -9,7 +9,7 @@ git itself does, so frequent small passes do not pile up packs; `git gc` consoli
 Nothing existing is touched or deleted. Only SHA-1 repositories get packs (anything else falls
 back to loose objects through libgit2). A long-lived clone gathers packs (or loose objects) pass
 by pass; `git gc` or `git maintenance` consolidates them, as for any busy clone. Knows nothing
-of trees or commits beyond their bytes: `gitstore` builds them.
+of trees or commits beyond their bytes: `git.write` builds them.
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def commit_tree(
     so the same inputs give the same commit id. Moves `refs/heads/<branch>`, which must point at
     the parent (or not exist when `parent_rev` is None); otherwise `BranchMoved`.
 
-    Only new objects are written (one pack for a big batch, see `gitpack`), and a checked-out
+    Only new objects are written (one pack for a big batch, see `git.packs`), and a checked-out
     branch rewrites only the paths that changed (see `worktree`); with a `pending` list, it does so
     in a background thread, and the `worktree.Pending` to wait for is appended: the files are
     written while the objects are, the index once the branch has moved (`worktree.start`).

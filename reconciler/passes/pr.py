@@ -182,7 +182,7 @@ def plan(
     domains = {**_domains(base_spec), **_domains(head_spec)}
 
     def outlines(specs: Sequence[validated.Spec]) -> list[dict[str, Any]]:
-        """Each spec planned from the base state, as `prdiff` compares plans."""
+        """Each spec planned from the base state, as `report.compare` compares plans."""
         return [
             prdiff.outline(
                 pipeline.run_pass(s, EmbeddedCluster(s.inventory), state, now, render=False), domains

@@ -143,7 +143,7 @@ class Simulation:
         result = pipeline.run_pass(
             self.spec_cache, self.cluster, self.state, now, render=self.history is not None
         )
-        if self.history is not None and self.last is not None:  # as `gitsink` keeps their blobs
+        if self.history is not None and self.last is not None:  # as `state.nexttree` keeps their blobs
             result.rendered = manifests.keep_frozen(result.manifests, result.frozen, self.last.manifests)
         self.state = result.state
         self.last = result

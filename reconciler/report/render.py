@@ -1,4 +1,4 @@
-"""Renders a `prdiff` report for people: a terminal text view and one Markdown PR comment.
+"""Renders a `report.compare` report for people: a terminal text view and one Markdown PR comment.
 
 Markdown stays within GitHub's 65,535-character comment limit: rows that do not fit are left out
 and a note says how many and where the full report is. Computes nothing; JSON is the report as is.

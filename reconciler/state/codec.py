@@ -1,7 +1,7 @@
 """State files: the planner's FleetState as Kubernetes-shaped objects under `state/`, and back.
 
 Byte-stable: sorted keys and files, one YAML style, timestamps RFC 3339 UTC. Knows the layout
-of `state/` and `rendered/`; does not read or write Git (that is `gitstore`).
+of `state/` and `rendered/`; does not read or write Git (that is `git.write`).
 """
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ def encode(plan: Plan) -> dict[str, bytes]:
 
 
 def documents(data: bytes) -> list[Any]:
-    """All YAML documents of a file, as `yaml.load_all` reads them; quick for what `yamlout` wrote."""
+    """All YAML documents of a file, as `yaml.load_all` reads them; quick for what `state.yamlstyle` wrote."""
     try:
         docs = yamlout.load_all(data.decode("utf-8"))
     except UnicodeDecodeError:

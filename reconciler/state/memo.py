@@ -2,12 +2,12 @@
 
 A pass needs the `state/` its branch head holds as a FleetState (step 1), and, to render only what
 changed (step 5), which file came from which source. Decoding 10,000 YAML state files takes the
-better part of ten seconds; the memo the previous pass left in the cache (`passcache`) holds the
+better part of ten seconds; the memo the previous pass left in the cache (`perf.diskcache`) holds the
 same thing as rows, keyed by the ids of the owned trees it describes, and loads in a fraction of
 a second. A memo whose trees are not the head's is never used; `read` then decodes from Git.
 
-Per owned file the memo keeps its blob id; per state file the rows `statefiles.decode` takes from
-it; and, only where this code wrote and checked the bytes itself, the source (`statefiles` key) of
+Per owned file the memo keeps its blob id; per state file the rows `state.codec.decode` takes from
+it; and, only where this code wrote and checked the bytes itself, the source (`state.codec` key) of
 a state file or a fingerprint of a rendered manifest: an equal source means equal bytes, so the
 file need not be written again. Reads Git, never writes it.
 """
@@ -73,7 +73,7 @@ def cached(repo: gitread.Repository, commit: gitread.Commit) -> Memo | None:
 
 
 def save(where: Path, memo: Memo) -> bool:
-    """Keep `memo` in the cache directory `where` (`gitread.cache_directory(repo)`), for the next pass."""
+    """Keep `memo` in the cache directory `where` (`git.read.cache_directory(repo)`), for the next pass."""
     return passcache.save(where, CACHE_NAME, memo.data())
 
 
@@ -102,7 +102,7 @@ def _decode(items: Sequence[tuple[str, str, bytes]]) -> list[tuple[list[Any], An
 
 
 def _as_decode_reads(kind: str, docs: list[Any], data: bytes) -> Any:
-    """The object `statefiles.load` gives for a file whose documents are `docs`."""
+    """The object `state.codec.load` gives for a file whose documents are `docs`."""
     if kind == statefiles.LEASES:
         return [o for o in docs if o]
     if len(docs) > 1:

@@ -2,7 +2,7 @@
 
 Block style, keys sorted, two-space indent, sequences under a key at the key's indent (as PyYAML
 writes them). Strings are plain only when nothing could read them as another type; otherwise
-JSON double-quoted (valid YAML). Handles the plain data `statefiles` builds (dicts with string
+JSON double-quoted (valid YAML). Handles the plain data `state.codec` builds (dicts with string
 keys, lists, str, int, float, bool, None) and nothing else. `load_all` reads exactly this style
 back (and nothing else: any other YAML is PyYAML's to read).
 

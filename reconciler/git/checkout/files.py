@@ -69,7 +69,7 @@ class Writer:
         """Journal and remove now, then start writing the files in a forked process (`forkmap.start`:
         a big batch only), so the caller's thread goes on and `files` collects their stat data. Call
         it from the thread that made the writer, while no other thread runs. If it raises (a fork that
-        fails), the journal is written and the removals done: `checkoutjournal.recover` puts those
+        fails), the journal is written and the removals done: `checkout.journal.recover` puts those
         paths back on the next pass."""
         self._removals()
         self._running = forkmap.start(self._write, self._items, FORK_FROM)

@@ -1,6 +1,6 @@
 """Checkout journal (around steps 1 and 6 of a pass): which work-tree paths a ref move is writing, so a killed writer's half-written files are put back.
 
-Before jobtree writes any work-tree file for a ref move (`workfiles.Writer`, or libgit2's checkout
+Before jobtree writes any work-tree file for a ref move (`checkout.files.Writer`, or libgit2's checkout
 for links and filtered files), `begin` records in `<gitdir>/jobtree/checkout-journal` the checked-out
 branch, the trees moved from and to (trees, not commits: a pass writes the files of a commit that
 does not exist yet) and every path about to be written with its old and new blob ids. It is written

@@ -6,11 +6,11 @@ commit writes its files once, a one-run change touches a few hundred, and nothin
 tree is even looked at. Like `git merge --ff-only`, local edits are never overwritten: a changed
 path whose file or index entry matches neither the old nor the new commit refuses the whole move
 with `DirtyCheckout` before anything is written. Every rewrite is recorded first in a checkout
-journal (`checkoutjournal`) and the journal is removed once files, index and branch agree: a writer
+journal (`checkout.journal`) and the journal is removed once files, index and branch agree: a writer
 killed in between leaves it, and the next pass (or the next move) puts the listed paths back to the
 branch head before anything is checked, so jobtree's own half-written files are never taken for a
 person's edits. `restore_owned` repairs owned paths a writer left half written without a journal.
-Never decides what to commit (`gitstore`) and never talks to a remote.
+Never decides what to commit (`git.write`) and never talks to a remote.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ class Early(Pending):
 
     From `start`. The caller writes the objects and moves the branch, then calls `moved`; if that
     fails, `abandon`: the files written so far and the journal naming them are left for the next
-    pass to put back (`checkoutjournal.recover`), the index untouched.
+    pass to put back (`checkout.journal.recover`), the index untouched.
     """
 
     def __init__(self, writer: workfiles.Writer) -> None:
@@ -172,7 +172,7 @@ def start(
     contents: Mapping[str, bytes],
 ) -> Early | None:
     """Check the work tree for the tree `new` (raw id; `trees`: raw id -> data of trees not in the
-    repository yet) and start writing its files (`workfiles.Writer.launch`: by one forked process when
+    repository yet) and start writing its files (`checkout.files.Writer.launch`: by one forked process when
     they are many, so the commit and the push are made meanwhile without competing with it for
     this process's interpreter). None: nothing to write now (not checked out, no change, or a change
     libgit2 must write: `move_branch` does it once the commit exists).
