@@ -54,7 +54,7 @@ class Simulation:
     notes: list[str] = field(default_factory=list)
     last: Any = None
     timeline: list[str] = field(default_factory=list)
-    history: Any = None  # a simgit.History when `--git DIR` records each pass as a commit
+    history: Any = None  # a `history.History` when `--git DIR` records each pass as a commit
 
     def __post_init__(self) -> None:
         spec = self.scenario.spec

@@ -11,6 +11,7 @@ its desired width) = 24 ≤ 64. Active GPUs: 64+32+32+8+16 = 152. Without its de
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import pytest
 from reconciler.git import read as gitread
 from reconciler.passes.reconcile import reconcile_once
 from reconciler.state import codec as statefiles
+from reconciler.state import message
 from schemas.common import parse_time
 from tests.support import REPO
 
@@ -222,3 +224,97 @@ def state_at(repo: pygit2.Repository, rev: str = "main") -> statefiles.FleetStat
 
 def active_gpus(state: statefiles.FleetState) -> int:
     return sum(x.gpus for x in state.leases if x.open and x.role == "Active")
+
+
+# -- a small repository for Git-level tests (a seed commit, state commits by jobtree's author) ---------
+
+NOW = 1_767_600_000  # 2026-01-05T08:00:00Z
+
+
+SPEC_SHA = "a" * 40
+
+
+BOT = ("jobtree", "jobtree@fleet.example")
+
+
+PERSON = pygit2.Signature("Ada", "ada@example.com", NOW, 0)
+
+
+SEED_FILES = {
+    "jobtree.yaml": b"kind: FleetConfig\n",
+    "runs/team-a/r1.yaml": b"kind: Run\n",
+    "runs/team-a2/r9.yaml": b"kind: Run\n",
+    "state/leases/team-a/r1.yaml": b"old lease\n",
+    "state/status/runs/team-a/r1.yaml": b"phase: Pending\n",
+    "rendered/gpu-a/team-a/r1-g0.yaml": b"kind: Pod\n",
+}
+
+
+def person_commit(repo: pygit2.Repository, files: dict[str, bytes], message: str = "edit by hand\n") -> str:
+    """A commit on main that sets `files` (on top of the current tree) the way a person would."""
+    parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
+    current = gitread.read_files(repo, "refs/heads/main")
+    tree = write_tree(repo, {**current, **files})
+    return str(repo.create_commit("refs/heads/main", PERSON, PERSON, message, tree, [parent.id]))
+
+
+def make_remote(root: Path, name: str = "fleet.git") -> Path:
+    path = root / name
+    bare = pygit2.init_repository(str(path), bare=True, initial_head="main")
+    bare.create_commit("refs/heads/main", PERSON, PERSON, "seed\n", write_tree(bare, SEED_FILES), [])
+    return path
+
+
+def clone_of(url: str, dest: Path, bare: bool = True) -> pygit2.Repository:
+    return pygit2.clone_repository(url, str(dest), bare=bare, checkout_branch="main")
+
+
+def bot_commit(
+    repo: pygit2.Repository, files: dict[str, bytes], *, parent: str | None = None, now: int = NOW
+):
+    parent = parent or str(repo.references["refs/heads/main"].target)
+    return commit_files(
+        repo,
+        "main",
+        parent,
+        files,
+        message=message.format_message(["started team-a/r1 (8 GPUs)"], SPEC_SHA),
+        author_name=BOT[0],
+        author_email=BOT[1],
+        now=now,
+    )
+
+
+NEW_STATE = {
+    "state/leases/team-a/r1.yaml": b"new lease\n",
+    "state/ledger/2026-01-05.jsonl": b'{"event":"Start"}\n',
+    "rendered/gpu-a/team-a/r1-g1.yaml": b"kind: Pod\n",
+}
+
+
+def remote_head(repo: pygit2.Repository) -> str:
+    return str(repo.references["refs/remotes/origin/main"].target)
+
+
+# -- caches and commits by hand on a fleet clone ------------------------------------------------------
+
+
+def commit_by_hand(repo: pygit2.Repository, files: dict[str, bytes | None], message: str) -> str:
+    """The same commit (same id) in any clone at the same head: files set (bytes) or removed (None)."""
+    current = gitread.read_files(repo, "refs/heads/main")
+    for path, data in files.items():
+        if data is None:
+            current.pop(path, None)
+        else:
+            current[path] = data
+    index = pygit2.Index()
+    for path, data in sorted(current.items()):
+        index.add(pygit2.IndexEntry(path, repo.create_blob(data), pygit2.GIT_FILEMODE_BLOB))
+    parent = repo.references["refs/heads/main"].target
+    oid = repo.create_commit("refs/heads/main", HUMAN, HUMAN, message, index.write_tree(repo), [parent])
+    repo.checkout_head(strategy=pygit2.GIT_CHECKOUT_FORCE)
+    return str(oid)
+
+
+def forget_caches(repo: pygit2.Repository) -> None:
+    shutil.rmtree(gitread.cache_directory(repo), ignore_errors=True)

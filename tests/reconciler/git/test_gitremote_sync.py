@@ -12,19 +12,19 @@ from reconciler.git import read as gitread
 from reconciler.git import remote as gitremote
 from reconciler.git.remote import SyncOutcome
 from reconciler.state import message
-from tests.reconciler.git.test_gitstore import (
+from tests.support.git import (
     BOT,
-    HUMAN,
     NEW_STATE,
     NOW,
     SPEC_SHA,
     bot_commit,
-    clone,
-    human_commit,
     make_remote,
     remote_head,
+    write_tree,
 )
-from tests.support.git import write_tree
+from tests.support.git import PERSON as HUMAN
+from tests.support.git import clone_of as clone
+from tests.support.git import person_commit as human_commit
 
 STATE_MESSAGE = message.format_message(["started team-a/r1 (8 GPUs)"], SPEC_SHA)
 

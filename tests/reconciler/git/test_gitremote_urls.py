@@ -11,7 +11,7 @@ import pytest
 from reconciler.git import errors
 from reconciler.git import remote as gitremote
 from reconciler.git.remote import PushStatus, SyncOutcome
-from tests.reconciler.git.test_gitstore import NEW_STATE, bot_commit, make_remote, remote_head
+from tests.support.git import NEW_STATE, bot_commit, make_remote, remote_head
 
 
 @pytest.fixture

@@ -26,70 +26,31 @@ from reconciler.git.remote import PushStatus, SyncOutcome
 from reconciler.state import message
 from tests.support import REPO
 from tests.support.git import (
-    commit_files,
+    BOT,
+    NEW_STATE,
+    NOW,
+    SEED_FILES,
+    SPEC_SHA,
+    bot_commit,
     daemon,
     free_port,
     lock_held_elsewhere,
     lose_the_race_after_the_fetch,
+    make_remote,
+    remote_head,
     write_tree,
+)
+from tests.support.git import (
+    PERSON as HUMAN,
+)
+from tests.support.git import (
+    clone_of as clone,
+)
+from tests.support.git import (
+    person_commit as human_commit,
 )
 
 __all__ = ["daemon"]  # a fixture: imported for pytest, used by name
-
-NOW = 1_767_600_000  # 2026-01-05T08:00:00Z
-SPEC_SHA = "a" * 40
-BOT = ("jobtree", "jobtree@fleet.example")
-HUMAN = pygit2.Signature("Ada", "ada@example.com", NOW, 0)
-SEED_FILES = {
-    "jobtree.yaml": b"kind: FleetConfig\n",
-    "runs/team-a/r1.yaml": b"kind: Run\n",
-    "runs/team-a2/r9.yaml": b"kind: Run\n",
-    "state/leases/team-a/r1.yaml": b"old lease\n",
-    "state/status/runs/team-a/r1.yaml": b"phase: Pending\n",
-    "rendered/gpu-a/team-a/r1-g0.yaml": b"kind: Pod\n",
-}
-
-
-def human_commit(repo: pygit2.Repository, files: dict[str, bytes], message: str = "edit by hand\n") -> str:
-    """A commit on main that sets `files` (on top of the current tree) the way a person would."""
-    parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
-    current = gitread.read_files(repo, "refs/heads/main")
-    tree = write_tree(repo, {**current, **files})
-    return str(repo.create_commit("refs/heads/main", HUMAN, HUMAN, message, tree, [parent.id]))
-
-
-def make_remote(root: Path, name: str = "fleet.git") -> Path:
-    path = root / name
-    bare = pygit2.init_repository(str(path), bare=True, initial_head="main")
-    bare.create_commit("refs/heads/main", HUMAN, HUMAN, "seed\n", write_tree(bare, SEED_FILES), [])
-    return path
-
-
-def clone(url: str, dest: Path, bare: bool = True) -> pygit2.Repository:
-    return pygit2.clone_repository(url, str(dest), bare=bare, checkout_branch="main")
-
-
-def bot_commit(
-    repo: pygit2.Repository, files: dict[str, bytes], *, parent: str | None = None, now: int = NOW
-):
-    parent = parent or str(repo.references["refs/heads/main"].target)
-    return commit_files(
-        repo,
-        "main",
-        parent,
-        files,
-        message=message.format_message(["started team-a/r1 (8 GPUs)"], SPEC_SHA),
-        author_name=BOT[0],
-        author_email=BOT[1],
-        now=now,
-    )
-
-
-NEW_STATE = {
-    "state/leases/team-a/r1.yaml": b"new lease\n",
-    "state/ledger/2026-01-05.jsonl": b'{"event":"Start"}\n',
-    "rendered/gpu-a/team-a/r1-g1.yaml": b"kind: Pod\n",
-}
 
 
 @pytest.fixture
@@ -104,10 +65,6 @@ def served(daemon: tuple[Path, str], request: pytest.FixtureRequest) -> str:
     name = f"{request.node.name.replace('[', '-').replace(']', '')}.git"
     make_remote(base, name)
     return f"{url}/{name}"
-
-
-def remote_head(repo: pygit2.Repository) -> str:
-    return str(repo.references["refs/remotes/origin/main"].target)
 
 
 # ------------------------------------------------------------------------------------------- read

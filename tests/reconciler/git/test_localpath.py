@@ -19,8 +19,16 @@ from reconciler.git.errors import TemporaryGitError
 from reconciler.git.remote import PushStatus
 from reconciler.passes.reconcile import reconcile_once
 from reconciler.state import message
-from tests.reconciler.git.test_gitstore import BOT, NEW_STATE, NOW, SPEC_SHA, clone, make_remote, remote_head
-from tests.support.git import lose_the_race_after_the_fetch
+from tests.support.git import (
+    BOT,
+    NEW_STATE,
+    NOW,
+    SPEC_SHA,
+    lose_the_race_after_the_fetch,
+    make_remote,
+    remote_head,
+)
+from tests.support.git import clone_of as clone
 
 
 def state_commit(repo: pygit2.Repository, files: dict[str, bytes], now: int = NOW) -> str:

@@ -19,7 +19,9 @@ from reconciler.git.checkout import journal as checkoutjournal
 from reconciler.git.checkout import worktree
 from reconciler.perf import forkmap
 from reconciler.state import message
-from tests.reconciler.git.test_gitstore import NEW_STATE, NOW, bot_commit, clone, human_commit, make_remote
+from tests.support.git import NEW_STATE, NOW, bot_commit, make_remote
+from tests.support.git import clone_of as clone
+from tests.support.git import person_commit as human_commit
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from reconciler.cli.simulate import command
 from reconciler.git import read as gitread
 from reconciler.passes.reconcile import reconcile_once
 from reconciler.state import codec as statefiles
-from tests.reconciler.perf.test_passcache import human_commit
 from tests.support import REPO
 from tests.support.git import T0, bare_remote, clone, template_files
+from tests.support.git import commit_by_hand as human_commit
 
 EXAMPLES = REPO / "examples"
 

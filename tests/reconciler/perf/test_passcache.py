@@ -7,7 +7,6 @@ byte for byte (same commit ids), whatever happens to the caches in between.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -21,37 +20,17 @@ from reconciler.spec import commit as speccache
 from reconciler.spec import parsed as specprefetch
 from reconciler.state import memo as passmemo
 from tests.support.git import (
-    HUMAN,
     T0,
     bare_remote,
+    forget_caches,
     growing_files,
     state_at,
     template_files,
 )
+from tests.support.git import commit_by_hand as human_commit
 
 WHISPER = "runs/media-audio/whisper-finetune.yaml"
 PRETRAIN = "runs/rai-llm/pretrain-64.yaml"
-
-
-def human_commit(repo: pygit2.Repository, files: dict[str, bytes | None], message: str) -> str:
-    """The same commit (same id) in any clone at the same head: files set (bytes) or removed (None)."""
-    current = gitread.read_files(repo, "refs/heads/main")
-    for path, data in files.items():
-        if data is None:
-            current.pop(path, None)
-        else:
-            current[path] = data
-    index = pygit2.Index()
-    for path, data in sorted(current.items()):
-        index.add(pygit2.IndexEntry(path, repo.create_blob(data), pygit2.GIT_FILEMODE_BLOB))
-    parent = repo.references["refs/heads/main"].target
-    oid = repo.create_commit("refs/heads/main", HUMAN, HUMAN, message, index.write_tree(repo), [parent])
-    repo.checkout_head(strategy=pygit2.GIT_CHECKOUT_FORCE)
-    return str(oid)
-
-
-def forget_caches(repo: pygit2.Repository) -> None:
-    shutil.rmtree(gitread.cache_directory(repo), ignore_errors=True)
 
 
 @pytest.fixture

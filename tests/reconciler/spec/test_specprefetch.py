@@ -16,8 +16,8 @@ from reconciler.cli.reconcile import command
 from reconciler.git import read as gitread
 from reconciler.spec import commit as speccache
 from reconciler.spec import parsed as specprefetch
-from tests.reconciler.perf.test_passcache import forget_caches, human_commit
-from tests.support.git import bare_remote, clone, template_files
+from tests.support.git import bare_remote, clone, forget_caches, template_files
+from tests.support.git import commit_by_hand as human_commit
 
 NEW_RUN = "runs/media-audio/whisper-small.yaml"
 WHISPER = "runs/media-audio/whisper-finetune.yaml"
