@@ -18,7 +18,7 @@ compiled: $(STAMP)
 	$(BIN)/python -m compileall -q reconciler planner schemas bench
 
 demo: compiled
-	$(BIN)/python -m reconciler.demo
+	$(BIN)/python -m reconciler.cli.demo
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check .

@@ -21,7 +21,7 @@ import yaml
 try:
     from yaml import CSafeDumper as Dumper
 except ImportError:  # pragma: no cover
-    from yaml import SafeDumper as Dumper  # type: ignore[assignment]
+    from yaml import SafeDumper as Dumper  # type: ignore[assignment]  # the pure-Python dumper where libyaml is missing
 
 API = "rq.davidlangworthy.io/v1"
 FLAVOR = "H100-80GB"

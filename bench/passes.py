@@ -16,7 +16,8 @@ import json
 import sys
 import time
 
-from reconciler import batchgc, pipeline, simulation
+from reconciler.passes import pipeline, simulation
+from reconciler.perf import batchgc
 from schemas.common import format_time
 
 

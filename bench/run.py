@@ -13,11 +13,13 @@ import os
 import platform
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -314,21 +316,64 @@ def _stages(text: str) -> str:
     return ", ".join(parts)
 
 
+@contextmanager
+def git_daemon(base: Path) -> Iterator[str]:
+    """`git daemon` serving the bare repositories under `base` on 127.0.0.1 (a free port), pushes
+    enabled; the URL to put before `/<name>.git`. Stopped (and waited for) on leaving."""
+    for _ in range(5):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        proc = subprocess.Popen(
+            ["git", "daemon", "--reuseaddr", "--listen=127.0.0.1", f"--port={port}", f"--base-path={base}",
+             "--export-all", "--enable=receive-pack", str(base)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        if proc.poll() is None:
+            try:
+                yield f"git://127.0.0.1:{port}"
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+            return
+    raise RuntimeError("git daemon did not start on 127.0.0.1")
+
+
 def _git_round(
     tmp: Path, jobtree: str, repo_src: Path, fleet: generate.Fleet, push: list[str]
 ) -> dict[str, tuple[Measured, str]]:
     """One round in `tmp`: cold, warm and fresh-clone reconciles and the pull-request plan; per row its
-    measurement and its output (stdout and stderr). Stops after a measurement that failed."""
+    measurement and its output (stdout and stderr). Stops after a measurement that failed.
+
+    The remote is what production has: a network remote, here `git daemon` on 127.0.0.1 serving a
+    bare repository (receive-pack enabled), so every fetch and push goes over the Git protocol."""
     out: dict[str, tuple[Measured, str]] = {}
     bare, repo = tmp / "remote.git", tmp / "fleet"
     tmp.mkdir()
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
-    shutil.copytree(repo_src, repo)
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "fleet: 100k GPUs")
-    _git(repo, "remote", "add", "origin", str(bare))
-    _git(repo, "push", "-q", "-u", "origin", "main")
+    with git_daemon(tmp) as base_url:
+        url = f"{base_url}/remote.git"
+        shutil.copytree(repo_src, repo)
+        _git(repo, "init", "-q", "-b", "main")
+        _git(repo, "add", ".")
+        _git(repo, "commit", "-q", "-m", "fleet: 100k GPUs")
+        _git(repo, "remote", "add", "origin", url)
+        _git(repo, "push", "-q", "-u", "origin", "main")
+        return _git_passes(tmp, jobtree, repo, url, fleet, push, out)
+
+
+def _git_passes(
+    tmp: Path, jobtree: str, repo: Path, url: str, fleet: generate.Fleet, push: list[str],
+    out: dict[str, tuple[Measured, str]],
+) -> dict[str, tuple[Measured, str]]:  # fmt: skip
+    """The measured commands of `_git_round`, against the remote at `url`."""
     for key, now in (("cold", NOW), ("warm", WARM_NOW), ("fresh", FRESH_NOW)):
         where = repo
         if key == "warm":
@@ -347,7 +392,7 @@ def _git_round(
             _git(repo, "commit", "-q", "-m", "runs: add bench-warm")
         if key == "fresh":  # a new clone of the reconciled fleet: no cache, as on a CI runner
             where = tmp / "fresh"
-            subprocess.run(["git", "clone", "-q", str(bare), str(where)], check=True, capture_output=True)
+            subprocess.run(["git", "clone", "-q", url, str(where)], check=True, capture_output=True)
         with tempfile.NamedTemporaryFile(suffix=".out", delete=False) as fh:
             out_path = fh.name
         m = measure([jobtree, "reconcile", str(where), "--once", "--now", now, *push], stdout_path=out_path)
@@ -358,7 +403,7 @@ def _git_round(
     # what a CI runner does for a pull request: a new clone (no cache), the change planned against
     # its base. main is: cold state commit, the bench-warm run, the warm state commit, ...
     where = tmp / "pr"
-    subprocess.run(["git", "clone", "-q", str(bare), str(where)], check=True, capture_output=True)
+    subprocess.run(["git", "clone", "-q", url, str(where)], check=True, capture_output=True)
     base, head = _parent_and_commit(where, "runs: add bench-warm")
     m = measure([jobtree, "plan", str(where), "--base", base, "--head", head, "--now", WARM_NOW,
                  "--format", "markdown"])  # fmt: skip
@@ -418,7 +463,7 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
             row.note = "state decoded and every file written again: " + stages
             continue
         row.verdict = _verdict(m.wall, None, 10.0 if row is cold else 1.0)
-        row.note = ("with --push to a bare remote: " if push else "no --push flag yet: ") + stages
+        row.note = ("with --push to git daemon on 127.0.0.1: " if push else "no --push flag yet: ") + stages
     found = [t for t in (_commit_time(o) for o in outputs) if t]
     commit.wall = " / ".join(found) if found else "-"
     commit.verdict = "cold / warm (the median rounds')" if found else "not reported by `jobtree reconcile`"

@@ -35,11 +35,11 @@ class Event:
         lease = self.lease
         return {
             "at": fmt_time(self.at),
-            "event": self.event.value,
+            "event": str(self.event),
             "lease": lease.name,
             "run": lease.run,
             "group": lease.group,
-            "role": lease.role.value,
+            "role": str(lease.role),
             "gpus": lease.gpus,
             "nodes": [f"{lease.node}#{s}" for s in lease.slots],
             "payer": lease.payer.as_dict(),

@@ -111,7 +111,6 @@ Duration = Annotated[
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
 Owner = Annotated[str, Field(min_length=1, max_length=253, pattern=OWNER_PATTERN)]
 NonNegInt = Annotated[int, Field(ge=0, strict=True), BeforeValidator(integral)]
-PosInt = Annotated[int, Field(ge=1, strict=True), BeforeValidator(integral)]
 NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 

@@ -95,8 +95,3 @@ class NodeEntry(Model):
 class Inventory(Model):
     domains: list[DomainBlock] = Field(default_factory=list)
     nodes: list[NodeEntry] = Field(default_factory=list)
-
-
-FLEET_DEFAULTS = FleetSpec()
-OwnerRef = Owner
-KindName = Literal["Budget", "Run", "Lease", "Reservation", "FleetConfig", "Scenario"]

@@ -1,7 +1,7 @@
 """Where a fleet repository keeps its spec: the settings files and the directories of Budgets and Runs.
 
 Paths only, no parsing and no models, so the reconciler can list spec files before it imports
-anything heavy (`reconciler.specprefetch`), and what jobtree itself writes (`OWNED_PREFIXES`).
+anything heavy (`reconciler.spec.parsed`), and what jobtree itself writes (`OWNED_PREFIXES`).
 `fleetcheck` decides what the files hold.
 """
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from schemas import diagnostics as codes
 from schemas.budget import Budget
@@ -19,9 +18,6 @@ from schemas.fleet import MAX_INVENTORY_NODES, FleetConfig, Inventory, Tenant
 from schemas.load import Loaded
 from schemas.run import Run
 from schemas.yamldoc import Document, Path
-
-if TYPE_CHECKING:
-    from schemas.fleetcheck import ValidatedFleet
 
 Locator = tuple[str, int]  # (file path, document index): unique even for duplicate objects
 
@@ -136,16 +132,6 @@ def owner_pattern_ok(pattern: str) -> bool:
     if pattern == "*":
         return True
     return bool(body) and "*" not in body and not any(c.isspace() for c in body)
-
-
-def object_findings(obj: Loaded) -> Findings:
-    """The rules one Budget or Run obeys on its own, whatever its neighbours are."""
-    found = Findings()
-    if obj.model.kind == "Budget":
-        budget_rules(found, obj)
-    elif obj.model.kind == "Run":
-        run_rules(found, obj)
-    return found
 
 
 def _links(found: Findings, obj: Loaded, field: str, owners: Sequence[str], known: set[str]) -> None:
@@ -408,13 +394,6 @@ def _dup_node(found: Findings, doc: Document, at: Path, name: str, first: str) -
         f"node {name} is already defined by {first}; rename one so every node name is unique",
         name="inventory",
     )
-
-
-def check_fleet(files: Mapping[str, bytes]) -> ValidatedFleet:
-    """`schemas.fleetcheck.check_fleet`, reachable from here too (imported late: fleetcheck uses this module)."""
-    from schemas import fleetcheck
-
-    return fleetcheck.check_fleet(files)
 
 
 def spare_warnings(runs: Sequence[Loaded], inventory: Inventory | None) -> list[Diagnostic]:

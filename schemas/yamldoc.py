@@ -23,7 +23,7 @@ from schemas.yamlguard import MAX_DEPTH, YamlError, check_depth, check_text, syn
 try:  # the C parser is ~10x faster; fall back only where libyaml is missing
     from yaml import CSafeLoader as _Loader
 except ImportError:  # pragma: no cover
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]  # the pure-Python loader where libyaml is missing
 
 # A plain scalar whose first character starts none of YAML 1.1's implicit types (bool, null,
 # number, timestamp, merge, value) is a string: say so without running PyYAML's resolver regexes,
@@ -336,8 +336,3 @@ def parse(text: str | bytes, path: str) -> list[Document]:
     if bad:
         raise bad[0].error
     return docs
-
-
-def fast_load_all(text: str | bytes) -> list[Any]:
-    """Machine-written state: plain data, no positions (the C loader end to end)."""
-    return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]

@@ -15,7 +15,7 @@ from schemas.diagnostics import YAML_SYNTAX
 try:  # the C parser is ~10x faster; fall back only where libyaml is missing
     from yaml import CSafeLoader as _Loader
 except ImportError:  # pragma: no cover
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]  # the pure-Python loader where libyaml is missing
 
 MAX_DEPTH = 64  # no fleet object nests anywhere near this; deeper input is hostile or broken
 

@@ -1,0 +1,99 @@
+"""`jobtree validate`: read a fleet repository (folder or commit), print every problem, exit 0 / 3 / 2.
+
+A thin shell over `schemas.fleetcheck.check_fleet`; it decides nothing and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+
+import click
+
+from reconciler.cli import exitcodes
+from reconciler.spec import files as gitread
+from reconciler.spec import validated
+from schemas.diagnostics import Diagnostic
+from schemas.fleetcheck import ValidatedFleet
+
+JSON_VERSION = 1
+
+
+def read_fleet(repo: str, rev: str | None) -> Mapping[str, bytes]:
+    """The spec files of `repo`, at `rev` when given; raises click.UsageError with a clear message."""
+    try:
+        return gitread.read_tree(repo, rev) if rev is not None else gitread.read_worktree(repo)
+    except gitread.GitReadError as err:
+        raise click.UsageError(str(err)) from None
+    except OSError as err:
+        raise click.UsageError(f"cannot read {repo}: {err.strerror or err}") from None
+
+
+def _escape(text: str, prop: bool = False) -> str:
+    """GitHub workflow-command escaping (properties also escape ':' and ',')."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def github_line(d: Diagnostic) -> str:
+    level = "warning" if d.severity == "warning" else "error"
+    return f"::{level} file={_escape(d.path, True)},line={d.line},col={d.col},title={_escape(d.code, True)}::{_escape(d.message)}"
+
+
+def render_text(fleet: ValidatedFleet) -> str:
+    return "".join(f"{d}\n" for d in sorted([*fleet.diagnostics, *fleet.warnings]))
+
+
+def render_github(fleet: ValidatedFleet) -> str:
+    return "".join(f"{github_line(d)}\n" for d in sorted([*fleet.diagnostics, *fleet.warnings]))
+
+
+def render_json(fleet: ValidatedFleet) -> str:
+    doc = {
+        "version": JSON_VERSION,
+        "valid": fleet.valid,
+        "objects": [o.as_json() for o in fleet.objects],
+        "diagnostics": [d.as_json() for d in fleet.diagnostics],
+        "warnings": [d.as_json() for d in fleet.warnings],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def summary(fleet: ValidatedFleet) -> str:
+    total = len(fleet.objects)
+    bad = sum(1 for o in fleet.objects if not o.valid)
+    w = len(fleet.warnings)
+    if fleet.valid:
+        return f"fleet valid: {total} objects" + (f" ({w} warning{'s' * (w != 1)})" if w else "")
+    n = len(fleet.diagnostics)
+    return f"fleet invalid: {n} problem{'s' * (n != 1)}; {bad} of {total} objects excluded from planning"
+
+
+RENDER = {"text": render_text, "github": render_github, "json": render_json}
+
+
+@click.command("validate")
+@click.argument("repo", default=".", required=False)
+@click.option("--rev", default=None, help="Validate the files at this commit, branch or tag (no checkout).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(RENDER)),
+    default="text",
+    show_default=True,
+    help="text: path:line:col: CODE message; github: workflow annotations; json: every object's verdict.",
+)
+def command(repo: str, rev: str | None, fmt: str) -> None:
+    """Check a fleet repository: schemas, tenancy, budgets and runs. Exit 0 valid, 3 invalid, 2 usage."""
+    files = read_fleet(repo, rev)
+    try:
+        fleet = validated.check(files)
+    except Exception as err:  # noqa: BLE001 - the contract is "no traceback on any input"; exit 4 names the bug
+        click.echo(
+            f"jobtree validate: internal error ({type(err).__name__}: {err}); please report it", err=True
+        )
+        sys.exit(exitcodes.OTHER)
+    click.echo(RENDER[fmt](fleet), nl=False)
+    click.echo(summary(fleet), err=True)
+    sys.exit(exitcodes.OK if fleet.valid else exitcodes.INVALID)

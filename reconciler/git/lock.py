@@ -1,0 +1,182 @@
+"""One writer per clone (around steps 1-6 of a pass): an O_EXCL lock file in the Git dir; it never touches Git objects.
+
+`<gitdir>/jobtree.lock` holds `pid=<pid> host=<host> since=<unix time>`. A second writer waits for
+it up to the seconds it was given (`reconcile` and the webhook give `WAIT`: a pass or several),
+then gets `LockBusy` (temporary) naming the holder; a lock whose pid is dead on this host (or is this
+process's own pid while this process holds no such lock: a restarted container, pid 1 again) is
+taken over, and
+the Git lock files that writer left since it started (`GIT_LOCKS`: a ref, the index, packed-refs,
+FETCH_HEAD of a fetch it was killed in) are removed:
+only it could have held them, and Git would refuse every later update while they stay.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pygit2
+
+from reconciler.git.errors import LockBusy, NotARepository, PermanentGitError
+
+LOCK_NAME = "jobtree.lock"
+WAIT = 60.0  # seconds `reconcile` and the webhook wait for another pass on the same clone to end
+_POLL = 0.2  # seconds between looks at a held lock
+_HELD: set[Path] = set()  # the lock files this process holds now (its threads take turns)
+# Git's lock files in the Git dir a writer holds while it writes: the index, refs, and what a fetch
+# writes (FETCH_HEAD, and `shallow` in a shallow clone); under `refs/` every `*.lock` too.
+GIT_LOCKS = (
+    "index.lock",
+    "packed-refs.lock",
+    "HEAD.lock",
+    "FETCH_HEAD.lock",
+    "ORIG_HEAD.lock",
+    "shallow.lock",
+)
+
+
+def _gitdir(repo_path: str | os.PathLike[str]) -> Path:
+    found = pygit2.discover_repository(os.fspath(repo_path))
+    if found is None:
+        raise NotARepository(f"{os.fspath(repo_path)} is not a Git repository")
+    return Path(found)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def writer_lock(
+    repo_path: str | os.PathLike[str], wait: float = 0.0, waiting: Callable[[str], None] | None = None
+) -> Iterator[Path]:
+    """Hold `<gitdir>/jobtree.lock` (one writer per clone); a lock left by a dead pid is taken over.
+
+    A lock another writer holds is waited for up to `wait` seconds (`waiting` hears once who holds
+    it), then `LockBusy`."""
+    path = _gitdir(repo_path) / LOCK_NAME
+    deadline = time.monotonic() + wait
+    told = False
+    while True:
+        try:
+            mine, dead_since = _take(path)
+            break
+        except LockBusy as busy:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            if waiting is not None and not told:
+                waiting(f"waiting up to {wait:g} s: {busy}")
+                told = True
+            time.sleep(min(_POLL, left))
+    if dead_since is not None:
+        _clear_git_locks(path.parent, dead_since)
+    try:
+        yield path
+    finally:
+        _HELD.discard(path)
+        try:
+            if path.read_text() == mine:
+                path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _take(path: Path) -> tuple[str, int | None]:
+    """Create the lock file: what it holds, and when the dead writer it took over from started."""
+    mine = f"pid={os.getpid()} host={socket.gethostname()} since={int(time.time())}\n"
+    dead_since: int | None = None
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            since = _take_over_if_stale(path)
+            dead_since = since if since is not None else dead_since
+            continue
+        except OSError as err:  # a read-only or full Git dir: nothing can be committed here
+            raise PermanentGitError(
+                f"cannot create {path} ({err.strerror}): jobtree writes its lock, commits and cache in "
+                "the clone's Git directory; reconcile in a clone you can write to"
+            ) from None
+        with os.fdopen(fd, "w") as fh:
+            fh.write(mine)
+        _HELD.add(path)
+        return mine, dead_since
+    raise _busy(path)
+
+
+def _fields(seen: str) -> dict[str, str]:
+    """The lock file's `key=value` words (pid, host, since)."""
+    return dict(f.split("=", 1) for f in seen.split() if "=" in f)
+
+
+def _busy(path: Path, seen: str | None = None) -> LockBusy:
+    """The error for a held lock, naming its holder as people read it: `pid=… host=… since=<UTC>`."""
+    if seen is None:
+        try:
+            seen = path.read_text()
+        except FileNotFoundError:
+            seen = ""
+    fields = _fields(seen)
+    since = fields.get("since", "")
+    if since.isdigit():
+        fields["since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(since)))
+    holder = " ".join(f"{k}={v}" for k, v in fields.items()) or seen.strip() or "a writer that is starting"
+    elsewhere = fields.get("host") not in (None, socket.gethostname())
+    note = (
+        " (on another host, so jobtree cannot tell whether it still runs: once it is gone, delete the "
+        "lock file; the next pass repairs whatever that writer left half done)"
+        if elsewhere
+        else ""
+    )
+    return LockBusy(f"{path} is held by {holder}; another jobtree writer is working on this clone{note}")
+
+
+def _take_over_if_stale(path: Path) -> int | None:
+    """Remove a lock whose holder is dead on this host; when so, when that holder started."""
+    try:
+        seen = path.read_text()
+    except FileNotFoundError:
+        return None
+    fields = _fields(seen)
+    pid = int(fields["pid"]) if fields.get("pid", "").isdigit() else None
+    same_host = fields.get("host") == socket.gethostname()
+    mine_before = pid == os.getpid() and path not in _HELD  # left by an earlier process with our pid
+    if pid is None or not same_host or (_alive(pid) and not mine_before):
+        raise _busy(path, seen)
+    grave = path.with_name(f"{LOCK_NAME}.stale.{os.getpid()}")
+    try:
+        os.rename(path, grave)
+    except FileNotFoundError:
+        return None
+    if grave.read_text() != seen:  # someone took it over between our read and rename: give it back
+        try:
+            os.link(grave, path)
+        except FileExistsError:
+            pass
+        grave.unlink()
+        return None
+    grave.unlink()
+    since = fields.get("since", "")
+    return int(since) if since.isdigit() else 0
+
+
+def _clear_git_locks(gitdir: Path, since: int) -> None:
+    """Remove Git lock files under `gitdir` made since a dead writer started (refs, index, packed-refs)."""
+    found = [gitdir / name for name in GIT_LOCKS]
+    for lock in [*found, *(gitdir / "refs").rglob("*.lock")]:
+        try:
+            if lock.stat().st_mtime >= since:
+                lock.unlink()
+        except FileNotFoundError:
+            continue

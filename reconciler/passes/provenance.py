@@ -1,0 +1,85 @@
+"""Proof by recomputation (for `jobtree plan`): is this state commit exactly what one pass writes?
+
+A commit authored as the fleet's git author with a `Spec-Commit: S` trailer claims to be the
+reconciler's. Author and trailer are typed text; the content is not: a pass is deterministic, so
+the state commit C on parent P at instant t (C's author time) holds exactly the `state/` (ledger
+included) and `rendered/` that one pass writes from the spec at S, the state at P and the
+embedded cluster of S's inventory, at t, and nothing else differs from P. `verify` runs that very
+pass (`reconcile.plan_once` on P) and compares blob ids. Reads Git and writes only the pass
+caches under the Git dir; decides nothing about what to refuse (`plan` does), and does not prove
+commits for a configured cluster, whose observations Git does not hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reconciler.git import errors, ownership
+from reconciler.git import read as gitread
+from reconciler.passes import pipeline
+from reconciler.passes import reconcile as reconciliation
+from reconciler.spec import commit as speccache
+from schemas.common import format_time
+from schemas.layout import SPEC_PREFIXES
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether the commit is the reconciler's own; `why` says, for people, what disproves it."""
+
+    proven: bool
+    why: str = ""
+
+
+def verify(repo: gitread.Repository, commit: gitread.Commit) -> Verdict:
+    """Recompute the pass `commit` claims to be (parent's state, its `Spec-Commit`'s spec, its author
+    time) and compare every owned file: proven only when all equal and nothing else changed."""
+    spec_sha = ownership.spec_commit_of(commit.message)
+    if spec_sha is None:
+        return Verdict(False, "it names no Spec-Commit")
+    if len(commit.parents) != 1:
+        return Verdict(False, "jobtree writes one-parent commits")
+    parent = commit.parents[0]
+    other = ownership.outside_owned(repo, parent.tree, commit.tree)
+    if other is not None:
+        return Verdict(False, f"it changes {other}, but jobtree changes only state/ and rendered/")
+    try:
+        spec_commit = gitread.resolve(repo, spec_sha)
+    except errors.RevisionNotFound:
+        return Verdict(False, f"its Spec-Commit {spec_sha[:12]} is not in this repository")
+    short = spec_sha[:12]
+    # a pass reads the spec at its parent and names that spec's commit: the two must hold the same spec
+    differs = [
+        p
+        for p in SPEC_PREFIXES
+        if gitread.entry_at(parent.tree, p.rstrip("/")) != gitread.entry_at(spec_commit.tree, p.rstrip("/"))
+    ]
+    if differs:
+        return Verdict(False, f"its parent's {differs[0]} differs from Spec-Commit {short}'s")
+    spec, _, _ = speccache.read_spec(repo, spec_commit)  # parsed once: the pass below reads the same blobs
+    author = spec.fleet.git.author
+    if (commit.author.name, commit.author.email) != (author.name, author.email):
+        return Verdict(False, f"jobtree.yaml at Spec-Commit {short} names {author.name} <{author.email}>")
+    if spec.fleet.clusters:
+        return Verdict(
+            False,
+            f"jobtree.yaml at Spec-Commit {short} configures clusters, and jobtree can recompute only "
+            "commits made against the embedded cluster",
+        )
+    now = int(commit.author.time)
+    at = f"for Spec-Commit {short} at {format_time(now)}"
+    try:  # the pass itself, exactly as `reconcile` runs it on the parent (whose spec is S's)
+        tree = reconciliation.plan_once(repo, str(parent.id), now).tree
+    except pipeline.InvariantViolation:
+        return Verdict(False, f"jobtree's pass {at} breaks invariants, so it commits nothing")
+    except Exception as err:  # noqa: BLE001 - damaged state/ at the parent: not proven, and say why
+        return Verdict(False, f"jobtree cannot plan from its parent ({type(err).__name__})")
+    want = {path: (blob, gitread.BLOB_MODE) for path, blob in tree.blobs.items()}
+    have = gitread.owned_files(repo, commit.tree)
+    wrong = [p for p in want.keys() | have.keys() if want.get(p) != have.get(p)]
+    if not wrong:
+        return Verdict(True)
+    was = gitread.owned_files(repo, parent.tree)
+    # name a file the commit changed itself first: that is where a hand edit is
+    first = min(wrong, key=lambda p: (have.get(p) == was.get(p), p))
+    return Verdict(False, f"{first} differs from what jobtree computes {at}")

@@ -1,0 +1,182 @@
+"""The commit message of a state commit (step 6 of a pass), its one author: subject, one line per decision, trailer.
+
+`message` is what `reconcile` commits: the hand-edited files written back (if any), then the plan's
+decisions (`summary`), then the `Spec-Commit: <sha>` trailer naming the spec commit the pass read
+(`reconciler.git.ownership` reads it back). `simulate --git` uses the same words with a heading.
+Words only: what the commit holds is `nexttree`'s, writing it `reconciler.git.write`'s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from planner.plan import Plan
+from reconciler.git.ownership import TRAILER, Start
+from reconciler.state import layout
+from schemas.common import format_time
+
+MAX_MESSAGE_LINES = 40  # detail lines of one kind in a message body
+EDITS_NAMED = 5  # hand-editing commits named in the line that says so
+_SUBJECT_MAX = 72
+
+
+def message(
+    plan: Plan,
+    meaningful: Sequence[str],
+    spec_commit: str,
+    start: Start | None = None,
+    restored: Sequence[str] = (),
+    heading: str = "",
+) -> str:
+    """The whole message of the state commit `plan` makes, changing the owned files `meaningful`.
+
+    `restored`: hand-edited files the commit writes back (see `nexttree.next_tree`), said first and
+    left out of the decisions (they are written back, not rendered anew); `start` is where the pass
+    planned from. `heading` opens the subject (`simulate --git`: `pass at <time>`)."""
+    return format_message(lines(plan, meaningful, start, restored), spec_commit, heading)
+
+
+def lines(
+    plan: Plan, meaningful: Sequence[str], start: Start | None = None, restored: Sequence[str] = ()
+) -> list[str]:
+    """The message's lines: hand-edited files written back (if any), then the plan's decisions."""
+    written_back = set(restored)
+    decided = summary(plan, [p for p in meaningful if p not in written_back])
+    if not restored or start is None:
+        return decided
+    head, *details = hand_edits(start, list(restored))
+    return [head, *decided, *details]
+
+
+def format_message(summary_lines: list[str], spec_commit: str, heading: str = "") -> str:
+    """Subject line, blank line, one bullet per decision, blank line, `Spec-Commit: <sha>` trailer.
+
+    `heading` opens the subject (`jobtree: pass at <time>: ...`, as `simulate --git` writes) and is
+    not repeated in the body."""
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", spec_commit):
+        raise ValueError(f"spec commit must be a full hex sha, got {spec_commit!r}")
+    lines = [line.strip() for line in summary_lines if line.strip()]
+    prefix = f"jobtree: {heading}: " if heading else "jobtree: "
+    subject = prefix + "refresh state"
+    if lines:  # as many whole lines as fit (the body lists them all); a first line too long is cut
+        room = _SUBJECT_MAX - len(prefix)
+        head = lines[0] if len(lines[0]) <= room else lines[0][: room - 1] + "…"
+        for line in lines[1:]:
+            if len(head) + 2 + len(line) > room:
+                break
+            head += "; " + line
+        subject = prefix + head
+    body = "\n".join(f"- {line}" for line in lines) or "- no decision changed; state refreshed"
+    return f"{subject}\n\n{body}\n\n{TRAILER}: {spec_commit}\n"
+
+
+def hand_edits(start: Start, restored: list[str]) -> list[str]:
+    """Lines for hand-edited files written back: one for the subject, then why and which files (capped)."""
+    shown, more = restored[:MAX_MESSAGE_LINES], len(restored) - MAX_MESSAGE_LINES
+    edits = ", ".join(sha[:12] for sha in start.edited_in[:EDITS_NAMED])
+    edits += ", ..." if len(start.edited_in) > EDITS_NAMED else ""
+    return [
+        f"wrote back {len(restored)} file{'s' * (len(restored) != 1)} changed by hand in {edits}",
+        f"planned from jobtree's own {str(start.commit.id)[:12]}: state/ and rendered/ are written only by jobtree",
+        *(f"{path} written back" for path in shown),
+        *([f"... and {more} more"] if more > 0 else []),
+    ]
+
+
+def summary(plan: Plan, meaningful: Sequence[str] = ()) -> list[str]:
+    """One line per decision kind, then the runs concerned: what a reviewer reads in `git log`.
+
+    `meaningful`: the paths the commit changes, for running runs whose pods are rendered anew."""
+    started: Counter[str] = Counter()
+    swapped: set[str] = set()
+    ended: dict[str, set[str]] = {}
+    for ev in plan.events:
+        if ev.event == "Start" and ev.reason == "Swap":
+            swapped.add(ev.lease.run)  # a group moved onto its spare: neither a start nor growth
+        elif ev.event == "Start" and ev.lease.role in ("Active", "Borrowed"):
+            started[ev.lease.run] += ev.lease.gpus
+        elif ev.event == "End":
+            kind = ev.closure.value if ev.closure is not None else ev.reason
+            ended.setdefault(kind, set()).add(ev.lease.run)
+    waiting = {k: r for k, r in plan.state.reservations.items() if r.state == "Pending"}
+    reserved = sorted(waiting.keys() - plan.waiting_before)  # by this pass
+    unfunded, refunded = _funding_changes(plan)
+    updated = _rendered_anew(plan, meaningful)
+    lines: list[str] = []
+    if started:
+        lines.append(f"started or grew {_runs(len(started))} ({sum(started.values())} GPUs)")
+    if swapped:
+        lines.append(f"swapped {_runs(len(swapped))} onto hot spares")
+    for reason, runs in sorted(ended.items()):
+        lines.append(f"{reason}: {_runs(len(runs))}")
+    if unfunded:
+        lines.append(f"unfunded: {_runs(len(unfunded))} (running, charged to nobody, reclaimed first)")
+    if refunded:
+        lines.append(f"funded again: {_runs(len(refunded))}")
+    if reserved:
+        also = f" ({len(waiting)} waiting)" if len(waiting) > len(reserved) else ""
+        lines.append(f"reserved {_runs(len(reserved))}{also}")
+    elif waiting:
+        lines.append(f"{_runs(len(waiting))} waiting")
+    if plan.moves:
+        lines.append(f"ETA moved for {_runs(len(plan.moves))}")
+    if plan.lifted:
+        lines.append(f"conflict-set warnings lifted: {len(plan.lifted)}")
+    if plan.newly_invalid:
+        lines.append(f"invalid run files: {len(plan.newly_invalid)} (kept as they were until fixed)")
+    if updated:
+        lines.append(f"rendered pods anew for {_runs(len(updated))} (no GPU moved)")
+    details = [f"{run} +{gpus} GPUs" for run, gpus in sorted(started.items())]
+    details += [f"{run} swapped to spare" for run in sorted(swapped)]
+    for reason, runs in sorted(ended.items()):
+        details += [f"{run} {reason}" for run in sorted(runs)]
+    details += [f"{run} unfunded ({_groups(n)})" for run, n in sorted(unfunded.items())]
+    details += [f"{run} funded again ({_groups(n)})" for run, n in sorted(refunded.items())]
+    details += [
+        f"{run} reserved, ETA {_eta(waiting[run].earliest_start)}: {waiting[run].reason}" for run in reserved
+    ]
+    details += [f"{m.run} ETA {_eta(m.previous)} -> {_eta(m.earliest_start)}: {m.reason}" for m in plan.moves]
+    details += [f"{run} no longer warned by {res}: {_why_lifted(plan, res)}" for res, run in plan.lifted]
+    details += [f"{run} invalid: fix {path}" for run, path in plan.newly_invalid.items()]
+    details += [f"{run} pods rendered anew" for run in updated]
+    if len(details) > MAX_MESSAGE_LINES:
+        details = details[:MAX_MESSAGE_LINES] + [f"... and {len(details) - MAX_MESSAGE_LINES} more"]
+    return lines + details
+
+
+def _eta(at: int | None) -> str:
+    return "unknown" if at is None else format_time(at)
+
+
+def _why_lifted(plan: Plan, reservation: str) -> str:
+    res = plan.state.reservations.get(reservation)
+    if res is None or res.state == "Released":
+        return "it started"
+    if res.state != "Pending":
+        return "it was withdrawn"
+    return f"its forecast changed ({res.reason})"
+
+
+def _rendered_anew(plan: Plan, meaningful: Sequence[str]) -> list[str]:
+    """Runs whose rendered pods changed though no lease of theirs moved: their template (image,
+    command, env) did, or their nodes' cluster."""
+    moved = {ev.lease.run for ev in plan.events}
+    runs = {run for run in map(layout.rendered_run, meaningful) if run is not None}
+    return sorted(runs - moved)
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def _groups(n: int) -> str:
+    return f"{n} group" if n == 1 else f"{n} groups"
+
+
+def _funding_changes(plan: Plan) -> tuple[Counter[str], Counter[str]]:
+    """Groups still running that this pass left charged to nobody, and those funded again, per run."""
+    running = plan.running_groups
+    after, before = plan.state.unfunded & running, plan.unfunded_before & running
+    return Counter(run for run, _ in after - before), Counter(run for run, _ in before - after)
