@@ -239,8 +239,4 @@ class Pass:
         return self.allocated(run) + (rec.completed if rec is not None else 0)
 
 
-def ranked(runs: dict[str, Run], records: dict[str, RunRecord], now: int) -> list[str]:
-    return sorted(runs, key=lambda k: (records[k].submitted if k in records else now, k))
-
-
-__all__ = ["Event", "Moved", "Pass", "lease_name", "ranked", "run_key"]
+__all__ = ["Event", "Moved", "Pass", "lease_name", "run_key"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from planner.accounting import LOAN, Env
@@ -435,6 +435,3 @@ def group_sizes(total: int, group: int | None) -> list[int] | None:
         return None
     full, rest = divmod(total, group)
     return [group] * full + ([rest] if rest else [])
-
-
-ScopeFn = Callable[[str], int]

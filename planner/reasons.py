@@ -92,7 +92,6 @@ class Wait(StrEnum):
     DELETED = "deleted"
 
 
-FUNDING = frozenset({Wait.HEADROOM, Wait.SPONSOR_REFUSED, Wait.BORROW_LIMIT, Wait.WINDOW})
 GROUPING = "no single domain satisfies run grouping"
 
 

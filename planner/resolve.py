@@ -104,9 +104,7 @@ class Resolver:
         for run in eligible:
             for lease in sorted(ctx.open_leases(run), key=lambda x: (-x.group, x.node)):
                 if self.short() and lease.role == Role.SPARE and self._domain(lease.node) in self.left:
-                    for fill in ctx.fills_on(lease.node, lease.slots):
-                        ctx.close_lease(fill, Closure.RECLAIMED_BY_SPARE)
-                    self._free(lease)
+                    self._free(lease)  # its fill leases end with it (ReclaimedBySpare)
                     ctx.close_lease(lease, Closure.DROP_SPARE)
                     ctx.resized(run)
         # (3) shrink malleable runs by whole groups, highest index first, never below the floor

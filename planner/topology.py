@@ -310,11 +310,6 @@ class Topology:
             hit = self._by_label[key] = (by_value, labelled)
         return hit
 
-    def members(self, sets: tuple[frozenset[str], ...]) -> tuple[dict[str, list[Node]], set[str]]:
-        """Usable-or-not nodes in any of the sets, by domain, and the domains matched whole."""
-        view = self.member_view(sets)
-        return view.by_domain, view.full
-
     def member_view(self, sets: tuple[frozenset[str], ...]) -> Members:
         same = self._views_by_tuple.get(id(sets))
         if same is not None and same[0] is sets:

@@ -14,7 +14,6 @@ from schemas.budget import Budget
 from schemas.run import Run
 
 REQUIRED_LABELS = ("region", "cluster", "fabric.domain", "gpu.flavor")
-Slot = tuple[str, int]  # (node name, node-global GPU index)
 
 
 @dataclass(frozen=True, slots=True)
