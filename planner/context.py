@@ -12,9 +12,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from planner import accounting
 from planner.accounting import Book
 from planner.reasons import Closure, Ledger, OpenReason, Phase, Role, closure_text
-from planner.topology import Topology
+from planner.topology import Topology, is_fenced
 from planner.world import Lease, Payer, Reservation, RunRecord, World, run_key
 from schemas.run import Run
 
@@ -30,6 +31,7 @@ class Event:
     lease: Lease
     reason: str
     closure: Closure | None = None  # the kind of an End (its reason may carry the lottery's seed)
+    journal: str | None = None  # the agent's journal entry this fact was folded from (§7.5)
 
     def as_json(self, fmt_time: TimeText) -> dict[str, object]:
         lease = self.lease
@@ -44,7 +46,7 @@ class Event:
             "nodes": [f"{lease.node}#{s}" for s in lease.slots],
             "payer": lease.payer.as_dict(),
             "reason": self.reason,
-        }
+        } | ({"journal": self.journal} if self.journal is not None else {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,22 +151,51 @@ class Pass:
             rec.next_group = group + 1
         return lease
 
-    def close_lease(self, lease: Lease, kind: Closure, seed: str | None = None) -> None:
+    def close_lease(
+        self,
+        lease: Lease,
+        kind: Closure,
+        seed: str | None = None,
+        *,
+        at: int | None = None,
+        journal: str | None = None,
+    ) -> None:
+        """Close a lease now (or, folding the agent's journal, at the instant it was closed)."""
         if not lease.open:
             return
         text = closure_text(kind, seed)
-        lease.ended, lease.closure = self.now, text
+        when = self.now if at is None else at
+        lease.ended, lease.closure = when, text
         self._allocated.pop(lease.run, None)
         self.closures += 1
         self.closed_log.append(lease)
         self.topo.release(lease)
-        self.events.append(Event(self.now, Ledger.END, lease, text, kind))
+        self.events.append(Event(when, Ledger.END, lease, text, kind, journal))
         if lease.role == Role.BORROWED and kind in (Closure.RECLAIMED_BY_SPARE, Closure.NODE_FAILURE):
             self.fill_lost.add(lease.run)
         if lease.role == Role.SPARE:  # opportunistic work on these slots loses its host with it (§4.8)
             why = Closure.NODE_FAILURE if self.failed(lease.node) else Closure.RECLAIMED_BY_SPARE
             for fill in self.fills_on(lease.node, lease.slots):
                 self.close_lease(fill, why)
+
+    def adopt_lease(self, lease: Lease, journal: str) -> bool:
+        """A lease the in-cluster agent opened ahead of Git (§7.5), taken into the pass as it was
+        opened; False when the pass already holds it (the entry was folded before)."""
+        if any(x.name == lease.name for x in self.by_run.get(lease.run, ())) or any(
+            x.name == lease.name for x in self.leases if not x.open and x.run == lease.run
+        ):
+            return False
+        self.leases.append(lease)
+        self.by_run[lease.run].append(lease)
+        if lease.role == Role.BORROWED:
+            self._fills[lease.node].append(lease)
+        self._allocated.pop(lease.run, None)
+        self.topo.occupy(lease)
+        self.events.append(Event(lease.start, Ledger.START, lease, str(lease.reason), None, journal))
+        rec = self.records.get(lease.run)
+        if rec is not None and lease.group >= rec.next_group:
+            rec.next_group = lease.group + 1
+        return True
 
     def fills_on(self, node: str, slots: tuple[int, ...]) -> list[Lease]:
         """Open fill (Borrowed) leases overlaying any of these slots of a node."""
@@ -239,4 +270,37 @@ class Pass:
         return self.allocated(run) + (rec.completed if rec is not None else 0)
 
 
-__all__ = ["Event", "Moved", "Pass", "lease_name", "run_key"]
+def snapshot(world: World) -> Pass:
+    """The working set a pass decides against: copies of the last state's leases, runs and
+    reservations, the topology with every open lease on its slots, and the envelopes. Every verb
+    module works on it; `plan` runs them all, the in-cluster agent only the failure handling."""
+    now, settings = world.now, world.settings
+    prev = world.state
+    leases = [x.copy() for x in prev.leases]
+    topo = Topology(world.nodes, now, settings.not_ready_grace, kept_cordons_of(world))
+    for lease in leases:
+        if lease.open:
+            topo.occupy(lease)
+    topo.recount()
+    envs = accounting.envelopes(world.budgets)
+    book = accounting.Book(envs, accounting.family_order(world.budgets), now)
+    book.frozen = {k for k, e in envs.items() if e.budget in world.frozen_budgets}
+    ctx = Pass(
+        world, topo, book, {run_key(r): r for r in world.runs},
+        {k: v.copy() for k, v in prev.runs.items()},
+        {k: v.copy() for k, v in prev.reservations.items()},
+        leases,
+    )  # fmt: skip
+    ctx.index()
+    return ctx
+
+
+def kept_cordons_of(world: World) -> frozenset[str]:
+    """jobtree's own cordons hold while the node is down; once it is observed healthy again the
+    cluster's cordon flag decides (an operator uncordons a repaired node)."""
+    down = {n.name for n in world.nodes if is_fenced(n, world.now, world.settings.not_ready_grace)}
+    present = {n.name for n in world.nodes}
+    return frozenset(n for n in world.state.cordoned if n in down or n not in present)
+
+
+__all__ = ["Event", "Moved", "Pass", "kept_cordons_of", "lease_name", "run_key", "snapshot"]

@@ -9,9 +9,32 @@ from __future__ import annotations
 from collections import defaultdict
 
 from planner import reasons
-from planner.context import Pass
-from planner.reasons import Closure, OpenReason, Phase, Role
-from planner.world import Lease
+from planner.context import Pass, snapshot
+from planner.reasons import Closure, Ledger, OpenReason, Phase, Role
+from planner.world import Failover, Lease, StatusChange, World
+
+
+def decide(world: World, entry: str) -> Failover:
+    """The failure handling of §4.8 on this world alone, as facts the in-cluster agent carries out
+    and journals under `entry` — the very function a reconcile pass runs, never a second one.
+    Nothing else of a pass runs: no admission, no growth, no cuts."""
+    ctx = snapshot(world)
+    handle_failures(ctx)
+    before = world.state.runs
+    changed = tuple(
+        StatusChange(run, rec.phase, ctx.messages.get(run, rec.message), rec.cause)
+        for run, rec in sorted(ctx.records.items())
+        if run in ctx.messages and (before.get(run) is None or (before[run].phase, before[run].message)
+                                    != (rec.phase, ctx.messages[run]))
+    )  # fmt: skip
+    return Failover(
+        entry,
+        world.now,
+        tuple((ev.lease.name, ev.closure) for ev in ctx.events if ev.closure is not None),
+        tuple(ev.lease.copy() for ev in ctx.events if ev.event == Ledger.START),
+        tuple(sorted(ctx.cordon)),
+        changed,
+    )
 
 
 def failed_nodes(ctx: Pass) -> list[str]:

@@ -13,6 +13,29 @@ from planner.reasons import Closure, Phase, ResState
 from planner.world import Lease, RunRecord
 
 
+def fold_journal(ctx: Pass) -> None:
+    """Swaps the in-cluster agent carried out since the last pass (§7.5), folded in as observed
+    facts at the instants they happened, before anything else: leases closed and opened, nodes
+    cordoned, run status changed. An entry folded before changes nothing (its leases are in the
+    state already), so a swap is committed exactly once and never planned twice."""
+    for entry in sorted(ctx.world.journal, key=lambda f: (f.at, f.entry)):
+        by_name = {x.name: x for x in ctx.leases if x.open}
+        for name, kind in entry.closed:
+            lease = by_name.get(name)
+            if lease is not None:
+                ctx.close_lease(lease, kind, at=entry.at, journal=entry.entry)
+        for lease in entry.opened:
+            ctx.adopt_lease(lease.copy(), entry.entry)
+        ctx.cordon.update(n for n in entry.cordon if n not in ctx.world.state.cordoned)
+        for change in entry.status:
+            rec = ctx.records.get(change.run)
+            if rec is not None and (rec.phase, ctx.messages.get(change.run, rec.message)) != (
+                change.phase,
+                change.message,
+            ):
+                ctx.set_status(change.run, change.message, change.phase, cause=change.cause or None)
+
+
 def admit_new_runs(ctx: Pass) -> None:
     """Every run seen for the first time is submitted now: Waiting behind `after`, else Pending.
 

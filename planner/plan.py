@@ -27,10 +27,9 @@ from planner import (
     status,
 )
 from planner.admission import Line
-from planner.context import Event, Moved, Pass
+from planner.context import Event, Moved, Pass, kept_cordons_of, snapshot
 from planner.reasons import Confidence, Phase, ResState, Role
-from planner.topology import Topology, is_fenced
-from planner.world import FleetState, Lease, World, run_key
+from planner.world import FleetState, Lease, World
 from schemas.run import Run
 
 
@@ -74,47 +73,15 @@ class Plan:
         return self.rendered
 
 
-def snapshot(world: World) -> Pass:
-    """The working set a pass decides against: copies of the last state's leases, runs and
-    reservations, the topology with every open lease on its slots, and the envelopes. Every verb
-    module works on it; `plan` runs them all, the in-cluster agent only the failure handling."""
-    now, settings = world.now, world.settings
-    prev = world.state
-    leases = [x.copy() for x in prev.leases]
-    topo = Topology(world.nodes, now, settings.not_ready_grace, _kept_cordons(world))
-    for lease in leases:
-        if lease.open:
-            topo.occupy(lease)
-    topo.recount()
-    envs = accounting.envelopes(world.budgets)
-    book = accounting.Book(envs, accounting.family_order(world.budgets), now)
-    book.frozen = {k for k, e in envs.items() if e.budget in world.frozen_budgets}
-    ctx = Pass(
-        world, topo, book, {run_key(r): r for r in world.runs},
-        {k: v.copy() for k, v in prev.runs.items()},
-        {k: v.copy() for k, v in prev.reservations.items()},
-        leases,
-    )  # fmt: skip
-    ctx.index()
-    return ctx
-
-
-def _kept_cordons(world: World) -> frozenset[str]:
-    """jobtree's own cordons hold while the node is down; once it is observed healthy again the
-    cluster's cordon flag decides (an operator uncordons a repaired node)."""
-    down = {n.name for n in world.nodes if is_fenced(n, world.now, world.settings.not_ready_grace)}
-    present = {n.name for n in world.nodes}
-    return frozenset(n for n in world.state.cordoned if n in down or n not in present)
-
-
 def plan(world: World) -> Plan:
     now, settings = world.now, world.settings
     prev = world.state
     ctx = snapshot(world)
     topo, book, specs = ctx.topo, ctx.book, ctx.specs
-    kept_cordons = _kept_cordons(world)
+    kept_cordons = kept_cordons_of(world)
     lookahead_hours = settings.lookahead / 3600
-    # 1. observations: runs, deletions, workload, failures, voluntary shrink
+    # 1. observations: the agent's swaps, runs, deletions, workload, failures, voluntary shrink
+    lifecycle.fold_journal(ctx)
     lifecycle.admit_new_runs(ctx)
     deleted = lifecycle.fold_deletions(ctx)
     lifecycle.fold_workload(ctx)

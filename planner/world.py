@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from planner.reasons import Confidence, OpenReason, Phase, Remedy, ResState, Role, Wait
+from planner.reasons import Closure, Confidence, OpenReason, Phase, Remedy, ResState, Role, Wait
 from schemas.budget import Budget
 from schemas.run import Run
 
@@ -164,6 +164,33 @@ class RunRecord:
         )  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class StatusChange:
+    """A run's phase and message as a failure left them (what `Pass.set_status` wrote)."""
+
+    run: str
+    phase: Phase
+    message: str
+    cause: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Failover:
+    """What failure handling did at one instant (§4.8), as facts: the leases it closed (name and
+    closure) and opened, the nodes it cordoned and the runs whose status it changed.
+
+    The in-cluster agent carries one out ahead of Git and journals it under `entry` (§7.4); the next
+    pass folds it in as observed (`World.journal`), before anything else, so it is never planned twice.
+    """
+
+    entry: str
+    at: int
+    closed: tuple[tuple[str, Closure], ...] = ()  # (lease name, closure)
+    opened: tuple[Lease, ...] = ()
+    cordon: tuple[str, ...] = ()
+    status: tuple[StatusChange, ...] = ()
+
+
 @dataclass(slots=True)
 class EnvelopeMeter:
     """GPU-hours an envelope has paid for so far (integrated pass by pass)."""
@@ -215,6 +242,8 @@ class World:
     # budgets whose file is invalid now -> the file to fix: the last valid version (among `budgets`,
     # when the caller found one) keeps its claims funded
     frozen_budgets: Mapping[str, str] = field(default_factory=dict)
+    # swaps the in-cluster agent carried out since the last pass, not yet in Git: folded in first
+    journal: tuple[Failover, ...] = ()
 
 
 def run_key(run: Run) -> str:

@@ -11,12 +11,14 @@ from typing import Any
 
 from planner import bind, cover, elastic, failover, forecast, lifecycle, metering, outlook, pack
 from planner.accounting import FAMILY, LOAN, OWN
-from planner.plan import snapshot
+from planner.context import snapshot
+from planner.plan import plan
 from planner.reasons import Closure, OpenReason, Phase, Remedy, Role, Wait
 from planner.resolve import Resolver
 from planner.world import (
     ConflictEntry,
     EnvelopeMeter,
+    Failover,
     Lease,
     NodeObs,
     Reservation,
@@ -310,3 +312,56 @@ def test_a_completed_group_counts_toward_the_minimum_and_is_never_grown_back() -
     assert ctx.records["t/r"].completed == 8 and ctx.counted("t/r") == 32
     assert not elastic.may_grow(ctx, "t/r")
     assert [x.closure for x in ctx.closed_log] == [Closure.COMPLETED.value]
+
+
+# ------------------------------------------------------------------- failover, as the agent uses it
+
+
+def _spared_run_on_a_failing_node(now: int, journal: tuple[Failover, ...] = ()) -> World:
+    """t/r: group 0 on A-n00 (failed: out of service), its spare on A-n01."""
+    build = (
+        a_world(now)
+        .budget(a_budget("t", "org:t").envelope("h", 32))
+        .run(a_run("t/r", "org:t").gpus(8).groups(8).spares(8))
+        .node(a_node("A-n00", out_of_service=True), a_node("A-n01"))
+        .lease(
+            lease("t/r", 0, "A-n00", range(8), rank=0), lease("t/r", 0, "A-n01", range(8), role=Role.SPARE)
+        )
+    )
+    world = build.build()
+    return World(
+        world.now, world.settings, world.budgets, world.runs, world.nodes, world.state, journal=journal
+    )
+
+
+def test_the_agent_decides_a_swap_with_the_same_failure_function_as_a_pass() -> None:
+    done = failover.decide(_spared_run_on_a_failing_node(T0 + 30), "swap-1")
+    assert done.entry == "swap-1" and done.at == T0 + 30
+    assert sorted(kind for _, kind in done.closed) == [Closure.NODE_FAILURE, Closure.SWAP]
+    assert [(x.node, x.role, x.reason, x.rank, x.start) for x in done.opened] == [
+        ("A-n01", Role.ACTIVE, OpenReason.SWAP, 0, T0 + 30)
+    ]
+    assert done.cordon == ("A-n00",)
+    assert [(c.run, c.phase, c.message) for c in done.status] == [
+        ("t/r", Phase.RUNNING, "group 0 swapped to spare after node failure")
+    ]
+
+
+def test_a_pass_folds_the_agents_swap_in_at_its_instant_once_and_never_swaps_again() -> None:
+    # the agent swapped at 09:00:30; the next pass (09:05) folds that in first: the same leases,
+    # closed and opened at 09:00:30 and naming the journal entry; folding the same entry again
+    # (it was not yet marked Folded) changes nothing.
+    done = failover.decide(_spared_run_on_a_failing_node(T0 + 30), "swap-1")
+    first = plan(_spared_run_on_a_failing_node(T0 + 300, (done,)))
+    assert {(e.event, e.at, e.journal) for e in first.events} == {
+        ("End", T0 + 30, "swap-1"),
+        ("Start", T0 + 30, "swap-1"),
+    }
+    assert [x.name for x in first.open_leases] == [x.name for x in done.opened]
+    assert first.runs["t/r"]["message"] == "group 0 swapped to spare after node failure"
+    again_world = _spared_run_on_a_failing_node(T0 + 600, (done,))
+    again = plan(
+        World(again_world.now, again_world.settings, again_world.budgets, again_world.runs, again_world.nodes,
+              first.state, journal=(done,))
+    )  # fmt: skip
+    assert again.events == [] and again.state.leases == first.state.leases
