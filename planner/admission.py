@@ -9,10 +9,9 @@ and it then starts on the GPUs they free. ETAs, conflict sets and remedies come 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from planner import accounting, bind, cover, elastic, failover, forecast, pack, reasons
+from planner import accounting, bind, cover, elastic, failover, forecast, funding, pack, reasons
 from planner.context import Pass
 from planner.reasons import OpenReason, Phase, ResState, Role, Wait
 from planner.resolve import Resolver
@@ -313,7 +312,7 @@ def _activate(
     # only now worth knowing which groups this run's own claims would leave unfunded
     resolver.unfunded = _unfunded_with(ctx, spec, w.funding)
     resolver.run()
-    _refresh_after_cuts(ctx, line)
+    funding.after_cuts(ctx, line.funding_holds)
     if not _start_in_scope(ctx, key, spec, w, line, lookahead_hours):
         line.unplaced.append(key)  # the cuts free what the scope needs: never reached (§4.9 check)
         return False
@@ -346,41 +345,3 @@ def _unfunded_with(ctx: Pass, spec: Run, funding: list[tuple[pack.Source, int]])
     return accounting.unfunded_with(
         ctx.book, ctx.leases, extra, ctx.owner_of, ctx.rank, ctx.closures == ctx.book.closures_at
     )
-
-
-def _refresh_after_cuts(ctx: Pass, line: Line) -> None:
-    """Funding classes again after an activation's cuts; the funding held for reservations in line
-    is put back on the envelopes re-derived."""
-    touched = refresh_changed(ctx)
-    for env_key, category, gpus in line.funding_holds:
-        if env_key in touched:
-            ctx.book.hold(env_key, category, gpus)
-
-
-def refresh_changed(ctx: Pass, also: Iterable[str] = ()) -> set[str]:
-    """Funding classes as `accounting_refresh` derives them, settling again only the envelopes whose
-    leases opened or closed since the last refresh (and `also`); every other envelope's claims are
-    as that refresh left them. Returns the envelopes settled again."""
-    book = ctx.book
-    changed = [*ctx.closed_log[book.closed_seen :], *ctx.leases[book.seen :]]
-    touched = {k for x in changed if (k := x.payer.env_key) is not None} | set(also)
-    accounting.reclassify(book, ctx.leases, ctx.owner_of, ctx.rank, touched)
-    book.closures_at, book.closed_seen = ctx.closures, len(ctx.closed_log)
-    return touched
-
-
-def refresh_after_failures(ctx: Pass) -> None:
-    """Funding classes once failures and voluntary shrinks closed leases (nothing is held yet)."""
-    refresh_changed(ctx)
-
-
-def refresh_after_line(ctx: Pass, line: Line) -> None:
-    """Funding classes once the line and growth are done, the line's funding holds dropped."""
-    refresh_changed(ctx, {env_key for env_key, _, _ in line.funding_holds})
-    line.funding_holds.clear()
-
-
-def accounting_refresh(ctx: Pass) -> None:
-    ctx.book.unfunded = set()
-    accounting.classify(ctx.book, ctx.leases, ctx.owner_of, ctx.rank)
-    ctx.book.closures_at, ctx.book.closed_seen = ctx.closures, len(ctx.closed_log)

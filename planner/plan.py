@@ -18,6 +18,7 @@ from planner import (
     admission,
     elastic,
     failover,
+    funding,
     invariants,
     lifecycle,
     manifests,
@@ -97,11 +98,11 @@ def plan(world: World) -> Plan:
             book.consumed[f"{b}/{e}"] = m.consumed + m.spare
             book.lent_hours[f"{b}/{e}"] = m.lent
     _meter_runs(ctx, prev.as_of, cutoffs)
-    admission.accounting_refresh(ctx)
+    funding.everything(ctx)
     failover.handle_failures(ctx)
     elastic.shrink_to_desired(ctx)
     # 2. funding classes as of now (only envelopes whose leases the failures and shrinks changed)
-    admission.refresh_after_failures(ctx)
+    funding.after_failures(ctx)
     # 3-5. the line (admissions, reservations, activations), growth, fill: until nothing moves
     line = _admit(ctx, lookahead_hours)
     # 6. ETAs with the conflict sets and their odds, and remedies, for reservations still waiting
@@ -163,7 +164,7 @@ def _admit(ctx: Pass, lookahead_hours: float) -> Line:
         elastic.grow(ctx, {}, lookahead_hours, opportunistic=True)
         failover.settle_fills(ctx)
         _settle_phases(ctx)
-        admission.refresh_after_line(ctx, line)
+        funding.after_line(ctx, line.funding_holds)
         due_now = _forecast(ctx, line, attempted)
         if mark == (len(ctx.leases), ctx.closures) and not due_now:
             return line

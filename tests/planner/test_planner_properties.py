@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from planner import admission
+from planner import funding
 from planner.world import FleetState
 from reconciler.passes import pipeline
 from reconciler.passes.embedded import EmbeddedCluster
@@ -340,23 +340,23 @@ def test_refreshing_only_changed_envelopes_funds_exactly_as_a_full_refresh(doc: 
     compared: list[str] = []
 
     def checked(name: str) -> Any:
-        incremental = getattr(admission, name)
+        incremental = getattr(funding, name)
 
         def refresh(ctx: Any, *args: Any) -> None:
             incremental(ctx, *args)
             funded = {k: dict(v) for k, v in ctx.book.funded.items()}
             unfunded = set(ctx.book.unfunded)
-            admission.accounting_refresh(ctx)  # derives every envelope's funding from scratch
+            funding.everything(ctx)  # derives every envelope's funding from scratch
             assert ctx.book.funded == funded and ctx.book.unfunded == unfunded, name
             compared.append(name)
 
         return refresh
 
     with pytest.MonkeyPatch.context() as mp:
-        for name in ("refresh_after_failures", "refresh_after_line"):
-            mp.setattr(admission, name, checked(name))
+        for name in ("after_failures", "after_line"):
+            mp.setattr(funding, name, checked(name))
         Simulation(Scenario.model_validate(doc), doc).play()
-    assert "refresh_after_line" in compared, "every pass refreshes after its line"
+    assert "after_line" in compared, "every pass refreshes after its line"
 
 
 @PROPS
