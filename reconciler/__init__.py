@@ -4,8 +4,11 @@ One folder per concern; open the one your change is about (each opens with where
 pass and what it does not do). Imports point down this list only (import-linter contracts in
 pyproject.toml), and each third-party client lives in one folder:
 
-- `cli/`      the verbs (`jobtree validate | plan | reconcile | simulate | webhook | codeowners`):
-              options, printing, exit codes; the only importer of click;
+- `cli/`      the verbs (`jobtree validate | plan | reconcile | simulate | webhook | codeowners`,
+              and the researcher's `runs` verbs, `kubectl runs …`): options, printing, exit
+              codes; the only importer of click;
+- `views/`    what the researcher's verbs show: a fleet read at a commit, each verb's answer as
+              versioned data (get, plan, watch, leases, explain, budgets usage, sponsors);
 - `passes/`   one reconcile pass in numbered phases, the pull-request plan, the simulator, and
               the pipeline they share; they return values and never print;
 - `spec/`     which files are spec, each parsed once (the parse cache), validated;
