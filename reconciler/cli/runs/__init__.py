@@ -15,6 +15,7 @@ VERBS = {
     "get": "reconciler.cli.runs.get",
     "plan": "reconciler.cli.runs.plan",
     "watch": "reconciler.cli.runs.watch",
+    "explain": "reconciler.cli.runs.explain",
     "leases": "reconciler.cli.runs.leases",
     "budgets": "reconciler.cli.runs.budgets",
     "sponsors": "reconciler.cli.runs.sponsors",
