@@ -19,6 +19,9 @@ VERBS = {
     "leases": "reconciler.cli.runs.leases",
     "budgets": "reconciler.cli.runs.budgets",
     "sponsors": "reconciler.cli.runs.sponsors",
+    "submit": "reconciler.cli.runs.submit",
+    "shrink": "reconciler.cli.runs.resize:shrink",
+    "grow": "reconciler.cli.runs.resize:grow",
 }  # verb -> module exposing `command` (or `module:attribute`)
 
 

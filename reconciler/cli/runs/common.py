@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 from click.shell_completion import CompletionItem
@@ -101,7 +101,7 @@ def now_of(text: str | None) -> int:
         raise click.UsageError(f"--now {text!r}: {err}") from None
 
 
-def fail(message: str, code: int) -> None:
+def fail(message: str, code: int) -> NoReturn:
     click.echo(f"kubectl runs: {message}", err=True)
     sys.exit(code)
 
@@ -113,7 +113,6 @@ def open_fleet(repo: str | None, rev: str | None) -> fleetview.Fleet:
         fail(str(err), exitcodes.USAGE)
     except errors.GitStoreError as err:
         fail(str(err), exitcodes.OTHER)
-    raise AssertionError("unreachable")
 
 
 def find_run(fleet: fleetview.Fleet, run: str, namespace: str | None) -> str:
@@ -121,7 +120,6 @@ def find_run(fleet: fleetview.Fleet, run: str, namespace: str | None) -> str:
         return fleet.find(run, namespace)
     except fleetview.WhereError as err:
         fail(str(err), exitcodes.USAGE)
-    raise AssertionError("unreachable")
 
 
 def reading(verb: Callable[..., None]) -> Callable[..., None]:

@@ -28,7 +28,18 @@ def test_kubectl_runs_and_jobtree_runs_print_the_same_table(lottery: Path) -> No
 def test_the_plugin_names_itself_as_kubectl_runs_and_keeps_usage_errors_at_2(lottery: Path) -> None:
     helped = run("kubectl-runs", "--help")
     assert helped.returncode == 0 and helped.stdout.startswith("Usage: kubectl runs [OPTIONS] COMMAND")
-    for verb in ("plan", "watch", "explain", "leases", "budgets", "sponsors", "get"):
+    for verb in (
+        "submit",
+        "plan",
+        "watch",
+        "explain",
+        "leases",
+        "budgets",
+        "sponsors",
+        "shrink",
+        "grow",
+        "get",
+    ):
         assert f"  {verb} " in helped.stdout
     unknown = run("kubectl-runs", "plan", "nope", "--repo", str(lottery))
     assert unknown.returncode == 2 and "no run 'nope'" in unknown.stderr and "Traceback" not in unknown.stderr
