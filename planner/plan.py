@@ -30,7 +30,7 @@ from planner.admission import Line
 from planner.context import Event, Moved, Pass
 from planner.reasons import Confidence, Phase, ResState, Role
 from planner.topology import Topology, is_fenced
-from planner.world import FleetState, Lease, World, run_key
+from planner.world import FleetState, Lease, NodeObs, World, run_key
 from schemas.run import Run
 
 
@@ -60,6 +60,7 @@ class Plan:
     lifted: list[tuple[str, str]] = field(default_factory=list)
     # runs whose file became invalid at this pass -> the file to fix (they are kept as they were)
     newly_invalid: dict[str, str] = field(default_factory=dict)
+    nodes: tuple[NodeObs, ...] = ()  # the nodes the pass observed (what the fleet map draws)
 
     @property
     def running_groups(self) -> set[tuple[str, int]]:
@@ -177,6 +178,7 @@ def plan(world: World) -> Plan:
         waiting_before=frozenset(k for k, r in prev.reservations.items() if r.state == ResState.PENDING),
         moves=_moves(ctx), due=_due(ctx, meters), lifted=_lifted(ctx),
         newly_invalid={k: p for k, p in sorted(world.frozen_runs.items()) if not (prev.runs.get(k) and prev.runs[k].invalid)},
+        nodes=world.nodes,
     )  # fmt: skip
 
 

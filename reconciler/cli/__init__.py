@@ -25,6 +25,8 @@ VERBS = {
     "reconcile": "reconciler.cli.reconcile",
     "plan": "reconciler.cli.plan",
     "webhook": "reconciler.cli.webhook",
+    "map": "reconciler.cli.fleetmap",
+    "timeline": "reconciler.cli.timeline",
     "runs": "reconciler.cli.runs",  # the researcher's verbs; the top level of `kubectl-runs`
 }
 PLUGIN = "kubectl-runs"  # installed under this name, the runs verbs are the top level

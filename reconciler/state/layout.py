@@ -17,6 +17,8 @@ RESERVATIONS = "state/reservations/"  # <namespace>/<run>.yaml
 RUN_STATUS = "state/status/runs/"  # <namespace>/<run>.yaml
 BUDGET_STATUS = "state/status/budgets/"  # <name>.yaml
 LEDGER = "state/ledger/"  # <YYYY-MM-DD>.jsonl, append-only
+FLEET_MAP = "state/fleet.svg"  # the fleet map: domains x nodes x GPU slots (`fleetmap`)
+TIMELINE = "state/timeline.svg"  # the reservation timeline (`timeline`)
 
 
 def lease_file(run: str) -> str:

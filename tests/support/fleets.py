@@ -9,6 +9,7 @@ commit of the pass at that instant, to read the fleet as it was then (`--rev`). 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ def pass_at(repo: Path, instant: str) -> str:
     raise AssertionError(f"no pass at {instant} in {repo}")
 
 
+COMMIT_ID = re.compile(r"\b(?:[0-9a-f]{40}|[0-9a-f]{12})\b")
+
+
 @dataclass(frozen=True)
 class Shown:
     """What a verb printed, and how it exited."""
@@ -43,6 +47,12 @@ class Shown:
     code: int
     out: str
     err: str
+
+    @property
+    def shown(self) -> str:
+        """The output with commit ids as `<commit>`: what golden files keep (a commit id changes with
+        every byte of the history, a seed never: `0x` + 16 hex digits is not a commit id)."""
+        return COMMIT_ID.sub("<commit>", self.out)
 
     def json(self) -> Any:
         assert self.code == 0, self.err

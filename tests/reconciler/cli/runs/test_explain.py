@@ -31,7 +31,7 @@ def test_a_lottery_cut_names_the_reservation_the_seed_and_replays_the_draw(
 ) -> None:
     shown = runs("explain", "b1", "--now", NOW, repo=lottery)
     assert shown.code == 0, shown.err
-    golden.check("runs/explain-lottery.txt", shown.out)
+    golden.check("runs/explain-lottery.txt", shown.shown)
     doc = runs("explain", "b1", "--now", NOW, "--format", "json", repo=lottery).json()
     kinds = [(e["at"], e["kind"]) for e in doc["trail"]]
     assert kinds == [
@@ -94,7 +94,7 @@ def test_a_swap_after_a_node_failure_is_told_with_where_the_group_moved(spares: 
     at = pass_at(spares, "2026-03-02T09:05:00Z")
     shown = runs("explain", "alpha/j1", "--rev", at, "--now", "2026-03-02T09:06:00Z", repo=spares)
     assert shown.code == 0, shown.err
-    golden.check("runs/explain-swap.txt", shown.out)
+    golden.check("runs/explain-swap.txt", shown.shown)
     doc = runs("explain", "j1", "--rev", at, "--format", "json", repo=spares).json()
     at_failure = [e for e in doc["trail"] if e["at"] == "2026-03-02T09:05:00Z"]
     assert [(e["kind"], e.get("closure")) for e in at_failure] == [("End", "NodeFailure"), ("Swap", None)]
@@ -110,7 +110,7 @@ def test_who_pays_tells_the_owners_envelope_from_a_sponsors(cofunded: Path, gold
     at = pass_at(cofunded, "2026-03-02T09:00:00Z")
     shown = runs("explain", "train-128", "--rev", at, "--now", "2026-03-02T09:01:00Z", repo=cofunded)
     assert shown.code == 0, shown.err
-    golden.check("runs/explain-cofunded.txt", shown.out)
+    golden.check("runs/explain-cofunded.txt", shown.shown)
     doc = runs("explain", "train-128", "--rev", at, "--format", "json", repo=cofunded).json()
     sources = {f["group"]: f["sources"] for f in doc["funding"]}
     assert sources == {0: ["own"], 1: ["own"], 2: ["own"], 3: ["sponsor"]}

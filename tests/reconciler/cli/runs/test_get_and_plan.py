@@ -25,7 +25,7 @@ def test_get_lists_every_run_with_its_phase_width_why_it_waits_and_when_it_start
 ) -> None:
     shown = runs("get", "-A", "--now", NOW, repo=lottery)
     assert shown.code == 0, shown.err
-    golden.check("runs/get-lottery.txt", shown.out)
+    golden.check("runs/get-lottery.txt", shown.shown)
     rows = {r["name"]: r for r in runs("get", "--now", NOW, "--format", "json", repo=lottery).json()["runs"]}
     assert sorted(rows) == ["a1", "b1", "c1", "c2", "fill"]
     assert rows["b1"] | {"message": ""} == {
@@ -57,7 +57,7 @@ def test_plan_of_a_waiting_run_gives_its_eta_deficit_scope_conflict_set_and_reme
 ) -> None:
     shown = runs("plan", "b1", "--now", NOW, repo=lottery)
     assert shown.code == 0, shown.err
-    golden.check("runs/plan-waiting.txt", shown.out)
+    golden.check("runs/plan-waiting.txt", shown.shown)
     assert "earliestStart: 2026-03-02T10:10:00Z (in 14m); confidence conservative" in shown.out
     doc = runs("plan", "team-b/b1", "--now", NOW, "--format", "json", repo=lottery).json()
     assert (doc["version"], doc["kind"], doc["run"], doc["phase"]) == (1, "RunPlan", "team-b/b1", "Pending")
@@ -126,7 +126,7 @@ def test_a_window_aligned_reservation_says_when_the_window_opens(window: Path) -
 def test_leases_show_group_role_slots_payer_interval_and_closure(lottery: Path, golden: Golden) -> None:
     shown = runs("leases", "b1", repo=lottery)
     assert shown.code == 0, shown.err
-    golden.check("runs/leases-cut.txt", shown.out)
+    golden.check("runs/leases-cut.txt", shown.shown)
     doc = runs("leases", "b1", "--format", "json", repo=lottery).json()
     want = [
         (g, "Active", f"A-n0{3 + g}", list(range(8)), "2026-03-02T09:31:00Z", "2026-03-02T09:55:00Z")

@@ -22,7 +22,7 @@ def test_watch_once_shows_width_leases_funding_and_recent_events(cofunded: Path,
     at = pass_at(cofunded, "2026-03-02T09:00:00Z")
     shown = runs("watch", "train-128", "--once", "--rev", at, "--now", "2026-03-02T09:01:00Z", repo=cofunded)
     assert shown.code == 0, shown.err
-    golden.check("runs/watch-cofunded.txt", shown.out)
+    golden.check("runs/watch-cofunded.txt", shown.shown)
     doc = runs("watch", "train-128", "--once", "--rev", at, "--format", "json", repo=cofunded).json()
     assert (doc["kind"], doc["phase"], doc["width"]["allocated"], doc["width"]["desired"]) == (
         "RunWatch",
@@ -93,7 +93,7 @@ def test_budgets_usage_shows_what_each_envelope_funds_lends_and_has_left(
     at = pass_at(cofunded, "2026-03-02T09:00:00Z")
     shown = runs("budgets", "usage", "--rev", at, "--now", "2026-03-02T09:01:00Z", repo=cofunded)
     assert shown.code == 0, shown.err
-    golden.check("runs/budgets-usage-cofunded.txt", shown.out)
+    golden.check("runs/budgets-usage-cofunded.txt", shown.shown)
     doc = runs(
         "budgets", "usage", "--owner", "org:ai:mm:vision", "--rev", at, "--format", "json", repo=cofunded
     ).json()
