@@ -88,6 +88,32 @@ def _cell(x: int, y: int) -> str:
     return f"M{x} {y}h{CELL}v{CELL}h-{CELL}z"
 
 
+_BOX = f"h{CELL}v{CELL}h-{CELL}z"
+_NEXT = f"{_BOX}m{PITCH} 0"
+
+
+def _cells(x0: int, y0: int, slots: Iterable[int]) -> str:
+    """Path data of a node's slots (one closed square each): a run of neighbours in a row is one
+    move and the same square repeated, which keeps a 100,000-GPU map quick to write."""
+    out: list[str] = []
+    run: list[int] = []
+    for s in sorted(slots):
+        if run and (s != run[-1] + 1 or s % PER_ROW == 0):
+            out.append(_row(x0, y0, run))
+            run = []
+        run.append(s)
+    if run:
+        out.append(_row(x0, y0, run))
+    return "".join(out)
+
+
+def _row(x0: int, y0: int, run: list[int]) -> str:
+    first = run[0]
+    return (
+        f"M{x0 + (first % PER_ROW) * PITCH} {y0 + (first // PER_ROW) * PITCH}{_NEXT * (len(run) - 1)}{_BOX}"
+    )
+
+
 ROLE_CLASS = {Role.ACTIVE.value: "a", Role.SPARE.value: "s", Role.BORROWED.value: "f"}
 WORDS = {
     "own": "paid by its owner",
@@ -131,8 +157,9 @@ def draw(k: Key) -> str:
                 where[name] = (x0, y0, g)
                 if labelled:
                     body.append(svg.text(x0, y0 - 2, name, "nl"))
-                free = [s for s in range(g) if s not in held.get(name, ())]
-                boxes = "".join(_cell(x0 + (s % PER_ROW) * PITCH, y0 + (s // PER_ROW) * PITCH) for s in free)
+                taken = held.get(name, ())
+                free = [s for s in range(g) if s not in taken]
+                boxes = _cells(x0, y0, free)
                 h = -(-g // PER_ROW) * PITCH - (PITCH - CELL)
                 w = min(g, PER_ROW) * PITCH - (PITCH - CELL)
                 state = f"{name}: {g} GPUs, {len(free)} free" + (", cordoned" if down else "")
@@ -151,11 +178,7 @@ def draw(k: Key) -> str:
         if node not in where:
             continue
         x0, y0, g = where[node]
-        for s in slots:
-            if s < g:
-                groups[(run, group, role, paid, payer)].append(
-                    _cell(x0 + (s % PER_ROW) * PITCH, y0 + (s // PER_ROW) * PITCH)
-                )
+        groups[(run, group, role, paid, payer)].append(_cells(x0, y0, [s for s in slots if s < g]))
     for (run, group, role, paid, payer), cells in sorted(
         groups.items(), key=lambda kv: tuple(map(str, kv[0]))
     ):
