@@ -28,6 +28,7 @@ VERBS = {
     "map": "reconciler.cli.fleetmap",
     "timeline": "reconciler.cli.timeline",
     "runs": "reconciler.cli.runs",  # the researcher's verbs; the top level of `kubectl-runs`
+    "completion": "reconciler.cli.completion",
 }
 PLUGIN = "kubectl-runs"  # installed under this name, the runs verbs are the top level
 
