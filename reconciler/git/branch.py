@@ -3,7 +3,8 @@
 The commit holds the parent's tree with the given files set, authored and committed by the
 person Git is configured as (`user.name`, `user.email`; `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL` win,
 as for git itself), on a new branch that must not exist yet (or on no branch, to plan it
-unreferenced). Pushing is `remote.push`'s; nothing here touches the work tree or another branch.
+unreferenced); a branch whose commits the base already has (a merged pull request's) may be
+dropped and made anew. Pushing is `remote.push`'s; nothing here touches the work tree or another branch.
 """
 
 from __future__ import annotations
@@ -80,3 +81,16 @@ def commit_change(
         return str(repo.create_commit(ref, sig, sig, message, tree, [base.id]))
     except LIBGIT2_ERRORS as err:
         raise PermanentGitError(f"cannot write the commit in {repo.path}: {err}") from None
+
+
+def merged(repo: pygit2.Repository, rev: str, base: str) -> bool:
+    """Whether everything `rev` holds is in `base` (the branch of a merged pull request)."""
+    try:
+        tip, into = repo.revparse_single(rev).peel(pygit2.Commit).id, repo[base].peel(pygit2.Commit).id
+        return bool(tip == into or repo.descendant_of(into, tip))
+    except LIBGIT2_ERRORS:
+        return False
+
+
+def delete(repo: pygit2.Repository, branch: str) -> None:
+    repo.references.delete(f"refs/heads/{branch}")

@@ -2,7 +2,8 @@
 
 The run file is checked by the validator against the fleet at the base commit (any problem the
 change brings refuses it: `Invalid`, exit 3), committed on top of the base as the person on a new
-branch (`runs/<namespace>/<name>` unless named), pushed to the remote as a new branch, and planned
+branch (`runs/<namespace>/<name>` unless named; one a merged pull request left behind, holding
+nothing the base lacks, is reused), pushed to the remote, and planned
 against the base exactly as `jobtree plan` plans a pull request (`passes.pr`). It then says where
 to open the pull request (the host's compare page), or opens it through GitHub's REST API when a
 token is given. Returns a `Proposal`; prints nothing and never moves the base branch.
@@ -99,11 +100,20 @@ def propose(
         raise Invalid(found)
     author = gitbranch.identity(repo)
     url = gitbranch.remote_url(repo, remote) if branch is not None else None
+    left: str | None = None  # the remote's tip of a branch a merged pull request left behind
     if branch is not None:
         if gitbranch.exists(repo, branch):
-            raise BranchTaken(f"a local branch {branch!r} exists already")
-        if url is not None and gitremote.fetch(repo, remote, branch, token=token) is not None:
-            raise BranchTaken(f"{remote} has a branch {branch!r} already (an open pull request?)")
+            if not gitbranch.merged(repo, f"refs/heads/{branch}", base):
+                raise BranchTaken(
+                    f"a local branch {branch!r} exists already, with commits the base does not have"
+                )
+            gitbranch.delete(repo, branch)  # merged already: nothing on it is lost
+        left = gitremote.fetch(repo, remote, branch, token=token) if url is not None else None
+        if left is not None and not gitbranch.merged(repo, left, base):
+            raise BranchTaken(
+                f"{remote} has a branch {branch!r} already, with commits the base does not have (an open "
+                "pull request, or one merged by squashing: delete that branch on the host)"
+            )
     commit = gitbranch.commit_change(
         repo, base, {path: data}, message=message, author=author, when=now, branch=branch
     )
@@ -116,7 +126,7 @@ def propose(
             f"no remote {remote!r}: the branch {branch} is committed here; push it and open a pull request"
         )
         return out
-    pushed = gitremote.push(repo, remote, branch, None, token=token)
+    pushed = gitremote.push(repo, remote, branch, left, token=token)  # compare-and-swap on what was there
     if not pushed.ok:
         raise errors.PermanentGitError(
             f"{remote} did not take {branch} ({pushed.status.value}: {pushed.message}); the branch is "

@@ -55,9 +55,9 @@ def reservation_lines(res: dict[str, Any]) -> list[str]:
 def held_lines(held: list[dict[str, Any]]) -> list[str]:
     rows = [
         [
-            f"group {g['group']}",
+            str(g["group"]),
             g["role"],
-            f"{g['gpus']} GPUs",
+            str(g["gpus"]),
             g["domain"],
             common.nodes(g["nodes"]),
             "charged to nobody (unfunded)"

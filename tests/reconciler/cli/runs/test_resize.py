@@ -71,3 +71,17 @@ def test_widths_outside_the_range_or_off_the_step_are_refused_naming_the_ones_it
     fixed = runs("shrink", "pretrain-64", "--by", "8", repo=fleet / "work")
     assert fixed.code == 2 and "not malleable" in fixed.err
     assert [r for r in remote(fleet).references if "runs/" in r] == []
+
+
+def test_the_branch_a_merged_pull_request_left_is_reused(fleet: Path) -> None:
+    assert runs("shrink", "vit-elastic", "--by", "8", "--now", NOW, repo=fleet / "work").code == 0
+    bare = remote(fleet)
+    merged = bare.references["refs/heads/runs/media-vision/vit-elastic"].target
+    bare.references["refs/heads/main"].set_target(merged)  # the pull request merged (fast-forward)
+    work = pygit2.Repository(str(fleet / "work"))
+    work.remotes["origin"].fetch(["+refs/heads/main:refs/remotes/origin/main"])
+    shown = runs("grow", "vit-elastic", "--by", "8", "--now", NOW, repo=fleet / "work")
+    assert shown.code == 0, shown.err
+    again = bare.references["refs/heads/runs/media-vision/vit-elastic"].peel(pygit2.Commit)
+    assert again.parents[0].id == merged  # on top of the merged change, from desired 8 back to 16
+    assert b"desiredTotalGPUs: 16" in again.tree[PATH].data
