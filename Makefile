@@ -43,6 +43,9 @@ pictures: compiled
 		$(BIN)/pytest -q -p no:cacheprovider tests/acceptance/test_pictures_in_chromium.py
 	@echo "screenshots: build/pictures/"
 
+docs: $(STAMP)
+	$(BIN)/python -m reconciler.cli.reference > docs/cli.md
+
 schemas: $(STAMP)
 	$(BIN)/python -m schemas.publish
 
