@@ -160,3 +160,24 @@ def test_a_folder_outside_any_repository_is_a_usage_error(tmp_path: Path) -> Non
 def test_the_repository_comes_from_jobtree_repo_when_not_given(lottery: Path) -> None:
     shown = runs("get", "b1", "--format", "json", env={"JOBTREE_REPO": str(lottery)})
     assert shown.json()["runs"][0]["phase"] == "Pending"
+
+
+def test_on_a_terminal_phases_are_coloured_and_the_columns_still_line_up(lottery: Path) -> None:
+    from click import unstyle
+    from click.testing import CliRunner
+
+    from reconciler.cli.runs import command as runs_group
+
+    argv = ["get", "--now", NOW, "--repo", str(lottery)]
+    terminal = CliRunner().invoke(runs_group, argv, color=True).stdout
+    assert "\x1b[33mPending\x1b[0m" in terminal and "\x1b[32mRunning\x1b[0m" in terminal
+    piped = runs("get", "--now", NOW, repo=lottery).out
+    assert "\x1b[" not in piped and unstyle(terminal) == piped
+    assert "\x1b[" not in CliRunner().invoke(runs_group, argv, color=True, env={"NO_COLOR": "1"}).stdout
+
+
+def test_sponsors_lists_each_lending_envelope_with_what_is_left(cofunded: Path, golden: Golden) -> None:
+    shown = runs("sponsors", "--rev", pass_at(cofunded, "2026-03-02T09:00:00Z"), repo=cofunded)
+    assert shown.code == 0, shown.err
+    golden.check("runs/sponsors-cofunded.txt", shown.shown)
+    assert "mm-vision/west-h100  org:ai:mm:vision  org:ai:*" in shown.out and "32 of 64" in shown.out
