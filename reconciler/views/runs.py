@@ -34,6 +34,14 @@ def domain_of(fleet: Fleet, node: str) -> str:
     return f"{labels.get('region', '?')}/{labels.get('cluster', '?')}/{labels.get('fabric.domain', '?')}"
 
 
+NOT_PLANNED = "not planned yet: no reconcile pass has read its file since it was submitted"
+
+
+def status(fleet: Fleet, run: str) -> dict[str, Any]:
+    """The run's status as the planner wrote it; a run no pass has planned yet says so."""
+    return fleet.status(run) or {"message": NOT_PLANNED}
+
+
 def countdown(eta: int | None, now: int) -> int | None:
     return None if eta is None else max(0, eta - now)
 
@@ -48,13 +56,13 @@ def pending_reservation(fleet: Fleet, run: str) -> Reservation | None:
 
 def row(fleet: Fleet, run: str, now: int) -> dict[str, Any]:
     """One line of `get`: namespace, name, phase, width, desired, why it waits, ETA."""
-    st = fleet.status(run) or {}
+    st = status(fleet, run)
     width = st.get("width") or {}
     res = pending_reservation(fleet, run)
     phase = st.get("phase")
     if res is not None:
         why: str | None = res.reason
-    elif phase in (Phase.PENDING, Phase.WAITING):
+    elif phase in (Phase.PENDING, Phase.WAITING, None):
         why = st.get("message") or None
     else:
         why = width.get("pending")
@@ -141,7 +149,7 @@ _ROLE_ORDER = {Role.ACTIVE.value: 0, Role.SPARE.value: 1, Role.BORROWED.value: 2
 def plan(fleet: Fleet, run: str, now: int) -> dict[str, Any]:
     """The seeds' `kubectl runs plan` block: the reservation's ETA, deficit, scope, conflict set and
     remedies, or what the run holds now when nothing waits."""
-    st = fleet.status(run) or {}
+    st = status(fleet, run)
     res = pending_reservation(fleet, run)
     held = groups(fleet, run)
     return header("RunPlan", fleet, now) | {
@@ -171,7 +179,7 @@ def threat(entry: dict[str, Any], now: int) -> dict[str, Any]:
 
 def watch(fleet: Fleet, run: str, now: int, recent: int = RECENT_EVENTS) -> dict[str, Any]:
     """Phase, desired vs allocated width, active and spare leases, funding split, recent events."""
-    st = fleet.status(run) or {}
+    st = status(fleet, run)
     leases = fleet.leases(run)
     held = groups(fleet, run, leases)
     by_role: dict[str, list[dict[str, Any]]] = defaultdict(list)

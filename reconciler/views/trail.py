@@ -34,7 +34,7 @@ ENDED = {
 
 
 def explain(fleet: Fleet, run: str, now: int) -> dict[str, Any]:
-    st = fleet.status(run) or {}
+    st = runs.status(fleet, run)
     leases = fleet.leases(run)
     events = fleet.events(run)
     reservations = fleet.reservations()

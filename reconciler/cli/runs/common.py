@@ -123,7 +123,8 @@ def find_run(fleet: fleetview.Fleet, run: str, namespace: str | None) -> str:
 
 
 def reading(verb: Callable[..., None]) -> Callable[..., None]:
-    """A verb's body with Git failures as exit 4 and no traceback (click's own exits pass through)."""
+    """A verb's body with Git failures as exit 4 and no traceback (click's own exits pass through,
+    anything unexpected is exit 4 naming it)."""
 
     @functools.wraps(verb)
     def wrapped(*args: Any, **kwargs: Any) -> None:
@@ -131,6 +132,10 @@ def reading(verb: Callable[..., None]) -> Callable[..., None]:
             verb(*args, **kwargs)
         except (errors.GitStoreError, OSError) as err:
             fail(str(err), exitcodes.OTHER)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as err:  # noqa: BLE001 - the contract is "no traceback": exit 4 names the bug
+            fail(f"internal error ({type(err).__name__}: {err}); please report it", exitcodes.OTHER)
 
     return wrapped
 

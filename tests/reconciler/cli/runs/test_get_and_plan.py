@@ -181,3 +181,19 @@ def test_sponsors_lists_each_lending_envelope_with_what_is_left(cofunded: Path, 
     assert shown.code == 0, shown.err
     golden.check("runs/sponsors-cofunded.txt", shown.shown)
     assert "mm-vision/west-h100  org:ai:mm:vision  org:ai:*" in shown.out and "32 of 64" in shown.out
+
+
+def test_a_run_no_pass_has_planned_yet_says_so(lottery: Path, tmp_path: Path) -> None:
+    import pygit2
+
+    from tests.support.git import commit_by_hand
+
+    work = pygit2.clone_repository(str(lottery), str(tmp_path / "work"), checkout_branch="main")
+    run = "apiVersion: rq.davidlangworthy.io/v1\nkind: Run\nmetadata: {name: new, namespace: team-a}\nspec:\n  owner: org:team-a\n  resources: {gpuType: H100-80GB, totalGPUs: 8}\n"
+    commit_by_hand(work, {"runs/team-a/new.yaml": run.encode()}, "a new run\n")
+    row = runs("get", "new", "--format", "json", repo=tmp_path / "work").json()["runs"][0]
+    assert (row["phase"], row["pendingReason"]) == (
+        None,
+        "not planned yet: no reconcile pass has read its file since it was submitted",
+    )
+    assert "not planned yet" in runs("explain", "new", repo=tmp_path / "work").out
