@@ -1,6 +1,6 @@
 """The reservation timeline (`state/timeline.svg`, `jobtree timeline`): each waiting run's ETA, window edges and conflict set.
 
-One row per Pending reservation, soonest ETA first: a bar from when its forecast counts (its
+One row per Pending reservation, soonest ETA first (the first `ROWS`; a heading counts them all): a bar from when its forecast counts (its
 creation, or its last re-forecast) to its `earliestStart` (a diamond; an arrow to the edge when
 the ETA is unknown), the edge of the budget window it waits for (a dashed line), and below it the
 runs its activation may cut, each in its fleet-map colour with its probability. The time axis is
@@ -21,6 +21,7 @@ WIDTH, LABEL_W, RIGHT, TOP = 1000, 330, 150, 70
 ROW, CHIPS = 40, 18
 STEPS = (60, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800, 2592000)
 TICKS = 8  # at most this many labelled instants on the axis
+ROWS = 200  # reservations drawn, soonest first; the rest are counted (`kubectl runs get -A` lists them)
 CHAR = 6  # px per character of 11 px text, to lay chips out one after another
 
 # run, ETA (None: unknown), forecast start, window, deficit, reason, confidence, conflict set
@@ -70,10 +71,13 @@ def _stamp(t: int, step: int, first: bool) -> str:
 
 
 def draw(k: Key) -> str:
-    rows, everyone = k
+    waiting, everyone = k
     colour_of = svg.colours(everyone)
-    n = len(rows)
+    n = len(waiting)
+    rows = waiting[:ROWS]
     heading = f"Reservations: {n} waiting" if n else "Reservations: none waiting"
+    if n > ROWS:
+        heading += f" (the {ROWS} soonest drawn)"
     if not n:
         return svg.document(
             WIDTH,

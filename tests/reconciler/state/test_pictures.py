@@ -188,3 +188,28 @@ def test_pictures_change_with_decisions_and_never_make_a_commit_alone(tmp_path: 
     svg = repo.head.peel(pygit2.Commit).tree["state/fleet.svg"].data
     assert b"h100-extra: 8 GPUs, 8 free" in svg and svg != first.tree["state/fleet.svg"].data
     assert hover(svg)["media-vision/vit-elastic"] == 8
+
+
+def test_a_long_line_is_drawn_soonest_first_up_to_the_row_limit() -> None:
+    from reconciler.state import timeline
+
+    rows = tuple(
+        (
+            f"t/r{i:03d}",
+            1_800_000_000 + 60 * i,
+            1_800_000_000 - 900,
+            None,
+            8,
+            "cluster short by 8 GPUs in scope",
+            "conservative",
+            (),
+        )
+        for i in range(timeline.ROWS + 50)
+    )
+    root = ET.fromstring(timeline.draw((rows, tuple(r[0] for r in rows))))
+    assert (
+        root.findtext(f"{SVG}title")
+        == f"Reservations: {timeline.ROWS + 50} waiting (the {timeline.ROWS} soonest drawn)"
+    )
+    drawn = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "run"]
+    assert drawn == [f"t/r{i:03d}" for i in range(timeline.ROWS)]
