@@ -251,11 +251,16 @@ class Fleet:
             (g.rsplit("#", 1)[0], int(g.rsplit("#", 1)[1])) for g in self.fleet_state.get("unfunded") or []
         }
 
-    def events(self, run: str | None = None, days: int | None = None) -> list[dict[str, Any]]:
-        """Ledger events in order (of `run` only when given; of the last `days` ledger files when given)."""
+    def events(
+        self, run: str | None = None, days: int | None = None, day: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Ledger events in order (of `run` only when given; of the last `days` ledger files, or of
+        one `day` (`YYYY-MM-DD`), when given)."""
         paths = sorted(p for p in self._state_blobs if p.startswith(layout.LEDGER))
         if days is not None:
             paths = paths[-days:]
+        if day is not None:
+            paths = [p for p in paths if p == layout.ledger_file(day)]
         return list(self._events(paths, run))
 
     def _events(self, paths: list[str], run: str | None) -> Iterator[dict[str, Any]]:

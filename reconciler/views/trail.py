@@ -19,7 +19,7 @@ from planner.reasons import Closure, Ledger, OpenReason, Phase, ResState, Role
 from planner.world import Lease, Reservation
 from reconciler.views import draws, runs
 from reconciler.views.fleet import Fleet
-from schemas.common import format_time, parse_time
+from schemas.common import format_duration, format_time, parse_time
 
 CUT_BY_RESOLVER = {Closure.RECLAIM_UNFUNDED.value, Closure.DROP_SPARE.value}
 ENDED = {
@@ -42,7 +42,7 @@ def explain(fleet: Fleet, run: str, now: int) -> dict[str, Any]:
     lotteries = draws.lotteries_that_cut(fleet, run)
     trail = [
         *_submitted(fleet, run, st),
-        *_reserved(own),
+        *_reserved(fleet, own),
         *_events(fleet, run, events, reservations, lotteries),
     ]
     trail.sort(key=lambda e: (e["at"], e["order"]))
@@ -89,7 +89,23 @@ def _submitted(fleet: Fleet, run: str, st: dict[str, Any]) -> list[dict[str, Any
     return [_entry(st["submittedAt"], "Submitted", f"submitted{asks}", 0)]
 
 
-def _reserved(res: Reservation | None) -> list[dict[str, Any]]:
+def _made_room(fleet: Fleet, res: Reservation, at: int) -> str:
+    """`; to make room it ended groups of team-b/b1 (RandomPreempt(...)), team-c/c1 (Shrink)`: what
+    the activation at `at` ended of the runs in its conflict set (from that day's ledger)."""
+    members = {c.run for c in res.conflicts}
+    when = format_time(at)
+    ended: dict[str, str] = {}
+    for e in fleet.events(day=when[:10]):
+        if e.get("at") == when and e.get("event") == Ledger.END.value and e.get("run") in members:
+            ended.setdefault(e["run"], e["reason"])
+    if not ended:
+        return ""
+    return "; to make room it ended groups of " + ", ".join(
+        f"{r} ({why})" for r, why in sorted(ended.items())
+    )
+
+
+def _reserved(fleet: Fleet, res: Reservation | None) -> list[dict[str, Any]]:
     if res is None:
         return []
     out = [
@@ -100,7 +116,10 @@ def _reserved(res: Reservation | None) -> list[dict[str, Any]]:
             _entry(format_time(res.ended), "ReservationFailed", f"reservation dropped: {res.reason}", 2.5)
         )
     elif res.state == ResState.RELEASED and res.ended is not None:
-        out.append(_entry(format_time(res.ended), "Activated", "its reservation activated", 2.6))
+        waited = format_duration(res.ended - res.created)
+        text = f"its reservation activated after {waited} in line; it had waited because: {res.reason}"
+        text += _made_room(fleet, res, res.ended)
+        out.append(_entry(format_time(res.ended), "Activated", text, 2.6, reason=res.reason))
     return out
 
 

@@ -127,3 +127,16 @@ def test_explain_of_a_run_waiting_on_a_reservation_says_what_would_change_that(l
     c2 = runs("explain", "c2", "--now", NOW, "--format", "json", repo=lottery).json()
     assert c2["waiting"] is None
     assert [c["reservation"] for c in c2["conflicts"]] == ["team-b/b1"]
+
+
+def test_a_run_that_waited_says_why_and_what_its_activation_ended(lottery: Path) -> None:
+    doc = runs("explain", "c2", "--format", "json", repo=lottery).json()
+    (activated,) = [e for e in doc["trail"] if e["kind"] == "Activated"]
+    assert (activated["at"], activated["reason"]) == (
+        "2026-03-02T09:55:00Z",
+        "cluster short by 16 GPUs in scope",
+    )
+    assert activated["text"] == (
+        "its reservation activated after 15m in line; it had waited because: cluster short by 16 GPUs in "
+        "scope; to make room it ended groups of team-b/b1 (RandomPreempt(0x8d72a19d5040e04f)), team-c/c1 (Shrink)"
+    )
