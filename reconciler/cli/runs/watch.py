@@ -16,6 +16,7 @@ import click
 
 from reconciler.cli import exitcodes
 from reconciler.cli.runs import common
+from reconciler.git import branch as gitbranch
 from reconciler.git import errors
 from reconciler.git import remote as gitremote
 from reconciler.views import fleet as fleetview
@@ -47,12 +48,15 @@ def command(
     if once:
         return
     branch = fleetview.fleet_branch(fleet.repo)
+    # with no origin to fetch, the local branch is watched as it moves
+    remote = gitbranch.remote_url(fleet.repo, fleetview.REMOTE) is not None
     shown = fleet.sha
     try:
         while True:
             time.sleep(every)
             try:
-                gitremote.fetch(fleet.repo, fleetview.REMOTE, branch)
+                if remote:
+                    gitremote.fetch(fleet.repo, fleetview.REMOTE, branch)
             except errors.GitStoreError as err:  # a network hiccup: say so, keep watching
                 click.echo(f"kubectl runs watch: {err}", err=True)
             fresh = common.open_fleet(repo, rev)
