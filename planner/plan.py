@@ -11,7 +11,7 @@ built on first use): the simulator and `jobtree plan` never need them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner import (
     accounting,
@@ -30,8 +30,11 @@ from planner.admission import Line
 from planner.context import Event, Moved, Pass
 from planner.reasons import Confidence, Phase, ResState, Role
 from planner.topology import Topology, is_fenced
-from planner.world import FleetState, Lease, NodeObs, World, run_key
+from planner.world import FleetState, Lease, World, run_key
 from schemas.run import Run
+
+if TYPE_CHECKING:  # `Plan.nodes` is an annotation only
+    from planner.world import NodeObs
 
 
 @dataclass(slots=True)

@@ -12,13 +12,13 @@ OWNED_PREFIXES = layout.OWNED_PREFIXES  # ("state/", "rendered/")
 STATE = "state/"
 RENDERED = "rendered/"
 FLEET = "state/fleet.yaml"  # asOf and the fleet's meters
+FLEET_MAP = "state/fleet.svg"  # the fleet map: domains x nodes x GPU slots (`fleetmap`)
+TIMELINE = "state/timeline.svg"  # the reservation timeline (`timeline`)
 LEASES = "state/leases/"  # <namespace>/<run>.yaml: every Lease of a run
 RESERVATIONS = "state/reservations/"  # <namespace>/<run>.yaml
 RUN_STATUS = "state/status/runs/"  # <namespace>/<run>.yaml
 BUDGET_STATUS = "state/status/budgets/"  # <name>.yaml
 LEDGER = "state/ledger/"  # <YYYY-MM-DD>.jsonl, append-only
-FLEET_MAP = "state/fleet.svg"  # the fleet map: domains x nodes x GPU slots (`fleetmap`)
-TIMELINE = "state/timeline.svg"  # the reservation timeline (`timeline`)
 
 
 def lease_file(run: str) -> str:
