@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench schemas clean compiled
+.PHONY: demo test lint bench schemas clean compiled pictures docs
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -31,6 +31,20 @@ test: lint compiled
 
 bench: compiled
 	$(BIN)/python -m bench.run
+
+# The pictures (state/fleet.svg, state/timeline.svg) opened in headless Chromium: each reads without
+# an error and draws every run in its colour; the screenshots are kept in build/pictures/. Installs
+# Debian's chromium package when no Chromium is found (as root, or through sudo).
+CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser || command -v google-chrome)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+pictures: compiled
+	@if [ -z "$(CHROMIUM)" ]; then $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; fi
+	JOBTREE_CHROMIUM="$${JOBTREE_CHROMIUM:-$$(command -v chromium || command -v chromium-browser || command -v google-chrome)}" \
+		$(BIN)/pytest -q -p no:cacheprovider tests/acceptance/test_pictures_in_chromium.py
+	@echo "screenshots: build/pictures/"
+
+docs: $(STAMP)
+	$(BIN)/python -m reconciler.cli.reference > docs/cli.md
 
 schemas: $(STAMP)
 	$(BIN)/python -m schemas.publish

@@ -11,7 +11,7 @@ built on first use): the simulator and `jobtree plan` never need them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner import (
     accounting,
@@ -32,6 +32,9 @@ from planner.context import Event, Moved, Pass, kept_cordons_of, snapshot
 from planner.reasons import Confidence, Phase, ResState, Role
 from planner.world import FleetState, Lease, World
 from schemas.run import Run
+
+if TYPE_CHECKING:  # `Plan.nodes` is an annotation only
+    from planner.world import NodeObs
 
 
 @dataclass(slots=True)
@@ -60,6 +63,7 @@ class Plan:
     lifted: list[tuple[str, str]] = field(default_factory=list)
     # runs whose file became invalid at this pass -> the file to fix (they are kept as they were)
     newly_invalid: dict[str, str] = field(default_factory=dict)
+    nodes: tuple[NodeObs, ...] = ()  # the nodes the pass observed (what the fleet map draws)
 
     @property
     def running_groups(self) -> set[tuple[str, int]]:
@@ -145,6 +149,7 @@ def plan(world: World) -> Plan:
         waiting_before=frozenset(k for k, r in prev.reservations.items() if r.state == ResState.PENDING),
         moves=_moves(ctx), due=_due(ctx, meters), lifted=_lifted(ctx),
         newly_invalid={k: p for k, p in sorted(world.frozen_runs.items()) if not (prev.runs.get(k) and prev.runs[k].invalid)},
+        nodes=world.nodes,
     )  # fmt: skip
 
 

@@ -4,17 +4,23 @@ One folder per concern; open the one your change is about (each opens with where
 pass and what it does not do). Imports point down this list only (import-linter contracts in
 pyproject.toml), and each third-party client lives in one folder:
 
-- `cli/`      the verbs (`jobtree validate | plan | reconcile | simulate | webhook | codeowners`):
-              options, printing, exit codes; the only importer of click;
-- `passes/`   one reconcile pass in numbered phases, the pull-request plan, the simulator, and
-              the pipeline they share; they return values and never print;
-- `spec/`     which files are spec, each parsed once (the parse cache), validated;
+- `cli/`      the verbs (`jobtree validate | plan | reconcile | simulate | webhook | codeowners`,
+              and the researcher's `runs` verbs, `kubectl runs …`): options, printing, exit
+              codes; the only importer of click;
+- `views/`    what the researcher's verbs show: a fleet read at a commit, each verb's answer as
+              versioned data (get, plan, watch, leases, explain, budgets usage, sponsors);
+- `passes/`   one reconcile pass in numbered phases, the pull-request plan, the simulator, the
+              pipeline they share, and a run change proposed as a pull request (`propose`:
+              submit, shrink, grow); they return values and never print;
+- `spec/`     which files are spec, each parsed once (the parse cache), validated; a Run file
+              edited as a person would (`runfile`);
 - `state/`    `state/` and `rendered/` as files: the next tree, the commit message, the memo;
 - `report/`   `jobtree plan`'s report: its typed model, the comparison, its views;
 - `cluster/`  reserved for the Kubernetes half (observe, apply, mirrors, agent); the only
               importer of kubernetes;
 - `git/`      reading and writing the repository, remotes, the writer lock, whose commits are
-              jobtree's, the checked-out work tree; the only importer of pygit2;
+              jobtree's, the checked-out work tree, a person's branch, the Git host's web pages
+              and pull requests (`hosting`); the only importer of pygit2;
 - `perf/`     speed only: the disk cache, fork-parallel maps, prefetch, the paused collector;
               nothing there changes a byte of output;
 - `atomicfile` a file written whole or not at all.

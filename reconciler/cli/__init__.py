@@ -25,7 +25,12 @@ VERBS = {
     "reconcile": "reconciler.cli.reconcile",
     "plan": "reconciler.cli.plan",
     "webhook": "reconciler.cli.webhook",
+    "map": "reconciler.cli.fleetmap",
+    "timeline": "reconciler.cli.timeline",
+    "runs": "reconciler.cli.runs",  # the researcher's verbs; the top level of `kubectl-runs`
+    "completion": "reconciler.cli.completion",
 }
+PLUGIN = "kubectl-runs"  # installed under this name, the runs verbs are the top level
 
 
 class _Lazy(click.Group):
@@ -59,6 +64,8 @@ def entry() -> None:
     code: object = 0
     signals.install()  # before click resolves the verb (importing it): Ctrl-C then exits 130 too
     try:
+        if os.path.basename(sys.argv[0]).startswith(PLUGIN):  # `kubectl runs submit ...`
+            importlib.import_module(VERBS["runs"]).command(prog_name="kubectl runs")
         main()  # click's standalone mode always ends in SystemExit
     except SystemExit as done:
         code = done.code

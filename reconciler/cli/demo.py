@@ -147,7 +147,11 @@ def play(repo_dir: Path) -> int:
         outcome = reconciliation.reconcile_once(repo_dir, now=now)
         click.echo(f"  reconcile at {format_time(now)}: {outcome}")
     report(repo)
-    click.echo(f"the fleet repository is {repo_dir}; try `git -C {repo_dir} log --stat`")
+    click.echo(
+        f"the fleet repository is {repo_dir}; try `git -C {repo_dir} log --stat`, "
+        f"`.venv/bin/jobtree runs get --repo {repo_dir}`, `.venv/bin/jobtree runs explain train-cofunded "
+        f"--repo {repo_dir}` or `.venv/bin/jobtree map {repo_dir} -o fleet.svg`"
+    )
     return exitcodes.OK
 
 

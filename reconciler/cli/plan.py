@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 
 from reconciler.cli import exitcodes
-from reconciler.git import errors
+from reconciler.git import branch as gitbranch
+from reconciler.git import errors, hosting
 from reconciler.git import read as gitread
 from reconciler.passes import pipeline, pr
 from reconciler.perf import batchgc
@@ -61,7 +62,7 @@ def command(
         with batchgc.paused():
             report = pr.plan(git, base_commit, head_commit, now, now_text is not None)
         diagnostics = report["diagnostics"]
-        text = _render(report, diagnostics, fmt)
+        text = _render(report, diagnostics, fmt, _pictures(git, base_commit) if fmt == "markdown" else [])
     except pr.HandEdited as err:
         _refused(err)
         return
@@ -76,7 +77,12 @@ def command(
         sys.exit(exitcodes.OTHER)
     click.echo(text, nl=False)
     if output:
-        full = planreport.as_markdown(report, diagnostics, limit=None) if fmt == "markdown" else text
+        links = _pictures(git, base_commit) if fmt == "markdown" else []
+        full = (
+            planreport.as_markdown(report, diagnostics, limit=None, pictures=links)
+            if fmt == "markdown"
+            else text
+        )
         try:
             Path(output).write_text(full, encoding="utf-8")
         except OSError as err:
@@ -103,9 +109,25 @@ def _refused(err: pr.HandEdited) -> None:
     sys.exit(exitcodes.INVALID)
 
 
-def _render(report: model.Report, diagnostics: list[str], fmt: str) -> str:
+def _render(
+    report: model.Report, diagnostics: list[str], fmt: str, pictures: list[tuple[str, str, str | None]]
+) -> str:
     if fmt == "json":
         return planreport.as_json(report)
     if fmt == "markdown":
-        return planreport.as_markdown(report, diagnostics)
+        return planreport.as_markdown(report, diagnostics, pictures=pictures)
     return planreport.as_text(report, diagnostics)
+
+
+PICTURES = (("fleet map", "state/fleet.svg"), ("reservation timeline", "state/timeline.svg"))
+
+
+def _pictures(git: gitread.Repository, base: gitread.Commit) -> list[tuple[str, str, str | None]]:
+    """The base's pictures, with their page on the Git host (`origin`, or GitHub Actions' variables)
+    when it has one: the comment links them."""
+    host = hosting.Repo.of(gitbranch.remote_url(git, "origin"))
+    return [
+        (what, path, host.blob(str(base.id), path) if host is not None else None)
+        for what, path in PICTURES
+        if gitread.entry_at(base.tree, path) is not None
+    ]

@@ -34,6 +34,19 @@ def open_repo(path: str | os.PathLike[str]) -> pygit2.Repository:
         raise NotARepository(f"{os.fspath(path)} is not a Git repository ({err})") from err
 
 
+def discover(start: str | os.PathLike[str]) -> str | None:
+    """The top of the Git repository around the folder `start` (its work tree, or a bare
+    repository's own folder); None when `start` is in no repository."""
+    try:
+        found = pygit2.discover_repository(os.fspath(start))
+    except LIBGIT2_ERRORS:
+        return None
+    if found is None:
+        return None
+    repo = pygit2.Repository(found)
+    return repo.workdir or repo.path
+
+
 def resolve(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
     """The commit `rev` names (sha, branch, tag, `origin/main`, `HEAD~2`, ...)."""
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from reconciler.report import model
@@ -152,8 +153,16 @@ def _opening(title: str, header: list[str], rows: list[str]) -> int:
     return len(title) + 8 + sum(len(h) + 1 for h in header) + sum(len(r) + 1 for r in rows[:OPENING_ROWS])
 
 
-def as_markdown(report: model.Report, diagnostics: list[str], limit: int | None = COMMENT_LIMIT) -> str:
-    """One PR comment of at most `limit` characters (None: everything, for the job summary)."""
+def as_markdown(
+    report: model.Report,
+    diagnostics: list[str],
+    limit: int | None = COMMENT_LIMIT,
+    pictures: Sequence[tuple[str, str, str | None]] = (),
+) -> str:
+    """One PR comment of at most `limit` characters (None: everything, for the job summary).
+
+    `pictures`: (what, path, web URL or None) of the base's pictures (`state/fleet.svg`, ...),
+    linked under the heading when the host shows files, else named."""
     room = limit if limit is not None else 10**12
     head = [
         MARKER,
@@ -161,6 +170,9 @@ def as_markdown(report: model.Report, diagnostics: list[str], limit: int | None 
         "",
         *([_merge_note(report), ""] if report.get("merged") else []),
     ]
+    if pictures:
+        shown = [f"[{what}]({url})" if url else f"{what} `{path}`" for what, path, url in pictures]
+        head += [f"The fleet before this change: {' · '.join(shown)}", ""]
     note_room = 400  # the overflow note at the end
     room -= len("\n".join(head)) + 1 + note_room
     left_out: list[str] = []

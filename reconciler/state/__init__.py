@@ -5,7 +5,9 @@
 - `yamlstyle`: byte-stable YAML;
 - `nexttree`: the next tree (only what changed is rendered; did any decision change?);
 - `memo`: the decoded state of one commit and what wrote each file, for the next pass;
-- `message`: the commit message, its one author.
+- `message`: the commit message, its one author;
+- `fleetmap`, `timeline`: the pictures `state/fleet.svg` and `state/timeline.svg` (`svg`: what both
+  share), drawn from the decisions alone.
 
 Decides nothing (the planner does), never writes Git (`reconciler.git` does), never prints.
 """

@@ -18,7 +18,7 @@ from planner import manifests
 from planner.plan import Plan
 from planner.reasons import Confidence, OpenReason, Phase, Remedy, ResState, Role
 from planner.world import ConflictEntry, EnvelopeMeter, FleetState, Lease, Payer, Reservation, RunRecord
-from reconciler.state import layout
+from reconciler.state import fleetmap, layout, timeline
 from reconciler.state import yamlstyle as yamlout
 from schemas import API_VERSION
 from schemas.common import format_time, parse_time
@@ -177,6 +177,10 @@ LEASES, RESERVATION, RUN, BUDGET, FLEET, RENDERED = (
     "fleet",
     "rendered",
 )
+# the pictures: their files hold no decision of their own (drawn from the others)
+FLEET_MAP, TIMELINE = "fleetmap", "timeline"
+PICTURES = frozenset({FLEET_MAP, TIMELINE})
+UNDECODED = PICTURES | {RENDERED}  # kinds of owned file `decode` does not read
 FLEET_FILE = layout.FLEET
 _KIND_PREFIXES = (
     (layout.LEASES, LEASES),
@@ -188,9 +192,13 @@ _KIND_PREFIXES = (
 
 
 def kind_of(path: str) -> str | None:
-    """The kind of an owned file, None for the ledger and for files `decode` ignores."""
+    """The kind of an owned file, None for the ledger and for files jobtree does not write."""
     if path == FLEET_FILE:
         return FLEET
+    if path == layout.FLEET_MAP:
+        return FLEET_MAP
+    if path == layout.TIMELINE:
+        return TIMELINE
     for prefix, kind in _KIND_PREFIXES:
         if path.startswith(prefix):
             return kind
@@ -252,7 +260,8 @@ def reservation_of(row: Row) -> Reservation:
 
 
 def sources(plan: Plan) -> dict[str, tuple[str, Any]]:
-    """`{path: (kind, key)}` for every file under `state/` (but the ledger) and `rendered/`."""
+    """`{path: (kind, key)}` for every file under `state/` (but the ledger) and `rendered/`, the
+    pictures (`state/fleet.svg`, `state/timeline.svg`) included."""
     st = plan.state
     out: dict[str, tuple[str, Any]] = {}
     by_run: dict[str, list[Lease]] = defaultdict(list)
@@ -305,6 +314,12 @@ def sources(plan: Plan) -> dict[str, tuple[str, Any]]:
         files[layout.rendered_file(cluster, manifests.run_of(manifest))].append(manifest)
     for path, docs in sorted(files.items()):
         out[path] = (RENDERED, tuple(docs))
+    owners = {key: run.spec.owner for key, run in plan.specs.items()}
+    out[layout.FLEET_MAP] = (
+        FLEET_MAP,
+        fleetmap.key(plan.nodes, st.leases, st.unfunded, st.cordoned, owners, st.runs),
+    )
+    out[layout.TIMELINE] = (TIMELINE, timeline.key(st.reservations, st.runs))
     return out
 
 
@@ -317,10 +332,16 @@ def file_object(kind: str, key: Any) -> Any:
         return reservation_obj(reservation_of(key))
     if kind == RENDERED:
         return list(key)
+    if kind == FLEET_MAP:
+        return fleetmap.draw(key)
+    if kind == TIMELINE:
+        return timeline.draw(key)
     return key
 
 
 def file_bytes(kind: str, obj: Any) -> bytes:
+    if kind in PICTURES:
+        return str(obj).encode("utf-8")
     return dump_all(obj) if kind in (LEASES, RENDERED) else dump(obj)
 
 
@@ -426,7 +447,7 @@ def decode(files: dict[str, bytes]) -> FleetState:
     pieces = {}
     for path, data in files.items():
         kind = kind_of(path)
-        if kind is not None and kind != RENDERED:
+        if kind is not None and kind not in UNDECODED:
             pieces[path] = (kind, piece(kind, load(kind, data)))
     return assemble(pieces)
 

@@ -83,7 +83,7 @@ def read(repo: gitread.Repository, commit: gitread.Commit) -> Memo:
     todo = []
     for path, oid in blobs.items():
         kind = statefiles.kind_of(path)
-        if kind is not None and kind != statefiles.RENDERED:
+        if kind is not None and kind not in statefiles.UNDECODED:
             todo.append((path, kind, gitread.read_blob(repo, oid)))
     pieces: dict[str, tuple[str, Any]] = {}
     loaded: dict[str, list[Any]] = {}

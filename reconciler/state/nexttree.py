@@ -5,7 +5,9 @@ decides whether a decision changed: GPU-hour meters and `asOf` move on every pas
 never make a commit; they are written with the next meaningful change, and metering from the last
 committed `asOf` is exact because no lease opened or closed in between (that would be a change).
 Files someone changed by hand since jobtree's last state commit are handed in and written back as
-jobtree computes them (a meaningful change). Returns a frozen `NextTree`; the commit message is
+jobtree computes them (a meaningful change). The pictures (`state/fleet.svg`, `state/timeline.svg`)
+are drawn from the decisions, so they never make a commit by themselves either: they change with
+the decisions they show, and otherwise ride along with the next meaningful change. Returns a frozen `NextTree`; the commit message is
 `message`'s, writing the commit `reconciler.git.write`'s.
 """
 
@@ -96,9 +98,9 @@ def next_tree(
     for path, (kind, key) in statefiles.sources(plan).items():
         old = old_blobs.get(path)
         if old is not None:
-            if kind == statefiles.RENDERED:
-                if plan.frozen and manifests.run_of(key[0]) in plan.frozen:  # rendered from no spec
-                    key = statefiles.as_last_rendered(key, read(old))
+            if kind in _PRINTED:
+                if kind == statefiles.RENDERED and plan.frozen and manifests.run_of(key[0]) in plan.frozen:
+                    key = statefiles.as_last_rendered(key, read(old))  # rendered from no spec
                 fp = passmemo.fingerprint(key)
                 if fp is not None and current.prints.get(path) == fp:
                     blobs[path], prints[path] = old, fp
@@ -113,18 +115,20 @@ def next_tree(
     for (path, kind, key), (data, blob, rows, fp) in zip(todo, forkmap.map_chunks(_write, todo), strict=True):
         old = old_blobs.get(path)
         blobs[path] = blob
-        if kind == statefiles.RENDERED:
+        if kind in _PRINTED:
             if fp is not None:
                 prints[path] = fp
         else:  # rows equal to the source are kept as the same object: the cache stores it once
             keys[path], pieces[path] = key, (kind, key if rows == key else rows)
         if blob == old:  # same bytes: what this pass knows about the file holds for the current tree too
-            if kind != statefiles.RENDERED:
+            if kind not in _PRINTED:
                 kept_keys[path] = key
             elif fp is not None:
                 kept_prints[path] = fp
             continue
         contents[blob] = data
+        if kind in statefiles.PICTURES:
+            continue  # drawn from the decisions: it rides along with the next commit that changes one
         if old is None or kind == statefiles.RENDERED or not _same(current, path, kind, key, data, read):
             changed.append(path)
     for path, blob in old_blobs.items():
@@ -161,7 +165,7 @@ def _write(items: Sequence[tuple[str, str, Any]]) -> list[tuple[bytes, str, Any,
         obj = statefiles.file_object(kind, key)
         data = statefiles.file_bytes(kind, obj)
         blob = gitpack.object_id("blob", data).hex()
-        if kind == statefiles.RENDERED:
+        if kind in _PRINTED:
             out.append((data, blob, None, passmemo.fingerprint(key)))
         else:
             out.append((data, blob, statefiles.piece(kind, obj), None))
@@ -182,6 +186,9 @@ def _same(
         return _same_stable(current.loaded[path], obj if kind == statefiles.LEASES else [obj])
     return _same_decisions(read(current.blobs[path]), data)
 
+
+# Kinds whose unchanged files are told by a fingerprint of their source (the memo keeps no copy).
+_PRINTED = statefiles.PICTURES | {statefiles.RENDERED}
 
 # Kinds whose files hold no VOLATILE field (tests/test_statefiles.py checks it).
 _NO_VOLATILE = frozenset({statefiles.LEASES, statefiles.RESERVATION})

@@ -747,3 +747,19 @@ def test_hot_spares_a_starting_run_holds_are_counted_beside_its_gpus(fleet: pygi
     assert (start["run"], start["gpus"], start["spareGPUs"]) == ("t/r2", 16, 2)
     code, out = plan(fleet, "--format", "markdown")
     assert "| `t/r2` | 16 (+2 spare) |" in out
+
+
+def test_the_comment_links_the_bases_pictures_on_the_git_host(
+    fleet: pygit2.Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commit(fleet, {"runs/t/big.yaml": run("big")}, "a run\n", "pr")
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.example")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "acme/fleet")
+    code, out = plan(fleet, "--format", "markdown")
+    base = str(fleet.references["refs/heads/main"].target)
+    assert code == 0
+    want = (
+        f"The fleet before this change: [fleet map](https://github.example/acme/fleet/blob/{base}/state/fleet.svg)"
+        f" · [reservation timeline](https://github.example/acme/fleet/blob/{base}/state/timeline.svg)"
+    )
+    assert want in out.splitlines()

@@ -1,0 +1,83 @@
+"""`kubectl runs explain RUN`: the decision trail in words, who pays and why, where and why, why it waits.
+
+The document is `views.trail.explain`'s; a lottery cut comes with its published seed and the few
+lines of Python that replay the draw (`planner.lottery.replay`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from reconciler.cli.runs import common
+from reconciler.views import trail
+
+
+@click.command("explain")
+@common.run_argument()
+@common.namespace_option
+@common.fleet_options
+@common.reading
+def command(
+    run: str, namespace: str | None, repo: str | None, rev: str | None, fmt: str, now_text: str | None
+) -> None:
+    """Explain RUN: what happened to it and why, who pays for it, where it runs, why it waits."""
+    now = common.now_of(now_text)
+    fleet = common.open_fleet(repo, rev)
+    key = common.find_run(fleet, run, namespace)
+    common.emit(trail.explain(fleet, key, now), fmt, text)
+
+
+def text(doc: dict[str, Any]) -> str:
+    lines = [
+        f"{doc['run']}: {common.phase(doc['phase'])}" + (f", {doc['message']}" if doc["message"] else "")
+    ]
+    lines.append("")
+    lines.append("What happened:")
+    lines += [f"  {e['at']}  {e['text']}" for e in doc["trail"]] or ["  nothing recorded yet"]
+    if doc["funding"]:
+        lines += ["", "Who pays:"]
+        lines += [f"  group {f['group']} ({f['role']}, {f['gpus']} GPUs): {f['why']}" for f in doc["funding"]]
+    if doc["placement"]:
+        lines += ["", "Where it runs:"]
+        lines += [
+            f"  group {p['group']} ({p['role']}) in {p['domain']} on {common.nodes(p['nodes'])}: {p['why']}"
+            for p in doc["placement"]
+        ]
+    waiting = doc["waiting"]
+    if waiting is not None:
+        lines += ["", "Why it waits:", f"  {waiting['reason']}"]
+        res = waiting["reservation"]
+        if res is not None:
+            lines.append(
+                f"  earliestStart {common.eta(res['earliestStart'], res['countdownSeconds'])}, confidence {res['confidence']}"
+            )
+            if res["deficitGPUs"]:
+                lines.append(
+                    f"  short by {res['deficitGPUs']} GPUs in {', '.join(res['scope']) or 'its scope'}"
+                )
+        lines.append("  what would change that: " + "; ".join(waiting["wouldChange"]))
+    if doc["conflicts"]:
+        lines += ["", "Who may cut it (it was warned first):"]
+        lines += [
+            f"  reservation {c['reservation']} at {common.eta(c['earliestStart'], c['countdownSeconds'])}, "
+            f"probability {c['probability']}"
+            for c in doc["conflicts"]
+        ]
+    for lot in doc["lotteries"]:
+        lines += ["", f"The lottery of {lot['reservation']} (seed {lot['seed']}):"]
+        for d in lot["draws"]:
+            owners = len({c[0] for c in d["candidates"]})
+            lines.append(
+                f"  draw {d['k']}: {len(d['candidates'])} groups of {owners} owners; picked {d['picked']}"
+            )
+        if lot["replay"]:
+            lines.append("  replay it (Python, with jobtree installed):")
+            lines += [f"    {line}" for line in lot["replay"].splitlines()]
+        else:
+            lines.append(
+                "  the candidates are no longer all in state/ (leases are kept for the fleet's retention): "
+                "replay it with planner.lottery.replay from an older commit's state/"
+            )
+    return "\n".join(lines) + "\n"

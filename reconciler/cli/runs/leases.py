@@ -1,0 +1,57 @@
+"""`kubectl runs leases RUN`: every lease of a run: group, role, nodes and slots, who paid, when, why it closed.
+
+The document is `views.runs.lease_rows`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from reconciler.cli.runs import common
+from reconciler.views import runs as runviews
+
+
+@click.command("leases")
+@common.run_argument()
+@common.namespace_option
+@common.fleet_options
+@common.reading
+def command(
+    run: str, namespace: str | None, repo: str | None, rev: str | None, fmt: str, now_text: str | None
+) -> None:
+    """Show who paid for each lease of RUN: group, role, nodes and GPU slots, payer, start, end, closure."""
+    now = common.now_of(now_text)
+    fleet = common.open_fleet(repo, rev)
+    key = common.find_run(fleet, run, namespace)
+    common.emit(runviews.lease_rows(fleet, key, now), fmt, text)
+
+
+def slots(node: str, numbers: list[int]) -> str:
+    """`A-n03#0-7`, or `A-n03#0,2` when the slots are not one range."""
+    if numbers and numbers == list(range(numbers[0], numbers[-1] + 1)):
+        span = f"{numbers[0]}-{numbers[-1]}" if len(numbers) > 1 else str(numbers[0])
+    else:
+        span = ",".join(map(str, numbers))
+    return f"{node}#{span}"
+
+
+def text(doc: dict[str, Any]) -> str:
+    if not doc["leases"]:
+        return f"{doc['run']} holds no lease (none open, none closed within retention).\n"
+    rows = [
+        [
+            str(x["group"]),
+            x["role"],
+            slots(x["node"], x["slots"]),
+            str(x["gpus"]),
+            common.payer(x["payer"]),
+            x["start"],
+            x["end"] or "-",
+            x["closureReason"] or ("open" if x["end"] is None else "-"),
+        ]
+        for x in doc["leases"]
+    ]
+    headers = ["GROUP", "ROLE", "SLOTS", "GPUS", "PAID BY", "START", "END", "CLOSURE"]
+    return f"Leases of {doc['run']} ({common.read_at(doc)}):\n" + common.table(headers, rows)

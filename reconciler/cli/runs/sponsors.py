@@ -1,0 +1,50 @@
+"""`kubectl runs sponsors [--owner O]`: who may lend to whom, the caps, what is lent and what is left.
+
+With `--owner`, the envelopes that owner lends from and those whose lending policy admits it.
+The document is `views.usage.sponsors`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from reconciler.cli.runs import common
+from reconciler.views import usage as usageviews
+
+
+@click.command("sponsors")
+@click.option("--owner", default=None, help="Only envelopes this owner lends from or may borrow from.")
+@common.fleet_options
+@common.reading
+def command(owner: str | None, repo: str | None, rev: str | None, fmt: str, now_text: str | None) -> None:
+    """Lending envelopes: who may borrow (lending.to), caps, GPUs and GPU-hours lent and left, and
+    the runs that name each lender as a sponsor."""
+    now = common.now_of(now_text)
+    fleet = common.open_fleet(repo, rev)
+    common.emit(usageviews.sponsors(fleet, now, owner), fmt, text)
+
+
+def _cap(value: float | None, left: float | None) -> str:
+    return "no cap" if value is None or left is None else f"{left:g} of {value:g}"
+
+
+def text(doc: dict[str, Any]) -> str:
+    if not doc["lenders"]:
+        who = f" to or from {doc['owner']}" if doc["owner"] else ""
+        return f"No envelope lends{who}.\n"
+    rows = [
+        [
+            f"{e['budget']}/{e['envelope']}",
+            e["lender"],
+            ", ".join(e["to"]) or "nobody",
+            str(e["lentGPUs"]),
+            _cap(e["maxConcurrency"], e["leftGPUs"]),
+            _cap(e["maxGPUHours"], e["leftGPUHours"]),
+            ", ".join(b["run"] for b in e["borrowers"]) or "-",
+        ]
+        for e in doc["lenders"]
+    ]
+    headers = ["ENVELOPE", "LENDER", "LENDS TO", "LENT", "GPUS LEFT", "GPU-HOURS LEFT", "RUNS NAMING IT"]
+    return common.table(headers, rows)
