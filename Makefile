@@ -40,7 +40,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 pictures: compiled
 	@if [ -z "$(CHROMIUM)" ]; then $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; fi
 	JOBTREE_CHROMIUM="$${JOBTREE_CHROMIUM:-$$(command -v chromium || command -v chromium-browser || command -v google-chrome)}" \
-		$(BIN)/pytest -q -p no:cacheprovider tests/acceptance/test_pictures_in_chromium.py
+		$(BIN)/pytest -q -p no:cacheprovider tests/browser/
 	@echo "screenshots: build/pictures/"
 
 docs: $(STAMP)

@@ -1,6 +1,6 @@
 """The pictures as a browser shows them: headless Chromium opens each SVG, reads it without an error and
-draws every run in its colour. Run by `make pictures` (which installs Chromium when it is missing);
-skipped unless `JOBTREE_CHROMIUM` names the browser, so `make test` never needs one.
+draws every run in its colour. Run by `make pictures` (which installs Chromium when it is missing and
+names it in `JOBTREE_CHROMIUM`); `make test` leaves `tests/browser/` out, so it never needs one.
 
 Each picture and its screenshot are kept in `build/pictures/` to look at: the worked examples'
 fleet maps and timelines (a lottery, a swap onto a spare with a cordoned node, a window-aligned
