@@ -5,7 +5,8 @@ mark an object as this fleet's: apply prunes by them and never touches an object
 fleet's. `content-hash` is a digest of everything jobtree applies of the object but its status, so
 an unchanged object costs no write; `spec-hash`, on pods, of the spec alone: pods are immutable,
 so a pod whose spec hash differs is deleted and created again, while a label change is applied in
-place. Pure: dicts in, dicts out.
+place. A pod's resource quantities are sent as text, as the API server serves them. Pure: dicts
+in, dicts out.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def stamped(obj: Obj, fleet: str | None) -> tuple[Obj, Obj | None]:
     notes.pop(CONTENT_HASH, None)
     notes.pop(SPEC_HASH, None)
     if body.get("kind") == "Pod" and body.get("apiVersion") == "v1":
+        _quantities_as_text(body.get("spec") or {})
         notes[SPEC_HASH] = digest(body.get("spec"))
     notes[CONTENT_HASH] = digest(body)
     return body, status
@@ -64,3 +66,15 @@ def fleet_of(obj: Obj) -> str | None:
 def annotation(obj: Obj, key: str) -> str | None:
     value = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
     return value if isinstance(value, str) else None
+
+
+def _quantities_as_text(spec: Obj) -> None:
+    """Resource quantities as the API server stores them (`8` is served back as `"8"`), so a typed
+    client reading the pod finds the type it expects, on any server."""
+    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        for part in ("limits", "requests"):
+            amounts = (container.get("resources") or {}).get(part)
+            if isinstance(amounts, dict):
+                for name, value in amounts.items():
+                    if isinstance(value, int | float) and not isinstance(value, bool):
+                        amounts[name] = str(value)

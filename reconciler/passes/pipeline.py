@@ -70,8 +70,12 @@ def stalled(spec: Spec, state: FleetState) -> dict[str, str]:
     hold what every object depends on (tenants, accounting and the Git identity; the embedded
     cluster's nodes). While one is invalid, or the inventory is missing or lists no node while
     leases are open (the embedded cluster is the fleet a pass observes), planning would re-fund or
-    fail every running run: a pass then plans nothing."""
+    fail every running run: a pass then plans nothing. With `clusters` configured the inventory is
+    not read, so it stops nothing."""
     out = {d.path: "does not validate" for d in spec.diagnostics if d.path in SPEC_FILES}
+    if spec.fleet.clusters:
+        out.pop(INVENTORY_FILE, None)
+        return out
     open_leases = sum(1 for x in state.leases if x.open)
     inventory = spec.inventory
     if (
