@@ -57,7 +57,7 @@ def run(model: Run, status: Obj | None) -> Obj:
         "kind": "Run",
         "metadata": _meta(meta.name, meta.namespace, meta.labels, meta.annotations),
         "spec": model.spec.model_dump(mode="json", by_alias=True, exclude_none=True),
-        "status": without_clock((status or {}).get("status") or {}),
+        "status": _status(status),
     }
 
 
@@ -69,22 +69,37 @@ def budget(model: Budget, status: Obj | None) -> Obj:
         "kind": "Budget",
         "metadata": _meta(meta.name, None, meta.labels, meta.annotations),
         "spec": model.spec.model_dump(mode="json", by_alias=True, exclude_none=True),
-        "status": without_clock((status or {}).get("status") or {}),
+        "status": _status(status),
     }
 
 
 def recorded(doc: Obj) -> Obj:
-    """A Reservation or Lease as its state file holds it (already a Kubernetes object)."""
+    """A Reservation or Lease as its state file holds it (already a Kubernetes object), without its
+    nulls: server-side apply reads a null as "remove the field", so an absent field says it."""
     meta = doc.get("metadata") or {}
+    notes = meta.get("annotations") or {}
     return {
         "apiVersion": doc["apiVersion"],
         "kind": doc["kind"],
-        "metadata": _meta(
-            meta["name"], meta.get("namespace"), meta.get("labels") or {}, meta.get("annotations") or {}
-        ),
-        "spec": doc["spec"],
-        "status": without_clock(doc.get("status") or {}),
+        "metadata": _meta(meta["name"], meta.get("namespace"), meta.get("labels") or {}, notes),
+        "spec": without_nulls(doc["spec"]),
+        "status": _status(doc),
     }
+
+
+def without_nulls(value: Any) -> Any:
+    """`value` without the fields whose value is null, at any depth."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
+
+
+def _status(doc: Obj | None) -> Obj:
+    """A state document's status as mirrored: no clock-only field, no null."""
+    status: Obj = without_nulls(without_clock((doc or {}).get("status") or {}))
+    return status
 
 
 def is_open_lease(doc: Obj) -> bool:

@@ -151,11 +151,13 @@ def test_a_pod_whose_spec_changed_is_deleted_and_created_again_and_a_label_chang
         east, record(a_pod("r1-g0-n1", image="train:2"), a_pod("r1-g1-n2", "n2", labels={"tier": "gold"}))
     )
     assert done.ok
-    assert writes(east, mark) == [
+    sent = writes(east, mark)
+    assert sorted(sent) == [
         ("DELETE", "/api/v1/namespaces/t/pods/r1-g0-n1"),
         ("PATCH", "/api/v1/namespaces/t/pods/r1-g0-n1"),
         ("PATCH", "/api/v1/namespaces/t/pods/r1-g1-n2"),
-    ]
+    ]  # and the old pod went before the new one came:
+    assert sent.index(("DELETE", "/api/v1/namespaces/t/pods/r1-g0-n1")) == 0
     replaced = east.get("v1", "Pod", "r1-g0-n1", "t")
     assert replaced is not None and first is not None
     assert replaced["metadata"]["uid"] != first["metadata"]["uid"]
@@ -285,3 +287,24 @@ def test_mirrors_leave_out_exactly_the_fields_the_state_commit_treats_as_clock_o
     from reconciler.state import nexttree
 
     assert mirrors.CLOCK_FIELDS == nexttree.VOLATILE
+
+
+def test_a_reservation_whose_eta_becomes_unknown_loses_the_field_instead_of_being_refused(
+    east: KubeApiServer,
+) -> None:
+    def reserved(eta: str | None) -> Record:
+        doc = {
+            "apiVersion": "rq.davidlangworthy.io/v1",
+            "kind": "Reservation",
+            "metadata": {"name": "r2", "namespace": "t"},
+            "spec": {"runRef": {"namespace": "t", "name": "r2"}, "earliestStart": eta},
+            "status": {"state": "Pending", "reason": "cluster short by 8 GPUs in scope", "seed": None},
+        }
+        rec = record()
+        return Record(rec.commit, rec.fleet, rec.crds, rec.namespaces, (mirrors.recorded(doc),))
+
+    assert apply(east, reserved("2026-03-02T09:15:00Z")).ok
+    done = apply(east, reserved(None))  # server-side apply reads a null as "remove": the field is left out
+    assert done.ok, done.errors
+    live = east.get("rq.davidlangworthy.io/v1", "Reservation", "r2", "t")
+    assert live is not None and "earliestStart" not in live["spec"]
