@@ -51,7 +51,8 @@ def observe(
         if problem is not None:
             problems.append(problem)
     nodes.sort(key=lambda n: n.name)
-    open_here = [x for x in leases if x.open and x.node in set(known)]
+    last_seen = set(known)
+    open_here = [x for x in leases if x.open and x.node in last_seen]
     if not nodes and open_here:
         raise Unreachable(
             f"{target.name}: {target.where} lists no GPU node, yet {len(open_here)} open leases are on nodes "

@@ -39,19 +39,25 @@ class Configured:
         self.unobserved: dict[str, str] = {}  # cluster -> why it was planned against its last observation
 
     def observe(self) -> tuple[tuple[NodeObs, ...], tuple[WorkloadEvent, ...]]:
+        return self.merged(), tuple(ev for _, ev in self.events)
+
+    def merged(self) -> tuple[NodeObs, ...]:
+        """Every cluster's nodes; a name seen in two clusters is kept in the first (and said)."""
         seen: dict[str, str] = {}
         out: list[NodeObs] = []
         for cluster in self.names:
             for node in self.nodes.get(cluster, ()):
                 if node.name in seen:
-                    self.warnings.append(
+                    warning = (
                         f"jobtree: node {node.name} is in clusters {seen[node.name]} and {cluster}; a node name "
                         f"names one node, so the one in {cluster} is left out until renamed"
                     )
+                    if warning not in self.warnings:
+                        self.warnings.append(warning)
                     continue
                 seen[node.name] = cluster
                 out.append(node)
-        return tuple(out), tuple(ev for _, ev in self.events)
+        return tuple(out)
 
     def apply_cordons(self, names: list[str]) -> None:
         """Nothing now: the state commit records them and apply cordons after the push (§1 step 7)."""
@@ -82,6 +88,7 @@ class Recorded(Configured):
         super().__init__(names, recorded)
         self.nodes = dict(self.before)
         self.events = [(c, ev) for c, ev in events if c in self.names]
+        self.merged()  # its warnings, before the pass takes them
 
 
 class Live(Configured):
@@ -128,6 +135,7 @@ class Live(Configured):
                 self.notes.append(
                     f"{target.name}: {len(result.missing)} pods missing, apply re-creates them: {shown}"
                 )
+        self.merged()  # its warnings, before the pass takes them
 
 
 def observed_files(blobs: Mapping[str, str], read: Callable[[str], bytes]) -> dict[str, bytes]:

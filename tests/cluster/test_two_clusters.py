@@ -101,3 +101,15 @@ def test_an_unreachable_cluster_is_named_and_exits_4_while_the_other_is_applied(
     assert "jobtree: cluster west not applied: west: the API server cannot be reached" in result.stderr
     assert "apply: east: applied" in result.stdout
     assert pods(server) == ["r1-g0-n1", "r1-g1-n2"]  # west never observed: planned with east's nodes alone
+
+
+def test_a_node_name_seen_in_both_clusters_is_kept_in_the_first_and_named(
+    fleet: ClusterFleet, server: KubeApiServer, west: KubeApiServer
+) -> None:
+    west.seed(node("n1", domain="B", region="us-west"))  # east has an n1 too
+    outcome = fleet.reconcile(T0)
+    assert (
+        "jobtree: node n1 is in clusters east and west; a node name names one node, so the one in west is left out until renamed"
+        in outcome.warnings
+    )
+    assert pods(server) == ["r1-g0-n1", "r1-g1-n2"]
