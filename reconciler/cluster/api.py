@@ -201,7 +201,7 @@ class Api:
         except ApiException as err:  # raised before any answer: TLS, a request the client refused
             raise Unreachable(f"{self.cluster}: {err.reason or err}", code=err.status or None) from None
         except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise _transport_error(self.cluster, method, path, err) from None
+            raise _transport_error(self.cluster, self.client.configuration.host, method, path, err) from None
         if 200 <= response.status < 300:
             return response
         data = response.read()
@@ -213,16 +213,18 @@ def _seconds(query: list[tuple[str, Any]]) -> float:
     return float(next((v for k, v in query if k == "timeoutSeconds"), 0))
 
 
-def _transport_error(cluster: str, method: str, path: str, err: Exception) -> ClusterError:
+def _transport_error(cluster: str, host: str, method: str, path: str, err: Exception) -> ClusterError:
     """A request that got no answer: never connected (unreachable), or cut or timed out mid-way."""
-    text = " ".join(str(err).split())[:200]
-    connect = isinstance(err, urllib3.exceptions.NewConnectionError | ConnectionRefusedError) or (
-        isinstance(err, urllib3.exceptions.MaxRetryError)
-        and isinstance(err.reason, urllib3.exceptions.NewConnectionError | urllib3.exceptions.SSLError)
+    cause = (
+        err.reason if isinstance(err, urllib3.exceptions.MaxRetryError) and err.reason is not None else err
     )
-    if connect:
-        return Unreachable(f"{cluster}: the API server cannot be reached ({text})")
-    return TemporaryClusterError(f"{cluster}: {method} {path} got no answer ({type(err).__name__}: {text})")
+    text = " ".join(str(cause).split())
+    text = text.split("Failed to establish a new connection: ", 1)[-1][:200]
+    if isinstance(
+        cause, urllib3.exceptions.NewConnectionError | urllib3.exceptions.SSLError | ConnectionRefusedError
+    ):
+        return Unreachable(f"{cluster}: the API server at {host} cannot be reached ({text})")
+    return TemporaryClusterError(f"{cluster}: {method} {path} got no answer ({type(cause).__name__}: {text})")
 
 
 def _status_error(

@@ -231,3 +231,17 @@ def test_the_apply_verb_prints_a_line_per_cluster_and_exits_0(
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith(f"east: applied {str(fleet.repo.head.target)[:12]}: 14 create")
     assert pods(server) == R1_PODS
+
+
+def test_a_cluster_that_stops_answering_is_planned_as_last_observed_and_nothing_is_invented(
+    fleet: ClusterFleet, server: KubeApiServer
+) -> None:
+    fleet.reconcile(T0)
+    server.stop()
+    again = fleet.reconcile(T0 + 60)
+    assert again.commit is None  # r1's nodes are as Git last recorded them: its leases stay open
+    assert any(
+        "cluster east not observed" in w and "planned with its last observation" in w for w in again.warnings
+    )
+    assert fleet.status("t/r1")["phase"] == "Running"
+    assert again.applied is not None and again.applied.failed[0].startswith("cluster east not applied")
