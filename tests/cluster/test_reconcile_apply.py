@@ -245,3 +245,17 @@ def test_a_cluster_that_stops_answering_is_planned_as_last_observed_and_nothing_
     )
     assert fleet.status("t/r1")["phase"] == "Running"
     assert again.applied is not None and again.applied.failed[0].startswith("cluster east not applied")
+
+
+def test_the_webhooks_pass_fails_when_a_cluster_was_not_applied_so_healthz_says_failing(
+    fleet: ClusterFleet, server: KubeApiServer
+) -> None:
+    from reconciler.cli import webhook
+
+    one_pass, branch = webhook._reconcile_for(str(fleet.path), apply=True, branch=None)
+    assert branch == "main"
+    one_pass()  # committed, pushed and applied
+    assert pods(server) == R1_PODS
+    server.stop()
+    with pytest.raises(webhook.ApplyFailed, match="cluster east not applied: east: the API server at"):
+        one_pass()
