@@ -122,3 +122,14 @@ def test_validate_looks_at_the_rendered_folders_and_observed_clusters_of_the_rep
         and "JT081 warning: rendered/h100-east/ matches no cluster" in result.stdout
     )
     assert "cluster gb-west matches no node" not in result.stdout
+
+
+def test_kubectl_names_of_the_crds_never_shadow_the_core_lease_kind() -> None:
+    from schemas import publish
+
+    names = {n for spec in publish.CRDS for n in (spec.plural, spec.singular, spec.short)}
+    assert not names & {"lease", "leases"}  # `kubectl get leases` keeps meaning coordination.k8s.io
+    assert sorted(spec.short for spec in publish.CRDS) == ["jtbudget", "jtfleet", "jtlease", "jtres", "jtrun"]
+    run = next(spec for spec in publish.CRDS if spec.kind == "Run")
+    shown = [c["name"] for c in run.columns if c.get("priority", 0) == 0]
+    assert shown == ["Phase", "Width", "Desired", "Reason"]  # what `kubectl get runs -A` prints
