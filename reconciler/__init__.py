@@ -1,18 +1,20 @@
-"""The imperative shell: it owns the clock, chance, files, Git and (to come) the cluster; the planner decides.
+"""The imperative shell: it owns the clock, chance, files, Git and the clusters; the planner decides.
 
 One folder per concern; open the one your change is about (each opens with where it sits in a
 pass and what it does not do). Imports point down this list only (import-linter contracts in
 pyproject.toml), and each third-party client lives in one folder:
 
-- `cli/`      the verbs (`jobtree validate | plan | reconcile | simulate | webhook | codeowners`):
+- `cli/`      the verbs (`jobtree validate | plan | reconcile | apply | simulate | webhook | codeowners`):
               options, printing, exit codes; the only importer of click;
-- `passes/`   one reconcile pass in numbered phases, the pull-request plan, the simulator, and
-              the pipeline they share; they return values and never print;
+- `passes/`   one reconcile pass in numbered phases, the pull-request plan, the simulator, the
+              configured clusters as a pass sees them, applying a commit to them, and the
+              pipeline they share; they return values and never print;
 - `spec/`     which files are spec, each parsed once (the parse cache), validated;
-- `state/`    `state/` and `rendered/` as files: the next tree, the commit message, the memo;
+- `state/`    `state/` and `rendered/` as files: the next tree, the commit message, the memo,
+              the observed clusters;
 - `report/`   `jobtree plan`'s report: its typed model, the comparison, its views;
-- `cluster/`  reserved for the Kubernetes half (observe, apply, mirrors, agent); the only
-              importer of kubernetes;
+- `cluster/`  the Kubernetes half: observe a cluster, apply a commit to it (mirrors, prune,
+              retries), and (to come) the agent; the only importer of kubernetes;
 - `git/`      reading and writing the repository, remotes, the writer lock, whose commits are
               jobtree's, the checked-out work tree; the only importer of pygit2;
 - `perf/`     speed only: the disk cache, fork-parallel maps, prefetch, the paused collector;
@@ -22,5 +24,6 @@ pyproject.toml), and each third-party client lives in one folder:
 Where to look: funding is decided in `planner/` (`cover`, `accounting`); how a pass writes Git is
 `passes/reconcile.py` phases 5-7, then `state/nexttree.py`, `state/message.py`, `git/write.py`;
 the PR report is `report/`; caching is `perf/diskcache.py` with its users `spec/parsed.py` and
-`state/memo.py`; the cluster is `cluster/`.
+`state/memo.py`; the clusters are `passes/clusters.py` (observed in a pass), `passes/apply.py`
+(a commit applied) and `cluster/` (the Kubernetes calls, observations, mirrors, sync).
 """

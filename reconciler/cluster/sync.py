@@ -53,7 +53,7 @@ class Applied:
     def __str__(self) -> str:
         if self.unreachable:
             return f"{self.cluster}: not applied: {self.errors[0] if self.errors else 'unreachable'}"
-        verb = "would" if self.dry_run else "applied"
+        verb = "would apply" if self.dry_run else "applied"
         counts = ", ".join(
             f"{n} {a}" for a in (changes.CREATE, changes.CHANGE, changes.STATUS, changes.REPLACE,
                                   changes.PRUNE, changes.CORDON) if (n := self.count(a))

@@ -2,7 +2,7 @@
 
 Each stage is a plain function over data; the simulator, `reconcile` and `plan` all run this same
 sequence. Reading the spec is `reconciler.spec`'s (`validated.Spec`); the cluster is a two-method
-`Cluster` (the embedded one today, `reconciler.cluster` later). Owns no clock (callers pass
+`Cluster` (the embedded one, or the configured clusters: `passes.clusters`). Owns no clock (callers pass
 `now`), no Git and no printing: a plan breaking an invariant raises `InvariantViolation`.
 """
 

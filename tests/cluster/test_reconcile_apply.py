@@ -151,7 +151,7 @@ def test_a_dry_run_lists_the_changes_and_a_real_apply_makes_them(
     dry = fleet.apply(dry_run=True)
     assert server.requests.writes(since=mark) == []
     lines = dry.lines(detail=True)
-    assert lines[0].startswith("east: would ") and "14 create" in lines[0]
+    assert lines[0].startswith("east: would apply ") and "14 create" in lines[0]
     assert "  create Pod t/r1-g0-n1" in lines and "  create Run t/r1" in lines
     done = fleet.apply()
     assert done.failed == [] and pods(server) == R1_PODS

@@ -196,7 +196,7 @@ def test_a_dry_run_lists_what_would_change_and_sends_nothing(east: KubeApiServer
         "create Pod t/r1-g2-n2",
         "prune Pod t/r1-g1-n2",
     ]
-    assert str(done).startswith(f"east: would {COMMIT[:12]}: 1 create, 1 replace, 1 prune")
+    assert str(done).startswith(f"east: would apply {COMMIT[:12]}: 1 create, 1 replace, 1 prune")
 
 
 @pytest.mark.parametrize(
