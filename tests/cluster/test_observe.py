@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,9 +39,7 @@ def lease(run: str, group: int, node_name: str, name: str, role: Role = Role.ACT
     )
 
 
-def pod(
-    name: str, run: str, group: int, node_name: str, leases: str, role: str = "Active"
-) -> dict[str, object]:
+def pod(name: str, run: str, group: int, node_name: str, leases: str, role: str = "Active") -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -60,8 +60,9 @@ def pod(
 
 
 def seen(
-    east: KubeApiServer, t: connect.Target, leases: list[Lease] = (), known: set[str] = frozenset()
-) -> observe.Observation:  # type: ignore[assignment]  # a tuple default stands for an empty list
+    east: KubeApiServer, t: connect.Target, leases: Sequence[Lease] = (), known: Iterable[str] = ()
+) -> observe.Observation:
+    """What one pass observes of `east`: `leases` open, on nodes `known` from the last observation."""
     return observe.observe(connect.api(t), t, leases, known, 0, None)
 
 
@@ -159,7 +160,7 @@ def test_an_older_pod_of_the_same_name_or_a_pod_on_a_failed_node_says_nothing_ab
 def test_another_fleets_pods_are_not_this_fleets_workload(east: KubeApiServer) -> None:
     east.seed(node("n1"))
     theirs = pod("a-g0-n1", "t/a", 0, "n1", "a0")
-    theirs["metadata"]["labels"]["rq.davidlangworthy.io/fleet"] = "other"  # type: ignore[index]  # a plain manifest
+    theirs["metadata"]["labels"]["rq.davidlangworthy.io/fleet"] = "other"
     east.seed(theirs)
     east.kubelet.set_phase("t", "a-g0-n1", "Failed")
     found = seen(east, target(), [lease("t/a", 0, "n1", "a0")], {"n1"})

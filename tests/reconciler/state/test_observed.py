@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from planner.world import NodeObs, WorkloadEvent
 from reconciler.state import observed
@@ -12,8 +13,8 @@ T0 = parse_time("2026-03-02T09:00:00Z")
 LABELS = {"region": "us-east", "cluster": "east", "fabric.domain": "A", "gpu.flavor": "H100-80GB"}
 
 
-def a_node(name: str, **health: object) -> NodeObs:
-    return NodeObs(name, 8, dict(LABELS), **health)  # type: ignore[arg-type]  # tests pass the health flags by name
+def a_node(name: str, **health: Any) -> NodeObs:
+    return NodeObs(name, 8, dict(LABELS), **health)
 
 
 def test_a_cluster_file_reads_back_as_the_nodes_it_was_written_from() -> None:
