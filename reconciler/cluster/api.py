@@ -104,6 +104,14 @@ class Api:
                 continue
         raise TemporaryClusterError(f"{self.cluster}: listing {kind.plural} kept expiring mid-way; try again")
 
+    def serves(self, kind: Kind) -> bool:
+        """Whether the server serves `kind` yet (a CRD's kind, once the CRD is established)."""
+        try:
+            self._json("GET", kind.collection(), [("limit", 1)])
+        except NotFound:
+            return False
+        return True
+
     # -------------------------------------------------------------------------------- writes
 
     def apply(self, kind: Kind, body: Obj, subresource: str = "") -> Obj:

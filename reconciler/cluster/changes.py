@@ -5,7 +5,8 @@ Pure. `Record` is what one commit holds for one cluster (the CRDs, tenant namesp
 objects of every fleet, namespaces, nodes). `compare` gives the writes that make the cluster hold
 the record and nothing more of this fleet's: create what is missing, change what differs (content
 hash; a mirror's status compared as written), replace a pod whose spec differs (pods are
-immutable), prune what this fleet labelled and the record no longer holds, cordon. Never an object
+immutable), prune what this fleet labelled and the record no longer holds (a pod on a node that is
+gone or out of service at once, with no grace period: no kubelet will finish it), cordon. Never an object
 another fleet's label claims, never a namespace or CRD pruned, never a pod created on a node that
 is gone or out of service (it waits for the pass that moves it). Sending is `sync`'s.
 """
@@ -66,6 +67,7 @@ class Change:
     key: Key
     desired: Desired | None = None
     live: Obj | None = field(default=None, compare=False, repr=False)  # what a prune deletes
+    now: bool = False  # delete with no grace period: its node is gone or out of service (no kubelet)
 
     @property
     def node(self) -> str:
@@ -173,7 +175,11 @@ def compare(record: Record, fleet: str, live: Live) -> Changes:
         out.commit = Change(STATUS, settings.kind, settings.key, settings)
     for key, have in sorted(live.objects.items()):
         if key not in wanted and key not in record.kept and stamp.fleet_of(have) == fleet:
-            out.prune.append(Change(PRUNE, kinds.of(have), key, live=have))
+            kind = kinds.of(have)
+            failed = kind == kinds.POD and _node_failed(
+                live.nodes, (have.get("spec") or {}).get("nodeName", "")
+            )
+            out.prune.append(Change(PRUNE, kind, key, live=have, now=failed is not None))
     for name in record.cordoned:
         node = live.nodes.get(name)
         if node is not None and not (node.get("spec") or {}).get("unschedulable"):
@@ -184,14 +190,9 @@ def compare(record: Record, fleet: str, live: Live) -> Changes:
 def _pod(out: Changes, d: Desired, have: Obj | None, nodes: dict[str, Obj]) -> None:
     """A rendered pod: created, changed in place (labels), replaced (spec), or held (its node failed)."""
     name = d.body["spec"].get("nodeName", "")
-    node = nodes.get(name)
-    gone = node is None or bool((node.get("metadata") or {}).get("deletionTimestamp"))
-    fenced = node is not None and any(
-        t.get("key") == observations.OUT_OF_SERVICE for t in (node.get("spec") or {}).get("taints") or []
-    )
     if have is None or (have.get("metadata") or {}).get("deletionTimestamp"):
-        if gone or fenced:
-            why = "is gone" if gone else "is out of service"
+        why = _node_failed(nodes, name)
+        if why is not None:
             out.held.append(f"{kinds.named(d.key)} not created: node {name} {why} (the next pass moves it)")
             return
         out.rendered.append(Change(CREATE if have is None else REPLACE, d.kind, d.key, d))
@@ -201,6 +202,17 @@ def _pod(out: Changes, d: Desired, have: Obj | None, nodes: dict[str, Obj]) -> N
         out.rendered.append(Change(CHANGE, d.kind, d.key, d))
     else:
         out.unchanged += 1
+
+
+def _node_failed(nodes: dict[str, Obj], name: str) -> str | None:
+    """Why no kubelet runs pods on node `name` (gone, or out of service), or None."""
+    node = nodes.get(name)
+    if node is None or (node.get("metadata") or {}).get("deletionTimestamp"):
+        return "is gone"
+    taints = (node.get("spec") or {}).get("taints") or []
+    if any(t.get("key") == observations.OUT_OF_SERVICE for t in taints):
+        return "is out of service"
+    return None
 
 
 def _hash(obj: Obj) -> str | None:

@@ -127,7 +127,7 @@ def _send(api: Api, target: Target, plan: Changes, pool_map: Mapper, out: Applie
     if not step(plan.crds):
         return
     if plan.crds:
-        _established(api, [c.key[2] for c in plan.crds], settle)
+        _established(api, [c.desired.body for c in plan.crds if c.desired is not None], settle)
     if not step(plan.namespaces) or not step(plan.mirrors):
         return
     # deletions before creations: a deleted pod holds its GPUs (and its name) until it has terminated
@@ -162,7 +162,7 @@ def _attempt(api: Api, change: Change) -> ClusterError | None:
 def _write(api: Api, change: Change) -> None:
     kind, (_, namespace, name) = change.kind, change.key
     if change.action == changes.PRUNE:
-        api.delete(kind, name, namespace or None)
+        api.delete(kind, name, namespace or None, grace=0 if change.now else None)
     elif change.action == changes.CORDON:
         api.merge_patch(kinds.NODE, name, {"spec": {"unschedulable": True}})
     elif change.desired is not None:
@@ -210,17 +210,30 @@ def _wait_gone(api: Api, fleet: str, pods: dict[kinds.Key, str], settle: float) 
     return remaining
 
 
-def _established(api: Api, names: list[str], settle: float) -> None:
-    """Wait (at most `settle` seconds) until the CRDs `names` serve their kinds."""
+def _established(api: Api, crds: list[dict[str, Any]], settle: float) -> None:
+    """Wait (at most `settle` seconds) until the `crds` serve their kinds: the Established condition,
+    or (a server that does not report it) their kind answering a list."""
     deadline = time.monotonic() + settle
     pause = 0.05
-    for name in names:
+    for crd in crds:
+        name = crd["metadata"]["name"]
         while True:
-            crd = api.get(kinds.CRD, name) or {}
-            conditions = (crd.get("status") or {}).get("conditions") or []
+            live = api.get(kinds.CRD, name) or {}
+            conditions = (live.get("status") or {}).get("conditions") or []
             if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                break
+            if api.serves(_served_kind(crd)):
                 break
             if time.monotonic() >= deadline:
                 raise ClusterError(f"{api.cluster}: CRD {name} is not established after {settle:g} s")
             time.sleep(pause)
             pause = min(1.0, pause * 2)
+
+
+def _served_kind(crd: dict[str, Any]) -> kinds.Kind:
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("served"))
+    names = spec["names"]
+    return kinds.Kind(
+        f"{spec['group']}/{version}", names["kind"], names["plural"], spec["scope"] == "Namespaced"
+    )

@@ -96,9 +96,15 @@ def test_a_node_tainted_out_of_service_fails_over_and_is_cordoned_by_jobtree(
     fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
     fleet.reconcile(T0)
     api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
+    mark = server.requests.mark()
     fleet.reconcile(T0 + 60)
     assert fleet.status("t/r1")["message"] == "group 1 swapped to spare after node failure"
     assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
+    deleted = {
+        r.path.rsplit("/", 1)[1]: r.query for r in server.requests.writes(since=mark) if r.method == "DELETE"
+    }
+    assert deleted["r1-g1-n2"].get("gracePeriodSeconds") == "0"  # no kubelet on n2 will finish it
+    assert "gracePeriodSeconds" not in deleted["r1-g1-spare-n4"]  # the spare's kubelet stops it gracefully
     assert fleet.file("state/fleet.yaml")[0]["cordoned"] == ["n2"]
     fenced = server.get("v1", "Node", "n2")
     assert fenced is not None and fenced["spec"]["unschedulable"] is True  # cordoned for later repair
