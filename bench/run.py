@@ -1,4 +1,4 @@
-"""`make bench`: time `jobtree simulate` and `jobtree reconcile` on the generated 100,000-GPU fleet.
+"""`make bench`: time `jobtree simulate`, `jobtree reconcile` and `jobtree apply` on generated fleets.
 
 Measures commands as subprocesses (wall time, and peak RSS from a fresh wrapper process per
 measurement); it never imports the planner. A verb that does not exist yet is reported as
@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+from bench import apply as bench_apply
 from bench import generate
 
 T = TypeVar("T")
@@ -482,6 +483,20 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
     return rows
 
 
+def apply_rows(scale: float, seed: int, available: bool) -> list[Row]:
+    """Apply to API test servers (`python -m bench.apply`: it runs the servers and times each jobtree
+    command itself, counting requests in the servers' logs)."""
+    if not available:
+        return [Row("apply", "-", verdict="not available (`jobtree apply` not built yet)")]
+    cmd = [sys.executable, "-m", "bench.apply", "--scale", f"{scale:g}", "--seed", str(seed),
+           "--repeat", str(REPEAT["times"])]  # fmt: skip
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=LIMIT["timeout"] * 4)
+    if done.returncode != 0:
+        last = [line for line in done.stderr.splitlines() if line.strip()][-1:] or ["no output"]
+        return [Row("apply", "-", verdict=f"failed (exit {done.returncode}): {last[0][:160]}")]
+    return [Row(**fields) for fields in bench_apply.rows(json.loads(done.stdout))]
+
+
 def _parent_and_commit(repo: Path, subject: str) -> tuple[str, str]:
     """(its parent, the commit) for the first-parent commit of `main` whose subject is `subject`."""
     log = subprocess.run(
@@ -542,6 +557,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regenerate", action="store_true", help="generate even if the files exist")
     parser.add_argument("--write-readme", action="store_true", help="put the table into bench/README.md")
     parser.add_argument("--skip-git", action="store_true", help="skip the reconcile rows")
+    parser.add_argument("--skip-apply", action="store_true", help="skip the apply rows")
+    parser.add_argument(
+        "--apply-scale", type=float, default=0.1, help="fleet scale of the apply rows (0.1: 10,000 GPUs)"
+    )
     parser.add_argument(
         "--details", action="store_true", help="rerun each simulate untimed and summarise its JSON"
     )
@@ -599,6 +618,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if not args.skip_git:
         rows += git_rows(jobtree, args.out / generate.REPO_DIR, fleet, "reconcile" in have)
+    if not args.skip_apply:
+        rows += apply_rows(args.apply_scale, args.seed, "apply" in have)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     text = (
         f"Measured {stamp} on {machine()}; fleet seed {args.seed}, scale {args.scale:g} "

@@ -58,4 +58,7 @@ ALIGNMENT = "JT041"
 AFTER = "JT042"
 LOCATION = "JT050"
 INVENTORY = "JT060"
+INVENTORY_NOT_READ = "JT061"  # warning: inventory/nodes.yaml while clusters are configured (it is not read)
 SPARES = "JT070"  # warning: a group's hot spares cannot cover one of its nodes failing
+CLUSTER_NAME = "JT080"  # two clusters[] entries with one name
+CLUSTER_UNMATCHED = "JT081"  # warning: a cluster name no node or rendered folder matches, or the reverse

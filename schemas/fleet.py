@@ -14,6 +14,7 @@ TEAM_PATTERN = r"^@?[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?$"
 MAX_GPUS_PER_NODE = 1_024
 MAX_NODES_PER_BLOCK = 100_000
 MAX_INVENTORY_NODES = 1_000_000
+DnsSubdomain = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
 
 
 class Tenant(Model):
@@ -22,10 +23,40 @@ class Tenant(Model):
     team: str | None = Field(default=None, pattern=TEAM_PATTERN)
 
 
+# A Kubernetes label key: an optional DNS-subdomain prefix and `/`, then a name of up to 63 characters.
+LABEL_KEY_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+LabelKey = Annotated[str, Field(pattern=LABEL_KEY_PATTERN, max_length=316)]
+
+
+class TopologyLabels(Model):
+    """The node label key each topology key is read from (default: the key itself), e.g. gpu.flavor: nvidia.com/gpu.product."""
+
+    region: LabelKey = "region"
+    cluster: LabelKey = "cluster"
+    fabric_domain: LabelKey = Field(default="fabric.domain", alias="fabric.domain")
+    gpu_flavor: LabelKey = Field(default="gpu.flavor", alias="gpu.flavor")
+    rack: LabelKey = "rack"
+
+    def keys(self) -> dict[str, str]:
+        """Topology key -> the node label key it is read from."""
+        return {
+            "region": self.region,
+            "cluster": self.cluster,
+            "fabric.domain": self.fabric_domain,
+            "gpu.flavor": self.gpu_flavor,
+            "rack": self.rack,
+        }
+
+
 class Cluster(Model):
-    name: str = Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-    context: str | None = None
-    namespacePrefix: str = ""
+    """A Kubernetes cluster: name = its nodes' cluster value and rendered/<name>/; context = a kubeconfig context (absent: in-cluster)."""
+
+    name: DnsSubdomain
+    context: str | None = Field(default=None, min_length=1)
+    topologyLabels: TopologyLabels = Field(default_factory=TopologyLabels)
 
 
 class Accounting(Model):

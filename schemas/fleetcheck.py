@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from schemas import clustercheck, rules, strays
 from schemas import diagnostics as codes
-from schemas import rules, strays
 from schemas.budget import Budget
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import FleetSpec, Inventory, Tenant
@@ -77,6 +77,7 @@ class ValidatedFleet:
     rejected: list[str]  # "Kind ns/name" of excluded objects whose key no valid object uses
     objects: list[ObjectVerdict] = field(default_factory=list)
     warnings: list[Diagnostic] = field(default_factory=list)  # worth fixing; nothing is excluded for them
+    name: str = ""  # the FleetConfig's metadata.name: the fleet label on every object it applies (§7.1)
 
     @property
     def valid(self) -> bool:
@@ -98,12 +99,15 @@ def check_fleet(
     files: Mapping[str, bytes],
     parsed: Mapping[str, list[Document]] | None = None,
     memo: dict[str, tuple[list[Document], list[_Entry]]] | None = None,
+    clusters_seen: Mapping[str, str] | None = None,
 ) -> ValidatedFleet:
     """Validate a fleet repository given as relative POSIX path -> file bytes.
 
     `parsed` holds files already turned into documents by the caller (the simulator's objects):
     they skip YAML entirely and are checked exactly like the rest. With `memo` (kept by the caller
     between calls), a path handed over as the very same document list is not validated again.
+    `clusters_seen`: the cluster names `state/observed/` and `rendered/` hold, and where (for the
+    JT081 warning; `clustercheck`).
     """
     entries: list[_Entry] = []
     parsed = parsed or {}
@@ -170,6 +174,8 @@ def check_fleet(
     spec = usable("FleetConfig")
     runs = [e.loaded for e in entries if e.kind == "Run" and e.loaded and (e.path, e.index) in valid]
     kept_inventory = inventory if (INVENTORY_FILE, 0) in valid else None
+    valid_config = config if config is not None and (config.doc.path, config.doc.index) in valid else None
+    present = INVENTORY_FILE in files or INVENTORY_FILE in parsed
     return ValidatedFleet(
         config=spec[0].spec if spec else _fallback_config(config, tenants),
         budgets=usable("Budget"),
@@ -178,7 +184,13 @@ def check_fleet(
         diagnostics=sorted([*missing, *unread, *(d for o in objects for d in o.diagnostics)]),
         rejected=_rejected_keys(objects),
         objects=objects,
-        warnings=rules.spare_warnings(runs, kept_inventory),
+        warnings=sorted(
+            [
+                *rules.spare_warnings(runs, kept_inventory),
+                *clustercheck.warnings(valid_config, present, inventory, clusters_seen),
+            ]
+        ),
+        name=spec[0].metadata.name if spec else (config.model.metadata.name if config is not None else ""),
     )
 
 

@@ -24,8 +24,16 @@ SCHEMAS: dict[str, type[BaseModel]] = {**KINDS, "Inventory": Inventory}
 
 
 class Crd:
+    """One published CRD: its names, scope and the columns `kubectl get` shows (§7.3)."""
+
     def __init__(
-        self, kind: str, plural: str, singular: str, scope: str, columns: list[dict[str, str]]
+        self,
+        kind: str,
+        plural: str,
+        singular: str,
+        scope: str,
+        columns: list[dict[str, Any]],
+        short: str,
     ) -> None:
         self.kind, self.plural, self.singular, self.scope, self.columns = (
             kind,
@@ -34,8 +42,13 @@ class Crd:
             scope,
             columns,
         )
+        self.short = short
 
 
+# Short names start with `jt` so none collides with a built-in kind's (the core `leases` of
+# coordination.k8s.io has none, and `kubectl get leases` keeps meaning it); `kubectl get jobtree -A`
+# lists every kind through the shared category.
+CATEGORY = "jobtree"
 CRDS = (
     Crd(
         "Budget",
@@ -43,6 +56,7 @@ CRDS = (
         "budget",
         "Cluster",
         [{"name": "Owner", "type": "string", "jsonPath": ".spec.owner"}],
+        "jtbudget",
     ),
     Crd(
         "Run",
@@ -50,10 +64,13 @@ CRDS = (
         "run",
         "Namespaced",
         [
-            {"name": "Owner", "type": "string", "jsonPath": ".spec.owner"},
-            {"name": "GPUs", "type": "integer", "jsonPath": ".spec.resources.totalGPUs"},
             {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+            {"name": "Width", "type": "integer", "jsonPath": ".status.width.allocated"},
+            {"name": "Desired", "type": "integer", "jsonPath": ".status.width.desired"},
+            {"name": "Reason", "type": "string", "jsonPath": ".status.message"},
+            {"name": "Owner", "type": "string", "jsonPath": ".spec.owner", "priority": 1},
         ],
+        "jtrun",
     ),
     Crd(
         "Lease",
@@ -66,6 +83,7 @@ CRDS = (
             {"name": "Role", "type": "string", "jsonPath": ".spec.slice.role"},
             {"name": "Closed", "type": "boolean", "jsonPath": ".status.closed"},
         ],
+        "jtlease",
     ),
     Crd(
         "Reservation",
@@ -76,11 +94,24 @@ CRDS = (
             {"name": "Run", "type": "string", "jsonPath": ".spec.runRef.name"},
             {"name": "Earliest", "type": "string", "jsonPath": ".spec.earliestStart"},
             {"name": "State", "type": "string", "jsonPath": ".status.state"},
+            {"name": "Reason", "type": "string", "jsonPath": ".status.reason"},
         ],
+        "jtres",
+    ),
+    Crd(
+        "FleetConfig",
+        "fleetconfigs",
+        "fleetconfig",
+        "Cluster",
+        [
+            {"name": "Cluster", "type": "string", "jsonPath": ".status.cluster"},
+            {"name": "Commit", "type": "string", "jsonPath": ".status.commit"},
+        ],
+        "jtfleet",
     ),
 )
 INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]
-OPEN_STATUS = ("Budget", "Run")  # status written by jobtree, kept as-is by the API server
+OPEN_STATUS = ("Budget", "Run", "FleetConfig")  # status written by jobtree, kept as-is by the API server
 
 
 def json_schema(kind: str) -> dict[str, Any]:
@@ -167,6 +198,8 @@ def crd(spec: Crd) -> dict[str, Any]:
                 "listKind": f"{spec.kind}List",
                 "plural": spec.plural,
                 "singular": spec.singular,
+                "shortNames": [spec.short],
+                "categories": [CATEGORY],
             },
             "scope": spec.scope,
             "versions": [

@@ -24,8 +24,10 @@ class ReservationSpec(Model):
     runRef: RunRef
     intendedSlice: IntendedSlice = Field(default_factory=IntendedSlice)
     payingEnvelope: PayingEnvelope | None = None
-    # null: nothing known (a window, a known end) makes the run startable; confidence `unknown`
-    earliestStart: Timestamp | None
+    # null or absent: nothing known (a window, a known end) makes the run startable; confidence
+    # `unknown`. Not required: a mirror in a cluster leaves it out (server-side apply reads a null
+    # as "remove the field").
+    earliestStart: Timestamp | None = None
 
 
 class Forecast(Model):

@@ -95,6 +95,17 @@ def _config_rules(found: Findings, config: Loaded) -> None:
                 "a namespace has exactly one owner, so remove this entry",
             )
         first.setdefault(tenant.namespace, i)
+    named: dict[str, int] = {}
+    for i, cluster in enumerate(model.spec.clusters):
+        if cluster.name in named:
+            found.add(
+                config,
+                ("spec", "clusters", i, "name"),
+                codes.CLUSTER_NAME,
+                f"cluster {cluster.name} is already clusters[{named[cluster.name]}]; a name is one cluster "
+                "(its nodes' cluster value and rendered/<name>/), so merge or rename this entry",
+            )
+        named.setdefault(cluster.name, i)
 
 
 def canonical_path(obj: Loaded) -> str:

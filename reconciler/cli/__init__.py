@@ -23,6 +23,7 @@ VERBS = {
     "codeowners": "reconciler.cli.codeowners",
     "simulate": "reconciler.cli.simulate",
     "reconcile": "reconciler.cli.reconcile",
+    "apply": "reconciler.cli.apply",
     "plan": "reconciler.cli.plan",
     "webhook": "reconciler.cli.webhook",
     "map": "reconciler.cli.fleetmap",

@@ -36,7 +36,9 @@ MAX_INTERVAL = 7 * 24 * 3600  # the longest --interval: a week
 @click.option("--interval", default=None, help="Keep reconciling every DURATION (e.g. 60s), and when due.")
 @click.option("--now", "now_text", default=None, help="Plan as of this RFC 3339 time instead of the clock.")
 @click.option("--push", is_flag=True, help="Push the state commit to the remote (compare-and-swap).")
-@click.option("--apply", is_flag=True, help="Hand the pushed commit to the cluster stage.")
+@click.option(
+    "--apply", is_flag=True, help="Then apply the branch head to every cluster jobtree.yaml configures."
+)
 @click.option("--remote", default="origin", show_default=True)
 @click.option("--branch", default=None, help="Branch to reconcile (default: git.branch of jobtree.yaml).")
 @click.option(
@@ -106,16 +108,9 @@ def run(
             "wake early when due)"
         )
     try:
-        git = gitread.open_repo(repo)
+        gitread.open_repo(repo)
     except errors.NotARepository as err:  # a wrong argument, as `jobtree plan` reports it
         raise click.UsageError(str(err)) from err
-    if apply and _clusters_configured(git):
-        click.echo(
-            "jobtree: applying to a configured cluster is not built yet (the cluster stage comes next); "
-            "run without --apply, or remove `clusters` from jobtree.yaml to use the embedded cluster",
-            err=True,
-        )
-        sys.exit(exitcodes.OTHER)
     shown: list[Diagnostic] | None = None
     while True:
         try:
@@ -138,6 +133,14 @@ def run(
                     click.echo(line, err=True)
                 shown = outcome.diagnostics
             click.echo(str(outcome))
+            applied = outcome.applied
+            if applied is not None:
+                for line in applied.lines():
+                    click.echo(f"apply: {line}")
+                for failure in applied.failed:  # named even with --quiet: the next pass retries it
+                    click.echo(f"jobtree: {failure}; the next pass retries", err=True)
+                if applied.failed and every is None:
+                    sys.exit(exitcodes.OTHER)
             if ahead and outcome.pushed:
                 click.echo(
                     f"jobtree: --now {now_text} is ahead of this machine's clock: pushed, it moved the "
@@ -191,18 +194,6 @@ def problem_lines(diagnostics: list[Diagnostic], limit: int = DIAGNOSTICS_SHOWN)
             "left out of this pass, the valid ones were reconciled"
         )
     return lines
-
-
-def _clusters_configured(git: gitread.Repository) -> bool:
-    from reconciler.git.errors import GitStoreError
-    from reconciler.passes.reconcile import fleet_file
-    from reconciler.spec import validated
-
-    try:
-        files = fleet_file(git)
-    except GitStoreError:
-        return False
-    return bool(validated.read_spec(files).fleet.clusters)
 
 
 def _progress() -> Callable[[str], None]:

@@ -7,6 +7,8 @@ safe point, and the process exits as the signal says (128 + its number). No othe
 from __future__ import annotations
 
 import signal
+import sys
+from typing import Any
 
 _received: list[int] = []
 
@@ -14,6 +16,15 @@ _received: list[int] = []
 def install() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _stop)
+    sys.unraisablehook = _unraisable
+
+
+def _unraisable(info: Any) -> None:
+    """The stop raised where it cannot propagate (a validator being built, a weakref callback) is
+    remembered (`stopped`): not a traceback for people. Anything else as Python reports it."""
+    if info.exc_type is KeyboardInterrupt and _received:
+        return
+    sys.__unraisablehook__(info)
 
 
 def _stop(signum: int, frame: object) -> None:

@@ -88,7 +88,11 @@ def command(repo: str, rev: str | None, fmt: str) -> None:
     """Check a fleet repository: schemas, tenancy, budgets and runs. Exit 0 valid, 3 invalid, 2 usage."""
     files = read_fleet(repo, rev)
     try:
-        fleet = validated.check(files)
+        seen = gitread.cluster_folders(repo, rev)
+    except (gitread.GitReadError, OSError):
+        seen = None  # read_fleet read the spec: a folder it cannot list only skips JT081
+    try:
+        fleet = validated.check(files, clusters_seen=seen)
     except Exception as err:  # noqa: BLE001 - the contract is "no traceback on any input"; exit 4 names the bug
         click.echo(
             f"jobtree validate: internal error ({type(err).__name__}: {err}); please report it", err=True

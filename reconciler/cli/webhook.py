@@ -350,6 +350,10 @@ class _Handler(BaseHTTPRequestHandler):
         LOG.info("%s %s", self.address_string(), format % args)
 
 
+class ApplyFailed(Exception):
+    """A pass committed and pushed, but a cluster was not applied in full (named in the message)."""
+
+
 class _Failure(click.ClickException):
     exit_code = exitcodes.OTHER
 
@@ -387,6 +391,12 @@ def _reconcile_for(repo: str, apply: bool, branch: str | None) -> tuple[Callable
             raise
         for warning in outcome.warnings:  # shown as `reconcile` shows them: a person's file may be among them
             click.echo(warning, err=True)
+        applied = outcome.applied
+        if applied is not None:
+            for line in applied.lines():
+                click.echo(f"apply: {line}", err=True)
+            if applied.failed:  # committed and pushed, not applied everywhere: /healthz says failing
+                raise ApplyFailed("; ".join(applied.failed))
         return outcome
 
     return one_pass, chosen

@@ -13,7 +13,9 @@ only it could have held them, and Git would refuse every later update while they
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +28,9 @@ from reconciler.git.errors import LockBusy, NotARepository, PermanentGitError
 LOCK_NAME = "jobtree.lock"
 WAIT = 60.0  # seconds `reconcile` and the webhook wait for another pass on the same clone to end
 _POLL = 0.2  # seconds between looks at a held lock
-_HELD: set[Path] = set()  # the lock files this process holds now (its threads take turns)
+_HELD: dict[
+    Path, str
+] = {}  # the lock files this process holds now, with what each holds (threads take turns)
 # Git's lock files in the Git dir a writer holds while it writes: the index, refs, and what a fetch
 # writes (FETCH_HEAD, and `shallow` in a shallow clone); under `refs/` every `*.lock` too.
 GIT_LOCKS = (
@@ -67,52 +71,79 @@ def writer_lock(
     path = _gitdir(repo_path) / LOCK_NAME
     deadline = time.monotonic() + wait
     told = False
-    while True:
-        try:
-            mine, dead_since = _take(path)
-            break
-        except LockBusy as busy:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise
-            if waiting is not None and not told:
-                waiting(f"waiting up to {wait:g} s: {busy}")
-                told = True
-            time.sleep(min(_POLL, left))
-    if dead_since is not None:
-        _clear_git_locks(path.parent, dead_since)
-    try:
+    taken: list[str] = []  # what this call wrote, from the moment the file is ours
+    try:  # so a signal anywhere after that still lets the lock go
+        while True:
+            try:
+                dead_since = _take(path, taken)
+                break
+            except LockBusy as busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                if waiting is not None and not told:
+                    waiting(f"waiting up to {wait:g} s: {busy}")
+                    told = True
+                time.sleep(min(_POLL, left))
+        if dead_since is not None:
+            _clear_git_locks(path.parent, dead_since)
         yield path
     finally:
-        _HELD.discard(path)
-        try:
-            if path.read_text() == mine:
-                path.unlink()
-        except FileNotFoundError:
-            pass
+        if taken:
+            _HELD.pop(path, None)
+            try:
+                if path.read_text() == taken[0]:
+                    path.unlink()
+            except FileNotFoundError:
+                pass
 
 
-def _take(path: Path) -> tuple[str, int | None]:
-    """Create the lock file: what it holds, and when the dead writer it took over from started."""
+def _take(path: Path, taken: list[str]) -> int | None:
+    """Create the lock file (what it holds is appended to `taken`); when the dead writer it took
+    over from started. SIGINT and SIGTERM wait while the file is made and recorded: one arriving as
+    it appears is handled once the caller can let the lock go, so no lock outlives its writer."""
     mine = f"pid={os.getpid()} host={socket.gethostname()} since={int(time.time())}\n"
     dead_since: int | None = None
     for _ in range(3):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
+        with _signals_held():
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                fd = -1
+            except OSError as err:  # a read-only or full Git dir: nothing can be committed here
+                raise PermanentGitError(
+                    f"cannot create {path} ({err.strerror}): jobtree writes its lock, commits and cache in "
+                    "the clone's Git directory; reconcile in a clone you can write to"
+                ) from None
+            if fd >= 0:
+                try:
+                    with os.fdopen(fd, "w") as fh:
+                        fh.write(mine)
+                except BaseException:
+                    path.unlink(missing_ok=True)
+                    raise
+                taken.append(mine)  # from here on the caller lets it go
+        if fd < 0:
             since = _take_over_if_stale(path)
             dead_since = since if since is not None else dead_since
             continue
-        except OSError as err:  # a read-only or full Git dir: nothing can be committed here
-            raise PermanentGitError(
-                f"cannot create {path} ({err.strerror}): jobtree writes its lock, commits and cache in "
-                "the clone's Git directory; reconcile in a clone you can write to"
-            ) from None
-        with os.fdopen(fd, "w") as fh:
-            fh.write(mine)
-        _HELD.add(path)
-        return mine, dead_since
+        _HELD[path] = mine
+        return dead_since
     raise _busy(path)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (delivered when the block ends) in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _fields(seen: str) -> dict[str, str]:

@@ -77,6 +77,14 @@ def subtree(repo: pygit2.Repository, tree: pygit2.Tree, parts: Iterable[str]) ->
     return tree
 
 
+def entries(repo: pygit2.Repository, tree: pygit2.Tree, parts: Iterable[str]) -> list[tuple[str, bool]]:
+    """`(name, is a folder)` of every entry of the folder at `parts` below `tree` (none when absent)."""
+    folder = subtree(repo, tree, parts)
+    if folder is None:
+        return []
+    return sorted((str(entry.name), entry.type == ObjectType.TREE) for entry in folder)
+
+
 def walk(repo: pygit2.Repository, tree: pygit2.Tree, base: str = "") -> Iterator[tuple[str, pygit2.Object]]:
     """`(path, entry)` for every entry below `tree` that is not a directory (blobs, links, submodules)."""
     for entry in tree:

@@ -2,7 +2,7 @@
 
 Each stage is a plain function over data; the simulator, `reconcile` and `plan` all run this same
 sequence. Reading the spec is `reconciler.spec`'s (`validated.Spec`); the cluster is a two-method
-`Cluster` (the embedded one today, `reconciler.cluster` later). Owns no clock (callers pass
+`Cluster` (the embedded one, or the configured clusters: `passes.clusters`). Owns no clock (callers pass
 `now`), no Git and no printing: a plan breaking an invariant raises `InvariantViolation`.
 """
 
@@ -70,8 +70,12 @@ def stalled(spec: Spec, state: FleetState) -> dict[str, str]:
     hold what every object depends on (tenants, accounting and the Git identity; the embedded
     cluster's nodes). While one is invalid, or the inventory is missing or lists no node while
     leases are open (the embedded cluster is the fleet a pass observes), planning would re-fund or
-    fail every running run: a pass then plans nothing."""
+    fail every running run: a pass then plans nothing. With `clusters` configured the inventory is
+    not read, so it stops nothing."""
     out = {d.path: "does not validate" for d in spec.diagnostics if d.path in SPEC_FILES}
+    if spec.fleet.clusters:
+        out.pop(INVENTORY_FILE, None)
+        return out
     open_leases = sum(1 for x in state.leases if x.open)
     inventory = spec.inventory
     if (

@@ -1,7 +1,8 @@
 """The pull-request plan (`jobtree plan`): what merging head would change against base; returns the report.
 
 Reads both specs and the committed `state/` at base (no checkout), plans both at the same `now`
-from that one state with the embedded cluster, and compares them (`reconciler.report`). Spec files
+from that one state with the embedded cluster, or the configured clusters as the base last observed
+them (`state/observed/`: no cluster credentials needed), and compares them (`reconciler.report`). Spec files
 are read as `reconcile` reads them (`reconciler.spec.commit`: parsed once per blob id, a broken
 budget file planned as its last valid version); nothing is written to Git but the parse cache in
 the Git dir and, for a head that has not merged the base, the merge commit planned (no ref names
@@ -21,14 +22,15 @@ from planner.world import FleetState
 from reconciler.git import errors, ownership
 from reconciler.git import read as gitread
 from reconciler.git import write as gitwrite
-from reconciler.passes import pipeline, provenance
-from reconciler.passes.embedded import EmbeddedCluster, nodes_from_inventory
+from reconciler.passes import clusters, pipeline, provenance
+from reconciler.passes.embedded import nodes_from_inventory
 from reconciler.perf import forkmap
 from reconciler.report import compare as prdiff
 from reconciler.report import model
 from reconciler.spec import commit as speccache
 from reconciler.spec import validated
 from reconciler.state import codec as statefiles
+from reconciler.state import layout
 from reconciler.state import memo as passmemo
 from schemas import diagnostics as codes
 from schemas.common import format_time
@@ -81,11 +83,13 @@ def _decodes(path: str, data: bytes) -> bool:
     return True
 
 
-def _domains(spec: validated.Spec) -> dict[str, str]:
-    return {
-        name: obs.labels.get("fabric.domain", "?")
-        for name, obs in nodes_from_inventory(spec.inventory).items()
-    }
+def _domains(spec: validated.Spec, recorded: dict[str, bytes]) -> dict[str, str]:
+    nodes = (
+        clusters.recorded_nodes(spec, recorded)
+        if spec.fleet.clusters
+        else nodes_from_inventory(spec.inventory)
+    )
+    return {name: obs.labels.get("fabric.domain", "?") for name, obs in nodes.items()}
 
 
 def _unproven(git: gitread.Repository, shas: list[str], email: str) -> dict[str, str | None]:
@@ -179,13 +183,18 @@ def plan(
         now = state.as_of  # this clock is behind the reconciler's: plan as it would, from its asOf
     merged = _merged(git, base_commit, head_commit, base_spec.fleet.git.author)
     head_spec, _, _ = speccache.read_spec(git, merged)
-    domains = {**_domains(base_spec), **_domains(head_spec)}
+    # the clusters as the base last observed them (configured ones: no credentials needed here)
+    recorded = gitread.read_files(git, str(base_commit.id), [layout.OBSERVED])
+    domains = {**_domains(base_spec, recorded), **_domains(head_spec, recorded)}
 
     def outlines(specs: Sequence[validated.Spec]) -> list[dict[str, Any]]:
         """Each spec planned from the base state, as `report.compare` compares plans."""
         return [
             prdiff.outline(
-                pipeline.run_pass(s, EmbeddedCluster(s.inventory), state, now, render=False), domains
+                pipeline.run_pass(
+                    s, clusters.cluster_for(s, state, recorded, now, live=False), state, now, render=False
+                ),
+                domains,
             )
             for s in specs
         ]

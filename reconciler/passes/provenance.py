@@ -4,21 +4,26 @@ A commit authored as the fleet's git author with a `Spec-Commit: S` trailer clai
 reconciler's. Author and trailer are typed text; the content is not: a pass is deterministic, so
 the state commit C on parent P at instant t (C's author time) holds exactly the `state/` (ledger
 included) and `rendered/` that one pass writes from the spec at S, the state at P and the
-embedded cluster of S's inventory, at t, and nothing else differs from P. `verify` runs that very
-pass (`reconcile.plan_once` on P) and compares blob ids. Reads Git and writes only the pass
-caches under the Git dir; decides nothing about what to refuse (`plan` does), and does not prove
-commits for a configured cluster, whose observations Git does not hold.
+embedded cluster of S's inventory (or, with clusters configured, the nodes C's `state/observed/`
+holds and the workload outcomes C's ledger rows record: what that pass observed), at t, and nothing
+else differs from P. `verify` runs that very pass (`reconcile.plan_once` on P) and compares blob
+ids. Reads Git and writes only the pass caches under the Git dir; decides nothing about what to
+refuse (`plan` does).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.world import FleetState
 from reconciler.git import errors, ownership
 from reconciler.git import read as gitread
-from reconciler.passes import pipeline
+from reconciler.passes import clusters, pipeline
 from reconciler.passes import reconcile as reconciliation
+from reconciler.passes.embedded import EmbeddedCluster
 from reconciler.spec import commit as speccache
+from reconciler.spec.validated import Spec
+from reconciler.state import layout, observed
 from schemas.common import format_time
 from schemas.layout import SPEC_PREFIXES
 
@@ -60,16 +65,11 @@ def verify(repo: gitread.Repository, commit: gitread.Commit) -> Verdict:
     author = spec.fleet.git.author
     if (commit.author.name, commit.author.email) != (author.name, author.email):
         return Verdict(False, f"jobtree.yaml at Spec-Commit {short} names {author.name} <{author.email}>")
-    if spec.fleet.clusters:
-        return Verdict(
-            False,
-            f"jobtree.yaml at Spec-Commit {short} configures clusters, and jobtree can recompute only "
-            "commits made against the embedded cluster",
-        )
     now = int(commit.author.time)
     at = f"for Spec-Commit {short} at {format_time(now)}"
+    observer = _as_observed(repo, commit, parent, now) if spec.fleet.clusters else _embedded
     try:  # the pass itself, exactly as `reconcile` runs it on the parent (whose spec is S's)
-        tree = reconciliation.plan_once(repo, str(parent.id), now).tree
+        tree = reconciliation.plan_once(repo, str(parent.id), now, observer=observer).tree
     except pipeline.InvariantViolation:
         return Verdict(False, f"jobtree's pass {at} breaks invariants, so it commits nothing")
     except Exception as err:  # noqa: BLE001 - damaged state/ at the parent: not proven, and say why
@@ -83,3 +83,28 @@ def verify(repo: gitread.Repository, commit: gitread.Commit) -> Verdict:
     # name a file the commit changed itself first: that is where a hand edit is
     first = min(wrong, key=lambda p: (have.get(p) == was.get(p), p))
     return Verdict(False, f"{first} differs from what jobtree computes {at}")
+
+
+def _embedded(spec: Spec, state: FleetState, recorded: dict[str, bytes], now: int) -> EmbeddedCluster:
+    return EmbeddedCluster(spec.inventory)
+
+
+def _as_observed(
+    repo: gitread.Repository, commit: gitread.Commit, parent: gitread.Commit, now: int
+) -> reconciliation.Observer:
+    """The configured clusters exactly as the pass that made `commit` observed them: the nodes its
+    `state/observed/` holds, the workload outcomes it added to the ledger."""
+    files = gitread.read_files(repo, str(commit.id), [layout.OBSERVED])
+    before = gitread.list_blobs(repo, str(parent.id), [layout.LEDGER])
+    events = []
+    for path, oid in gitread.list_blobs(repo, str(commit.id), [layout.LEDGER]).items():
+        if before.get(path) == oid:
+            continue
+        data = gitread.read_blob(repo, oid)
+        old = gitread.read_blob(repo, before[path]) if path in before else b""
+        events += observed.workload_from_ledger(data[len(old) :] if data.startswith(old) else data, now)
+
+    def observe(spec: Spec, state: FleetState, recorded: dict[str, bytes], at: int) -> clusters.Configured:
+        return clusters.Recorded([c.name for c in spec.fleet.clusters], files, events)
+
+    return observe

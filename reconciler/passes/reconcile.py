@@ -8,17 +8,19 @@ As Kueue's `schedule()`, each phase is one call, and a comment states its rule:
    state commits are dropped, a person's never);
 3. read: the spec at the branch head (`reconciler.spec`) and the state jobtree last committed
    (`reconciler.git.ownership`, `reconciler.state.memo`);
-4. plan: the embedded cluster observed, the planner run (`pipeline.run_pass`);
+4. plan: the clusters observed (the configured ones, `passes.clusters`, else the embedded one),
+   the planner run (`pipeline.run_pass`);
 5. next tree: `state/` and `rendered/` as the plan makes them, hand-edited files written back
    (`reconciler.state.nexttree`);
 6. commit: only when a decision changed, with the message `reconciler.state.message` writes;
 7. push (with --push): compare-and-swap; a push that lost a race is thrown away and phases 2-7
-   run again (`remote.run_with_retry`).
+   run again (`remote.run_with_retry`);
+8. apply (with --apply, once pushed): the branch head to every configured cluster (`passes.apply`).
 
 Every step before the push is local and the commit is one ref update, so a crash anywhere
 converges on the next pass. Progress lines go to the `say` callback the caller gives; warnings a
 person must see (even with --quiet) come back in `Outcome.warnings`, or, when the pass fails, as
-notes on its exception (PEP 678 `__notes__`). Applying to a real cluster is `reconciler.cluster`'s.
+notes on its exception (PEP 678 `__notes__`). Talking to clusters is `reconciler.cluster`'s.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from planner.plan import Plan
 from planner.world import FleetState
@@ -40,7 +43,7 @@ from reconciler.git.checkout import worktree
 from reconciler.git.errors import GitStoreError, PermanentGitError, TemporaryGitError
 from reconciler.git.lock import writer_lock
 from reconciler.git.remote import PushStatus
-from reconciler.passes import pipeline
+from reconciler.passes import clusters, pipeline
 from reconciler.passes.embedded import EmbeddedCluster
 from reconciler.perf import batchgc
 from reconciler.spec import commit as speccache
@@ -55,6 +58,9 @@ from schemas.layout import FLEET_FILE, INVENTORY_FILE
 SUMMARY_SHOWN = 3  # commit message lines repeated on stdout
 TOKEN_ENV = "JOBTREE_GIT_TOKEN"
 MAX_CLOCK_SKEW = 5 * 60  # a clock further behind the last pass's asOf than this is not drift: said so
+
+if TYPE_CHECKING:
+    from reconciler.passes.apply import ApplyOutcome
 
 Say = Callable[[str], None]
 
@@ -78,6 +84,7 @@ class Outcome:
     state_from: str = ""  # where the state came from: "decoded" (Git), "cached" (disk) or "in memory"
     spec_parsed: int = 0  # spec files parsed this pass (the others came from the parse cache)
     warnings: list[str] = field(default_factory=list)  # for people, even with --quiet (the CLI prints them)
+    applied: ApplyOutcome | None = None  # with --apply and clusters configured: what each cluster got
 
     @property
     def problems(self) -> int:
@@ -127,6 +134,7 @@ class Planned:
     start: ownership.Start  # the commit whose state was planned from (the head unless hand-edited)
     now: int  # the instant planned: the one asked for, or the last pass's asOf when that is later
     warnings: tuple[str, ...] = ()  # for people, even with --quiet
+    observed: tuple[str, ...] = ()  # what changed in the configured clusters, for the commit message
 
     @property
     def restored(self) -> list[str]:
@@ -145,10 +153,14 @@ def plan_once(
     memos: Memos | None = None,
     early: specprefetch.Prefetch | None = None,
     now_given: bool | None = None,
+    observer: Observer | None = None,
 ) -> Planned:
     """Phases 3-5: read the branch head, validate, plan; the next tree (not yet committed) and the plan.
 
     `memos`: decoded owned trees this process already holds (by tree ids), tried before the cache.
+    `observer`: the cluster the pass observes, given the spec, the state, the recorded observations
+    (`state/observed/`) and the instant; by default the configured clusters, observed now (the
+    embedded cluster when none is configured).
     A pass never plans before the last one (`asOf`): a `now` given earlier (`now_given`), or a clock
     behind (a reconciler that lost a race to one whose clock runs ahead, or a pass pushed with a
     future --now) plans as of `asOf` and says so in `warnings`. `now_given` None: silent
@@ -178,22 +190,43 @@ def plan_once(
     stops = pipeline.stalled(spec, state)
     if stops:
         raise _noted(FleetInvalid(stops, spec.diagnostics), warnings)
+    recorded = clusters.observed_files(memo.blobs, lambda oid: gitread.read_blob(repo, oid))
+    cluster = (observer or _observe_now)(spec, state, recorded, now)
+    if isinstance(cluster, clusters.Configured):
+        warnings += cluster.warnings
+        for note in cluster.notes:
+            say(note)
     try:
-        result = pipeline.run_pass(spec, EmbeddedCluster(spec.inventory), state, now)
+        result = pipeline.run_pass(spec, cluster, state, now)
     except pipeline.InvariantViolation as err:
         raise _noted(err, warnings) from None
     say(f"planned: {len(result.events)} lease events")
     for _, problem in result.node_problems:
         say(f"node left out: {problem}")
-    # 5. next tree: only what changed is rendered; files changed by hand are written back
+    # 5. next tree: only what changed is rendered; files changed by hand are written back; what
+    # was observed of configured clusters is committed with the decisions made from it
     at_head = {path: _held(head, path) for path in start.files}
-    tree = nexttree.next_tree(result, memo, lambda oid: gitread.read_blob(repo, oid), at_head)
+    seen = cluster.record(now) if isinstance(cluster, clusters.Configured) else None
+    tree = nexttree.next_tree(result, memo, lambda oid: gitread.read_blob(repo, oid), at_head, seen)
     say(
         f"rendered {len(tree.blobs)} files, {len(tree.contents)} written anew, "
         f"{len(tree.meaningful)} with changed decisions"
         + (f", {_files(len(tree.restored))} changed by hand written back" if tree.restored else "")
     )
-    return Planned(head, spec, tree, result, source, parsed, start, now, tuple(warnings))
+    lines = tuple(cluster.lines()) if isinstance(cluster, clusters.Configured) else ()
+    return Planned(head, spec, tree, result, source, parsed, start, now, tuple(warnings), lines)
+
+
+Observer = Callable[
+    [validated.Spec, FleetState, dict[str, bytes], int], "EmbeddedCluster | clusters.Configured"
+]
+
+
+def _observe_now(
+    spec: validated.Spec, state: FleetState, recorded: dict[str, bytes], now: int
+) -> EmbeddedCluster | clusters.Configured:
+    """The cluster a reconcile pass observes: the configured clusters now, else the embedded one."""
+    return clusters.cluster_for(spec, state, recorded, now, live=True)
 
 
 def _memo(repo: gitread.Repository, commit: gitread.Commit, memos: Memos) -> tuple[passmemo.Memo, str]:
@@ -307,7 +340,7 @@ def _commit(
 ) -> tuple[str | None, list[str]]:
     """Phase 6: the state commit, when a decision changed; its id (None: nothing to commit) and lines."""
     tree, author = planned.tree, planned.spec.fleet.git.author
-    lines = message.lines(planned.plan, tree.meaningful, planned.start, tree.restored)
+    lines = message.lines(planned.plan, tree.meaningful, planned.start, tree.restored, planned.observed)
     text = message.format_message(lines, _spec_commit(planned.head, author.email))
     oid = gitwrite.commit_tree(
         repo, branch, str(planned.head.id), tree.blobs, tree.contents, message=text,
@@ -428,8 +461,14 @@ def reconcile_once(
         except BaseException as err:  # the pass failed: what it had to say rides on the error
             _noted(err, [w for w in outcome.warnings if w not in getattr(err, "__notes__", ())])
             raise
+    # 8. apply (with --apply): what the branch head holds, once pushed, to every configured cluster
     if apply:
-        outcome.summary.append("apply: the embedded cluster has nothing to apply")
+        from reconciler.passes import apply as applying  # the kubernetes client: only when applying
+
+        try:
+            outcome.applied = applying.apply_commit(repo, outcome.head or want_branch, say=say)
+        except applying.NoCluster:
+            outcome.summary.append("apply: the embedded cluster has nothing to apply")
     return outcome
 
 

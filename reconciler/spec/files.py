@@ -144,3 +144,31 @@ def read_worktree(path: str | os.PathLike[str]) -> dict[str, bytes]:
 def _read(file: Path, cap: int = MAX_FILE_BYTES + 1) -> bytes:
     with file.open("rb") as f:
         return f.read(cap)
+
+
+OBSERVED_DIR = "state/observed"  # state/observed/<cluster>.yaml: what a pass last observed of a cluster
+RENDERED_DIR = "rendered"  # rendered/<cluster>/: what a pass applies to it
+
+
+def cluster_folders(repo_path: str | os.PathLike[str], rev: str | None = None) -> dict[str, str]:
+    """The cluster names the owned folders hold, each with where (`rendered/<name>/`, else
+    `state/observed/<name>.yaml`): for validate's JT081 only; nothing under them is read."""
+    found: list[tuple[str, str]] = []
+    if rev is None:
+        root = Path(repo_path)
+        for top, want_dir in ((RENDERED_DIR, True), (OBSERVED_DIR, False)):
+            folder = root / top
+            names = sorted(os.listdir(folder)) if folder.is_dir() else []
+            found += [(n, top) for n in names if (folder / n).is_dir() == want_dir]
+    else:
+        repo, tree = gitread.folder_tree(repo_path, rev)
+        for top, want_dir in ((RENDERED_DIR, True), (OBSERVED_DIR, False)):
+            rows = gitread.entries(repo, tree, top.split("/")) if tree is not None else []
+            found += [(n, top) for n, is_dir in rows if is_dir == want_dir]
+    out: dict[str, str] = {}
+    for name, top in found:
+        if top == RENDERED_DIR:
+            out.setdefault(name, f"{top}/{name}/")
+        elif name.endswith(".yaml"):
+            out.setdefault(name.removesuffix(".yaml"), f"{top}/{name}")
+    return dict(sorted(out.items()))

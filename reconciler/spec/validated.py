@@ -37,6 +37,7 @@ class Spec:
     rejected: dict[str, str] = field(default_factory=dict)  # "Kind ns/name" left out -> its file
     kept: list[Budget] = field(default_factory=list)  # last valid versions of rejected Budgets (`lastvalid`)
     linked: dict[str, str] = field(default_factory=dict)  # spec folder committed as a link -> its path
+    name: str = ""  # the FleetConfig's metadata.name: the fleet label on what it applies (§7.1)
 
 
 def linked_folder(path: str, data: bytes) -> bool:
@@ -46,11 +47,15 @@ def linked_folder(path: str, data: bytes) -> bool:
 
 
 def check(files: Mapping[str, bytes], parsed: Mapping[str, list[Document]] | None = None,
-          memo: dict[str, Any] | None = None) -> fleetcheck.ValidatedFleet:  # fmt: skip
+          memo: dict[str, Any] | None = None, clusters_seen: Mapping[str, str] | None = None,
+          ) -> fleetcheck.ValidatedFleet:  # fmt: skip
     """`fleetcheck.check_fleet`, with spec folders committed as links reported (JT002), as a link
-    in place of a file is: Git holds only the target's name, and jobtree reads nothing through it."""
+    in place of a file is: Git holds only the target's name, and jobtree reads nothing through it.
+    `clusters_seen`: see `fleetcheck.check_fleet`."""
     links = {path: data for path, data in files.items() if linked_folder(path, data)}
-    fleet = fleetcheck.check_fleet({p: d for p, d in files.items() if p not in links}, parsed, memo)
+    fleet = fleetcheck.check_fleet(
+        {p: d for p, d in files.items() if p not in links}, parsed, memo, clusters_seen
+    )
     if not links:
         return fleet
     found = [
@@ -86,5 +91,13 @@ def read_spec(
     rejected = {key: where[key] for key in v.rejected}
     linked = {path: path for path, data in files.items() if linked_folder(path, data)}
     return Spec(
-        v.config, list(v.budgets), list(v.runs), v.inventory, list(v.diagnostics), rejected, [], linked
+        v.config,
+        list(v.budgets),
+        list(v.runs),
+        v.inventory,
+        list(v.diagnostics),
+        rejected,
+        [],
+        linked,
+        v.name,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -40,6 +40,7 @@ def dump_all(objs: list[Any]) -> bytes:
 # A pass writes and reads the same few hundred instants tens of thousands of times.
 time_text = functools.lru_cache(maxsize=100_000)(format_time)
 _epoch = functools.lru_cache(maxsize=100_000)(parse_time)
+epoch = _epoch  # RFC 3339 text to epoch seconds, cached
 
 
 def _t(v: int | None) -> str | None:
@@ -452,11 +453,15 @@ def decode(files: dict[str, bytes]) -> FleetState:
     return assemble(pieces)
 
 
-def ledger_lines(plan: Plan) -> dict[str, bytes]:
-    """Ledger events of this pass grouped by day: `state/ledger/<YYYY-MM-DD>.jsonl` -> appended lines."""
+def ledger_lines(plan: Plan, observed: Sequence[tuple[int, dict[str, Any]]] = ()) -> dict[str, bytes]:
+    """Ledger events of this pass grouped by day: `state/ledger/<YYYY-MM-DD>.jsonl` -> appended lines.
+
+    `observed`: rows of what the pass observed (workload outcomes, `state.observed`), written first:
+    the decisions that follow were made from them."""
     out: dict[str, list[str]] = defaultdict(list)
     encode = json.JSONEncoder(sort_keys=True).encode  # what json.dumps(..., sort_keys=True) writes
-    rows = [(ev.at, ev.as_json(time_text)) for ev in plan.events]
+    rows = list(observed)
+    rows += [(ev.at, ev.as_json(time_text)) for ev in plan.events]
     rows += [(m.at, m.as_json(time_text)) for m in plan.moves]
     for at, row in rows:
         out[layout.ledger_file(time_text(at)[:10])].append(encode(row))

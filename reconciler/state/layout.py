@@ -19,6 +19,7 @@ RESERVATIONS = "state/reservations/"  # <namespace>/<run>.yaml
 RUN_STATUS = "state/status/runs/"  # <namespace>/<run>.yaml
 BUDGET_STATUS = "state/status/budgets/"  # <name>.yaml
 LEDGER = "state/ledger/"  # <YYYY-MM-DD>.jsonl, append-only
+OBSERVED = "state/observed/"  # <cluster>.yaml: a configured cluster's nodes as the pass observed them
 
 
 def lease_file(run: str) -> str:
@@ -40,6 +41,23 @@ def budget_status_file(name: str) -> str:
 def ledger_file(day: str) -> str:
     """`day` is `YYYY-MM-DD`."""
     return f"{LEDGER}{day}.jsonl"
+
+
+def observed_file(cluster: str) -> str:
+    return f"{OBSERVED}{cluster}.yaml"
+
+
+def observed_cluster(path: str) -> str | None:
+    """The cluster whose observed file `path` is, or None for another path."""
+    if not path.startswith(OBSERVED) or "/" in path[len(OBSERVED) :] or not path.endswith(".yaml"):
+        return None
+    return path[len(OBSERVED) :].removesuffix(".yaml")
+
+
+def rendered_cluster(path: str) -> str | None:
+    """The cluster a rendered file `path` is applied to, or None for another path."""
+    parts = path.split("/")
+    return parts[1] if len(parts) == 4 and f"{parts[0]}/" == RENDERED else None
 
 
 def rendered_file(cluster: str, run: str) -> str:

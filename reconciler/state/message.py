@@ -39,11 +39,16 @@ def message(
 
 
 def lines(
-    plan: Plan, meaningful: Sequence[str], start: Start | None = None, restored: Sequence[str] = ()
+    plan: Plan,
+    meaningful: Sequence[str],
+    start: Start | None = None,
+    restored: Sequence[str] = (),
+    observed: Sequence[str] = (),
 ) -> list[str]:
-    """The message's lines: hand-edited files written back (if any), then the plan's decisions."""
+    """The message's lines: hand-edited files written back (if any), then the plan's decisions, then
+    what changed in the observed clusters (`observed`: lines from `state.observed.changes`)."""
     written_back = set(restored)
-    decided = summary(plan, [p for p in meaningful if p not in written_back])
+    decided = summary(plan, [p for p in meaningful if p not in written_back]) + list(observed)
     if not restored or start is None:
         return decided
     head, *details = hand_edits(start, list(restored))

@@ -71,17 +71,28 @@ class NextTree:
 _MISSING = object()
 
 
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What a pass observed of configured clusters, to commit with its decisions (`state.observed`)."""
+
+    files: Mapping[str, bytes] = field(default_factory=dict)  # state/observed/<cluster>.yaml -> bytes
+    rows: Sequence[tuple[int, dict[str, Any]]] = ()  # ledger rows (workload outcomes), written first
+
+
 def next_tree(
     plan: Plan,
     current: passmemo.Memo,
     read: Callable[[str], bytes],
     hand_edited: Mapping[str, tuple[str, int] | None] | None = None,
+    observed: Observed | None = None,
 ) -> NextTree:
     """The owned files after this plan, given the current tree's memo and a blob reader.
 
     `hand_edited`: owned files that differ between the commit planned from and the branch head
     (changed by hand since), with what the head holds there (blob id and file mode; None: nothing).
     Each one the next tree holds otherwise is written back and counts as a meaningful change.
+    `observed`: the observed clusters' files (every one the next tree holds; a change is meaningful:
+    they hold nothing that moves without one) and ledger rows; none with the embedded cluster.
 
     Ledger days get this pass's events appended; a frozen run's pods and Service (its spec is
     invalid now) stay as its file last held them, rendered from its last valid spec;
@@ -131,12 +142,19 @@ def next_tree(
             continue  # drawn from the decisions: it rides along with the next commit that changes one
         if old is None or kind == statefiles.RENDERED or not _same(current, path, kind, key, data, read):
             changed.append(path)
+    seen = observed or Observed()
+    for path, data in sorted(seen.files.items()):
+        blob = gitpack.object_id("blob", data).hex()
+        blobs[path] = blob
+        if blob != old_blobs.get(path):
+            contents[blob] = data
+            changed.append(path)
     for path, blob in old_blobs.items():
         if path.startswith(LEDGER):
             blobs[path] = blob
         elif path not in blobs:
             changed.append(path)  # removed
-    for path, lines in statefiles.ledger_lines(plan).items():
+    for path, lines in statefiles.ledger_lines(plan, seen.rows).items():
         data = (read(blobs[path]) if path in blobs else b"") + lines
         blob = gitpack.object_id("blob", data).hex()
         if blob != blobs.get(path):

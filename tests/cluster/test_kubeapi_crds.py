@@ -132,7 +132,8 @@ def test_a_crd_without_a_schema_is_422(api: client.ApiClient, jobtree_crds: list
 def test_a_table_request_gets_name_and_the_crd_printer_columns(
     custom: client.CustomObjectsApi, server: KubeApiServer, jobtree_crds: list[dict[str, Any]]
 ) -> None:
-    server.seed(a_run("r1", gpus=16) | {"status": {"phase": "Running"}})
+    running = {"phase": "Running", "message": "bound 16 GPUs", "width": {"allocated": 16, "desired": 16}}
+    server.seed(a_run("r1", gpus=16) | {"status": running})
     other = a_run("r2", namespace="team", gpus=8)
     server.seed(other)
     response = custom.list_cluster_custom_object(
@@ -140,10 +141,14 @@ def test_a_table_request_gets_name_and_the_crd_printer_columns(
     )
     table = response.json()
     assert (table["kind"], table["apiVersion"]) == ("Table", "meta.k8s.io/v1")
-    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Owner", "GPUs", "Phase", "Age"]
-    rows = [(r["object"]["metadata"]["namespace"], r["cells"][:4]) for r in table["rows"]]
-    assert rows == [("default", ["r1", "org:team", 16, "Running"]), ("team", ["r2", "org:team", 8, None])]
-    assert table["rows"][0]["cells"][4].endswith("s")
+    columns = [c["name"] for c in table["columnDefinitions"]]
+    assert columns == ["Name", "Phase", "Width", "Desired", "Reason", "Owner", "Age"]
+    rows = [(r["object"]["metadata"]["namespace"], r["cells"][:6]) for r in table["rows"]]
+    assert rows == [
+        ("default", ["r1", "Running", 16, 16, "bound 16 GPUs", "org:team"]),
+        ("team", ["r2", None, None, None, None, "org:team"]),
+    ]
+    assert table["rows"][0]["cells"][6].endswith("s")
 
 
 def test_a_table_watch_sends_one_row_per_event_with_columns_only_in_the_first(
@@ -165,7 +170,7 @@ def test_a_table_watch_sends_one_row_per_event_with_columns_only_in_the_first(
         ("ADDED", "Table", "r1"),
         ("ADDED", "Table", "r2"),
     ]
-    assert [len(e["object"]["columnDefinitions"]) for e in events] == [5, 0]
+    assert [len(e["object"]["columnDefinitions"]) for e in events] == [7, 0]
 
 
 def test_openapi_v3_tells_kubectl_that_patches_take_field_validation(

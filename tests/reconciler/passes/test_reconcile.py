@@ -316,13 +316,18 @@ def test_a_server_that_refuses_the_push_is_reported_not_retried(
     assert "refused the state commit" in result.output and "pre-receive hook declined" in result.output
 
 
-def test_apply_with_a_configured_cluster_says_the_stage_is_not_built(tmp_path: Path) -> None:
+def test_apply_to_a_cluster_that_cannot_be_reached_commits_and_exits_4_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
     files = template_files()
     files["jobtree.yaml"] += b"  clusters:\n    - {name: gb-west, context: prod}\n"
     bare_remote(tmp_path, files)
     clone(tmp_path / "fleet.git", tmp_path / "work")
     result = CliRunner().invoke(command, [str(tmp_path / "work"), "--apply", "--quiet"])
-    assert result.exit_code == 4 and "not built yet" in result.output
+    assert result.exit_code == 4
+    assert "cluster gb-west not observed" in result.output  # planned with what Git last recorded of it
+    assert "cluster gb-west not applied: gb-west: cannot load context prod" in result.output
 
 
 # --------------------------------------------------------------------------------------- crashes

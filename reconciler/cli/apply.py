@@ -1,0 +1,66 @@
+"""`jobtree apply [REPO] [--cluster NAME] [--dry-run]`: apply the branch head alone to the configured clusters.
+
+A thin shell over `reconciler.passes.apply`: checks the options, applies (or, with --dry-run,
+lists what would be created, changed, replaced and pruned), prints one line per cluster, and exits
+0 when every cluster was applied in full, 2 on a wrong option, 3 when jobtree.yaml is invalid, 4
+when a cluster could not be reached or not applied in full (each named on stderr).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from reconciler.cli import exitcodes
+
+
+@click.command("apply")
+@click.argument("repo", default=".", type=click.Path(file_okay=False))
+@click.option("--cluster", "only", default=None, help="Apply to this cluster of jobtree.yaml only.")
+@click.option("--dry-run", is_flag=True, help="Read and compare only: list what would change, send nothing.")
+@click.option(
+    "--branch", default=None, help="Branch whose head to apply (default: git.branch of jobtree.yaml)."
+)
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+def command(repo: str, only: str | None, dry_run: bool, branch: str | None, quiet: bool) -> None:
+    """Apply what the branch head of REPO holds (the CRDs, tenant namespaces, mirrors and
+    rendered/<cluster>/) to each cluster jobtree.yaml configures, and prune what this fleet put
+    there that the head no longer holds. Nothing is planned and nothing is committed:
+    `jobtree reconcile --apply` plans, commits, pushes, then applies."""
+    from reconciler.git import errors
+    from reconciler.git import read as gitread
+    from reconciler.passes import apply as applying
+    from reconciler.passes.reconcile import configured_branch
+
+    start = time.monotonic()
+
+    def say(text: str) -> None:
+        if not quiet:
+            click.echo(f"[{time.monotonic() - start:6.2f}s] {text}", err=True)
+
+    try:
+        git = gitread.open_repo(repo)
+        rev = f"refs/heads/{branch or configured_branch(git)}"
+        if git.references.get(rev) is None:
+            raise click.UsageError(f"there is no branch {rev.removeprefix('refs/heads/')!r} in {repo}")
+        outcome = applying.apply_commit(git, rev, only=only, dry_run=dry_run, say=say)
+    except errors.NotARepository as err:
+        raise click.UsageError(str(err)) from err
+    except applying.NoCluster as err:
+        click.echo(f"jobtree: {err}", err=True)
+        sys.exit(exitcodes.OTHER)
+    except applying.UnknownCluster as err:
+        raise click.UsageError(f"--cluster {only}: {err}") from None
+    except applying.ApplyRefused as err:  # jobtree.yaml does not validate
+        click.echo(f"jobtree: {err}", err=True)
+        sys.exit(exitcodes.INVALID)
+    except errors.GitStoreError as err:
+        click.echo(f"jobtree: {err}", err=True)
+        sys.exit(exitcodes.OTHER)
+    for line in outcome.lines(detail=dry_run):
+        click.echo(line)
+    for failure in outcome.failed:
+        click.echo(f"jobtree: {failure}", err=True)
+    sys.exit(exitcodes.OTHER if outcome.failed else exitcodes.OK)

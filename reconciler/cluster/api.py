@@ -1,0 +1,261 @@
+"""The REST calls jobtree makes to one cluster, over the official client's `ApiClient`: plain dicts in and out.
+
+get, list (paged, by label selector), server-side apply (field manager `jobtree`, force on the
+fields jobtree owns; status through `/status`), a merge patch (the cordon flag), delete, and a
+watch for objects to go. Every call goes through `retry` with the cluster's backoff, and every
+failure becomes a `reconciler.cluster.errors` error: the client's exceptions stop here. Counts the
+requests it sent (reads, writes) for reports and the benchmark. Decides nothing about what to send.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import urllib3
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from reconciler.cluster import retry
+from reconciler.cluster.errors import (
+    ClusterError,
+    Gone,
+    NotFound,
+    PermanentClusterError,
+    TemporaryClusterError,
+    Unreachable,
+)
+from reconciler.cluster.kinds import Kind
+
+FIELD_MANAGER = "jobtree"
+APPLY = "application/apply-patch+yaml"
+MERGE = "application/merge-patch+json"
+PAGE = 500  # objects per list page (`limit`), as kubectl asks
+TEMPORARY_CODES = frozenset({409, 429, 500, 502, 503, 504})
+# A 500 that no retry changes: a server-side apply naming a field the schema does not declare
+# (kube-apiserver answers "failed to create typed patch object ... field not declared in schema").
+_REJECTED_FIELD = "field not declared in schema"
+Obj = dict[str, Any]
+DEFAULT_POLICY = retry.Backoff()
+
+
+@dataclass(slots=True)
+class Counts:
+    """Requests sent to one cluster, by kind of request (every retry counted)."""
+
+    reads: int = 0
+    writes: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, method: str) -> None:
+        with self._lock:
+            if method == "GET":
+                self.reads += 1
+            else:
+                self.writes += 1
+
+
+class Api:
+    """One cluster's API: `cluster` names it in every error."""
+
+    def __init__(
+        self, client: ApiClient, cluster: str, policy: retry.Backoff = DEFAULT_POLICY, timeout: float = 30.0
+    ) -> None:
+        self.client, self.cluster, self.policy, self.timeout = client, cluster, policy, timeout
+        self.counts = Counts()
+
+    # --------------------------------------------------------------------------------- reads
+
+    def get(self, kind: Kind, name: str, namespace: str | None = None) -> Obj | None:
+        """The object, or None when it does not exist."""
+        try:
+            return self._json("GET", kind.path(name, namespace))
+        except NotFound:
+            return None
+
+    def list_all(
+        self, kind: Kind, selector: str | None = None, namespace: str | None = None
+    ) -> tuple[list[Obj], str]:
+        """Every object of `kind` (matching the label `selector`), page by page from one snapshot, and
+        that snapshot's resourceVersion. A continuation that expired (410) starts the list again."""
+        for _ in range(3):
+            items: list[Obj] = []
+            token = ""
+            try:
+                while True:
+                    query: list[tuple[str, Any]] = [("limit", PAGE)]
+                    if selector:
+                        query.append(("labelSelector", selector))
+                    if token:
+                        query.append(("continue", token))
+                    page = self._json("GET", kind.collection(namespace), query)
+                    for item in page.get("items") or []:
+                        item.setdefault("apiVersion", kind.api_version)
+                        item.setdefault("kind", kind.kind)
+                        items.append(item)
+                    meta = page.get("metadata") or {}
+                    token = meta.get("continue") or ""
+                    if not token:
+                        return items, str(meta.get("resourceVersion", ""))
+            except Gone:
+                continue
+        raise TemporaryClusterError(f"{self.cluster}: listing {kind.plural} kept expiring mid-way; try again")
+
+    def serves(self, kind: Kind) -> bool:
+        """Whether the server serves `kind` yet (a CRD's kind, once the CRD is established)."""
+        try:
+            self._json("GET", kind.collection(), [("limit", 1)])
+        except NotFound:
+            return False
+        return True
+
+    # -------------------------------------------------------------------------------- writes
+
+    def apply(self, kind: Kind, body: Obj, subresource: str = "") -> Obj:
+        """Server-side apply of `body` as field manager `jobtree`, forcing its fields over others'."""
+        meta = body["metadata"]
+        path = kind.path(meta["name"], meta.get("namespace"), subresource)
+        query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
+        return self._json("PATCH", path, query, body, APPLY)
+
+    def merge_patch(self, kind: Kind, name: str, patch: Obj, namespace: str | None = None) -> Obj:
+        return self._json(
+            "PATCH", kind.path(name, namespace), [("fieldManager", FIELD_MANAGER)], patch, MERGE
+        )
+
+    def delete(self, kind: Kind, name: str, namespace: str | None = None, grace: int | None = None) -> bool:
+        """Delete the object (True), or find it already gone (False)."""
+        query = [("gracePeriodSeconds", grace)] if grace is not None else []
+        try:
+            self._json("DELETE", kind.path(name, namespace), query, {"propagationPolicy": "Background"})
+        except NotFound:
+            return False
+        return True
+
+    # --------------------------------------------------------------------------------- watch
+
+    def watch(self, kind: Kind, selector: str, since: str, seconds: int) -> Iterator[Obj]:
+        """Watch events of `kind` matching `selector` after resourceVersion `since`, for at most
+        `seconds`; the stream may end early (a server timeout, a dropped connection): the caller
+        lists again. A `since` too old raises `Gone`."""
+        query: list[tuple[str, Any]] = [
+            ("watch", "true"),
+            ("labelSelector", selector),
+            ("resourceVersion", since),
+            ("timeoutSeconds", seconds),
+            ("allowWatchBookmarks", "true"),
+        ]
+        response = self._send("GET", kind.collection(), query, None, None, stream=True)
+        try:
+            buffer = b""
+            for chunk in response.response.stream(4096):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    if event.get("type") == "ERROR":
+                        status = event.get("object") or {}
+                        if status.get("code") == 410:
+                            raise Gone(f"{self.cluster}: watch from {since} expired", code=410)
+                        return
+                    yield event
+        except (urllib3.exceptions.HTTPError, OSError, ValueError):
+            return  # a dropped watch: the caller lists again
+        finally:
+            response.response.release_conn()
+
+    # ----------------------------------------------------------------------------- transport
+
+    def _json(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, Any]] | None = None,
+        body: Obj | None = None,
+        content_type: str | None = None,
+    ) -> Obj:
+        def once() -> Obj:
+            response = self._send(method, path, query or [], body, content_type)
+            data = response.read()
+            return json.loads(data) if data else {}
+
+        return retry.call(once, self.policy)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, Any]],
+        body: Obj | None,
+        content_type: str | None,
+        stream: bool = False,
+    ) -> Any:
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        self.counts.add(method)
+        try:
+            request = self.client.param_serialize(
+                method=method, resource_path=path, query_params=query, header_params=headers,
+                body=body, auth_settings=["BearerToken"],
+            )  # fmt: skip
+            timeout = (self.timeout, self.timeout + _seconds(query)) if stream else self.timeout
+            response = self.client.call_api(*request, _request_timeout=timeout)
+        except ApiException as err:  # raised before any answer: TLS, a request the client refused
+            raise Unreachable(f"{self.cluster}: {err.reason or err}", code=err.status or None) from None
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise _transport_error(self.cluster, self.client.configuration.host, method, path, err) from None
+        if 200 <= response.status < 300:
+            return response
+        data = response.read()
+        raise _status_error(self.cluster, method, path, response.status, data, response.headers)
+
+
+def _seconds(query: list[tuple[str, Any]]) -> float:
+    """A watch's own timeoutSeconds: how long its stream may stay quiet at most."""
+    return float(next((v for k, v in query if k == "timeoutSeconds"), 0))
+
+
+def _transport_error(cluster: str, host: str, method: str, path: str, err: Exception) -> ClusterError:
+    """A request that got no answer: never connected (unreachable), or cut or timed out mid-way."""
+    cause = (
+        err.reason if isinstance(err, urllib3.exceptions.MaxRetryError) and err.reason is not None else err
+    )
+    text = " ".join(str(cause).split())
+    text = text.split("Failed to establish a new connection: ", 1)[-1][:200]
+    if isinstance(
+        cause, urllib3.exceptions.NewConnectionError | urllib3.exceptions.SSLError | ConnectionRefusedError
+    ):
+        return Unreachable(f"{cluster}: the API server at {host} cannot be reached ({text})")
+    return TemporaryClusterError(f"{cluster}: {method} {path} got no answer ({type(cause).__name__}: {text})")
+
+
+def _status_error(
+    cluster: str, method: str, path: str, code: int, data: bytes, headers: Mapping[str, str]
+) -> ClusterError:
+    """The error for a Status answer: its code, reason and message, and Retry-After when given."""
+    try:
+        status = json.loads(data) if data else {}
+    except ValueError:
+        status = {}
+    if not isinstance(status, dict):
+        status = {}
+    reason = str(status.get("reason") or "")
+    message = " ".join(str(status.get("message") or data[:200].decode("utf-8", "replace")).split())
+    text = f"{cluster}: {method} {path}: {code} {reason or 'error'}: {message}"[:600]
+    try:
+        delay = float(headers.get("Retry-After") or 0)
+    except ValueError:
+        delay = 0.0
+    if code == 404:
+        return NotFound(text, code=code, reason=reason)
+    if code == 410:
+        return Gone(text, code=code, reason=reason)
+    if code in TEMPORARY_CODES and _REJECTED_FIELD not in message:
+        return TemporaryClusterError(text, code=code, reason=reason, delay=delay)
+    return PermanentClusterError(text, code=code, reason=reason)

@@ -1,0 +1,219 @@
+"""What applying a commit to one cluster changes (§7.3): the record stamped, compared with what is live.
+
+Pure. `Record` is what one commit holds for one cluster (the CRDs, tenant namespaces, mirrors,
+`rendered/<cluster>/`, the nodes jobtree cordoned); `Live` what the cluster holds (jobtree's
+objects of every fleet, namespaces, nodes). `compare` gives the writes that make the cluster hold
+the record and nothing more of this fleet's: create what is missing, change what differs (content
+hash; a mirror's status compared as written), replace a pod whose spec differs (pods are
+immutable), prune what this fleet labelled and the record no longer holds (a pod on a node that is
+gone or out of service at once, with no grace period: no kubelet will finish it), cordon. Never an object
+another fleet's label claims, never a namespace or CRD pruned, never a pod created on a node that
+is gone or out of service (it waits for the pass that moves it). Sending is `sync`'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.cluster import kinds, observations, stamp
+from reconciler.cluster.kinds import Key, Kind
+
+Obj = dict[str, Any]
+CREATE, CHANGE, STATUS, REPLACE, PRUNE, CORDON = "create", "change", "status", "replace", "prune", "cordon"
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """What one commit holds for one cluster, as plain manifests (statuses included)."""
+
+    commit: str
+    fleet: Obj  # the FleetConfig mirror
+    crds: tuple[Obj, ...] = ()
+    namespaces: tuple[str, ...] = ()
+    mirrors: tuple[Obj, ...] = ()  # Budgets, Runs, Reservations, open Leases
+    rendered: tuple[Obj, ...] = ()  # rendered/<cluster>/: Services and Pods
+    kept: frozenset[Key] = frozenset()  # mirrors of objects invalid now: left as they are, never pruned
+    cordoned: tuple[str, ...] = ()  # nodes jobtree cordoned after a failure (state/fleet.yaml)
+
+
+@dataclass(frozen=True, slots=True)
+class Desired:
+    """One object as apply sends it: stamped body, and its status apart (mirrors only)."""
+
+    kind: Kind
+    body: Obj
+    status: Obj | None = None
+
+    @property
+    def key(self) -> Key:
+        return kinds.key(self.body)
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """What one cluster holds, as listed."""
+
+    crds: dict[str, Obj] = field(default_factory=dict)  # jobtree's CRDs by name
+    namespaces: frozenset[str] = frozenset()
+    nodes: dict[str, Obj] = field(default_factory=dict)
+    objects: dict[Key, Obj] = field(default_factory=dict)  # every object jobtree applied, of any fleet
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    action: str  # CREATE, CHANGE, STATUS, REPLACE, PRUNE, CORDON
+    kind: Kind
+    key: Key
+    desired: Desired | None = None
+    live: Obj | None = field(default=None, compare=False, repr=False)  # what a prune deletes
+    now: bool = False  # delete with no grace period: its node is gone or out of service (no kubelet)
+
+    @property
+    def node(self) -> str:
+        """The node a pod change is about (the pod's `spec.nodeName`), else ""."""
+        obj = self.desired.body if self.desired is not None else self.live or {}
+        return str((obj.get("spec") or {}).get("nodeName") or "") if self.kind == kinds.POD else ""
+
+    def __str__(self) -> str:
+        return f"{self.action} {kinds.named(self.key)}"
+
+
+@dataclass(slots=True)
+class Changes:
+    """Writes in the order they are sent: each list waits for the one before."""
+
+    crds: list[Change] = field(default_factory=list)
+    namespaces: list[Change] = field(default_factory=list)
+    mirrors: list[Change] = field(default_factory=list)
+    rendered: list[Change] = field(default_factory=list)
+    prune: list[Change] = field(default_factory=list)
+    cordons: list[Change] = field(default_factory=list)
+    commit: Change | None = None  # the FleetConfig's status: the commit applied in full, written last
+    held: list[str] = field(default_factory=list)  # pods not created, and why
+    conflicts: list[str] = field(default_factory=list)  # objects another fleet's label claims
+    unchanged: int = 0
+
+    def all(self) -> list[Change]:
+        tail = [self.commit] if self.commit is not None else []
+        return [
+            *self.crds,
+            *self.namespaces,
+            *self.mirrors,
+            *self.rendered,
+            *self.prune,
+            *self.cordons,
+            *tail,
+        ]
+
+
+def desired(record: Record, fleet: str) -> tuple[list[Desired], list[Desired], list[Desired], list[Desired]]:
+    """The record stamped: CRDs (shared by fleets: managed-by only), namespaces, mirrors, rendered."""
+
+    def one(obj: Obj, label: str | None) -> Desired:
+        body, status = stamp.stamped(obj, label)
+        kind = kinds.of(body)
+        return Desired(kind, body, status if kind.status else None)
+
+    crds = [one(c, None) for c in record.crds]
+    spaces = [
+        one({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}, fleet)
+        for n in record.namespaces
+    ]
+    mirrors = [one(m, fleet) for m in (record.fleet, *record.mirrors)]
+    order = {k.kind: i for i, k in enumerate(kinds.MIRRORS)}
+    mirrors.sort(key=lambda d: order[d.kind.kind])
+    rendered = [one(r, fleet) for r in record.rendered]
+    rendered.sort(key=lambda d: d.kind != kinds.SERVICE)
+    return crds, spaces, mirrors, rendered
+
+
+def compare(record: Record, fleet: str, live: Live) -> Changes:
+    """The writes that make `live` hold `record`, and nothing more of `fleet`'s."""
+    crds, spaces, mirrors, rendered = desired(record, fleet)
+    out = Changes()
+    for d in crds:
+        have = live.crds.get(d.body["metadata"]["name"])
+        if have is None:
+            out.crds.append(Change(CREATE, d.kind, d.key, d))
+        elif _hash(have) != _hash(d.body):
+            out.crds.append(Change(CHANGE, d.kind, d.key, d))
+        else:
+            out.unchanged += 1
+    for d in spaces:
+        if d.body["metadata"]["name"] in live.namespaces:
+            out.unchanged += 1
+        else:
+            out.namespaces.append(Change(CREATE, d.kind, d.key, d))
+    wanted: set[Key] = set()
+    settings = mirrors[0]  # the FleetConfig: its status names the commit applied in full, so it goes last
+    for d in (Desired(settings.kind, settings.body), *mirrors[1:], *rendered):
+        wanted.add(d.key)
+        have = live.objects.get(d.key)
+        owner = stamp.fleet_of(have) if have is not None else None
+        if have is not None and owner != fleet:
+            out.conflicts.append(f"{kinds.named(d.key)} belongs to fleet {owner}: left alone")
+            continue
+        target = out.rendered if d.kind in kinds.RENDERED else out.mirrors
+        if d.kind == kinds.POD:
+            _pod(out, d, have, live.nodes)
+        elif have is None:
+            target.append(Change(CREATE, d.kind, d.key, d))
+        else:
+            changed = _hash(have) != _hash(d.body)
+            if changed:
+                target.append(Change(CHANGE, d.kind, d.key, d))
+            if d.status is not None and stamp.digest(have.get("status") or {}) != stamp.digest(d.status):
+                target.append(Change(STATUS, d.kind, d.key, d))
+            elif not changed:
+                out.unchanged += 1
+    have = live.objects.get(settings.key)
+    if have is None or (
+        stamp.fleet_of(have) == fleet
+        and stamp.digest(have.get("status") or {}) != stamp.digest(settings.status or {})
+    ):
+        out.commit = Change(STATUS, settings.kind, settings.key, settings)
+    for key, have in sorted(live.objects.items()):
+        if key not in wanted and key not in record.kept and stamp.fleet_of(have) == fleet:
+            kind = kinds.of(have)
+            failed = kind == kinds.POD and _node_failed(
+                live.nodes, (have.get("spec") or {}).get("nodeName", "")
+            )
+            out.prune.append(Change(PRUNE, kind, key, live=have, now=failed is not None))
+    for name in record.cordoned:
+        node = live.nodes.get(name)
+        if node is not None and not (node.get("spec") or {}).get("unschedulable"):
+            out.cordons.append(Change(CORDON, kinds.NODE, ("Node", "", name)))
+    return out
+
+
+def _pod(out: Changes, d: Desired, have: Obj | None, nodes: dict[str, Obj]) -> None:
+    """A rendered pod: created, changed in place (labels), replaced (spec), or held (its node failed)."""
+    name = d.body["spec"].get("nodeName", "")
+    if have is None or (have.get("metadata") or {}).get("deletionTimestamp"):
+        why = _node_failed(nodes, name)
+        if why is not None:
+            out.held.append(f"{kinds.named(d.key)} not created: node {name} {why} (the next pass moves it)")
+            return
+        out.rendered.append(Change(CREATE if have is None else REPLACE, d.kind, d.key, d))
+    elif stamp.annotation(have, stamp.SPEC_HASH) != stamp.annotation(d.body, stamp.SPEC_HASH):
+        out.rendered.append(Change(REPLACE, d.kind, d.key, d))
+    elif _hash(have) != _hash(d.body):
+        out.rendered.append(Change(CHANGE, d.kind, d.key, d))
+    else:
+        out.unchanged += 1
+
+
+def _node_failed(nodes: dict[str, Obj], name: str) -> str | None:
+    """Why no kubelet runs pods on node `name` (gone, or out of service), or None."""
+    node = nodes.get(name)
+    if node is None or (node.get("metadata") or {}).get("deletionTimestamp"):
+        return "is gone"
+    taints = (node.get("spec") or {}).get("taints") or []
+    if any(t.get("key") == observations.OUT_OF_SERVICE for t in taints):
+        return "is out of service"
+    return None
+
+
+def _hash(obj: Obj) -> str | None:
+    return stamp.annotation(obj, stamp.CONTENT_HASH)

@@ -1,0 +1,80 @@
+"""What jobtree writes on every object it applies: the fleet's labels and the content hashes apply compares.
+
+`app.kubernetes.io/managed-by: jobtree` and `rq.davidlangworthy.io/fleet: <FleetConfig name>` (§7.1)
+mark an object as this fleet's: apply prunes by them and never touches an object carrying another
+fleet's. `content-hash` is a digest of everything jobtree applies of the object but its status, so
+an unchanged object costs no write; `spec-hash`, on pods, of the spec alone: pods are immutable,
+so a pod whose spec hash differs is deleted and created again, while a label change is applied in
+place. A pod's resource quantities are sent as text, as the API server serves them. Pure: dicts
+in, dicts out.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+from schemas import GROUP
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "jobtree"
+FLEET = f"{GROUP}/fleet"
+CONTENT_HASH = f"{GROUP}/content-hash"
+SPEC_HASH = f"{GROUP}/spec-hash"
+Obj = dict[str, Any]
+
+
+def digest(value: Any) -> str:
+    """A short stable digest of plain data (sorted keys, no whitespace)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def selector(fleet: str) -> str:
+    """The label selector of everything this fleet applied."""
+    return f"{MANAGED_BY}={MANAGER},{FLEET}={fleet}"
+
+
+def stamped(obj: Obj, fleet: str | None) -> tuple[Obj, Obj | None]:
+    """`obj` with the labels (the fleet's when `fleet` is given: shared objects such as CRDs carry
+    only managed-by) and hashes, and apart from it its status (None when it has none)."""
+    body = copy.deepcopy(obj)
+    status = body.pop("status", None)
+    meta = body.setdefault("metadata", {})
+    labels = meta.setdefault("labels", {})
+    labels[MANAGED_BY] = MANAGER
+    if fleet:
+        labels[FLEET] = fleet
+    notes = meta.setdefault("annotations", {})
+    notes.pop(CONTENT_HASH, None)
+    notes.pop(SPEC_HASH, None)
+    if body.get("kind") == "Pod" and body.get("apiVersion") == "v1":
+        _quantities_as_text(body.get("spec") or {})
+        notes[SPEC_HASH] = digest(body.get("spec"))
+    notes[CONTENT_HASH] = digest(body)
+    return body, status
+
+
+def fleet_of(obj: Obj) -> str | None:
+    """The fleet an object is labelled with (None: not applied by a fleet)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get(FLEET) if labels.get(MANAGED_BY) == MANAGER else None
+
+
+def annotation(obj: Obj, key: str) -> str | None:
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+    return value if isinstance(value, str) else None
+
+
+def _quantities_as_text(spec: Obj) -> None:
+    """Resource quantities as the API server stores them (`8` is served back as `"8"`), so a typed
+    client reading the pod finds the type it expects, on any server."""
+    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        for part in ("limits", "requests"):
+            amounts = (container.get("resources") or {}).get(part)
+            if isinstance(amounts, dict):
+                for name, value in amounts.items():
+                    if isinstance(value, int | float) and not isinstance(value, bool):
+                        amounts[name] = str(value)

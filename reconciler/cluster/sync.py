@@ -1,0 +1,239 @@
+"""Apply one commit to one cluster (step 7 of a pass, §7.3): read what is live, send what `changes` says, in order.
+
+Order: the CRDs (then wait until established), the tenant namespaces, the mirrors, then the
+deletions (prunes, and pods to replace), then `rendered/<cluster>/`, the cordons, and last the
+FleetConfig's status naming the commit, written only when everything before it was. A pod waits
+for the pods deleted on its node (their GPUs) and for its own old self: a deleted pod holds its
+GPUs until it has terminated, and a pod started beside it would be refused by the kubelet. Writes
+of one step go out at most `Target.workers` at a time, each retried with backoff (`retry`); a step
+with a failure stops the steps after it, and the next pass, comparing again, finishes the job.
+A dry run reads and compares, and sends nothing. Returns an `Applied`; raises nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.cluster import changes, kinds, stamp
+from reconciler.cluster.api import Api
+from reconciler.cluster.changes import Change, Changes, Live, Record
+from reconciler.cluster.connect import Target
+from reconciler.cluster.errors import ClusterError, Unreachable
+
+SETTLE = 60.0  # seconds to wait for deleted pods to terminate, and for new CRDs to be established
+
+
+@dataclass(slots=True)
+class Applied:
+    """What applying one commit did to one cluster (or, in a dry run, would do)."""
+
+    cluster: str
+    commit: str
+    dry_run: bool = False
+    done: list[str] = field(default_factory=list)  # "create Pod t/r-g0-n1", in the order sent
+    held: list[str] = field(default_factory=list)  # pods not created yet, and why
+    conflicts: list[str] = field(default_factory=list)  # objects another fleet's label claims
+    errors: list[str] = field(default_factory=list)
+    unreachable: bool = False
+    unchanged: int = 0
+    reads: int = 0
+    writes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def count(self, action: str) -> int:
+        return sum(1 for line in self.done if line.startswith(f"{action} "))
+
+    def __str__(self) -> str:
+        if self.unreachable:
+            return f"{self.cluster}: not applied: {self.errors[0] if self.errors else 'unreachable'}"
+        verb = "would apply" if self.dry_run else "applied"
+        counts = ", ".join(
+            f"{n} {a}" for a in (changes.CREATE, changes.CHANGE, changes.STATUS, changes.REPLACE,
+                                  changes.PRUNE, changes.CORDON) if (n := self.count(a))
+        )  # fmt: skip
+        what = f"{counts}" if counts else "nothing to change"
+        tail = f"; {len(self.held)} pods held" if self.held else ""
+        tail += f"; {len(self.errors)} errors" if self.errors else ""
+        return (
+            f"{self.cluster}: {verb} {self.commit[:12]}: {what} ({self.unchanged} unchanged; "
+            f"{self.reads} reads, {self.writes} writes){tail}"
+        )
+
+
+def read_live(api: Api) -> Live:
+    """Jobtree's CRDs, the namespaces, the nodes, and every object any fleet's jobtree applied."""
+    crds, _ = api.list_all(kinds.CRD, f"{stamp.MANAGED_BY}={stamp.MANAGER}")
+    spaces, _ = api.list_all(kinds.NAMESPACE)
+    nodes, _ = api.list_all(kinds.NODE)
+    objects: dict[kinds.Key, dict[str, Any]] = {}
+    crd_names = {c["metadata"]["name"] for c in crds}
+    for kind in kinds.OWNED:
+        if kind.api_version != "v1" and f"{kind.plural}.{kind.api_version.split('/')[0]}" not in crd_names:
+            continue  # its CRD is not there yet: nothing of it can exist
+        items, _ = api.list_all(kind, f"{stamp.MANAGED_BY}={stamp.MANAGER}")
+        objects.update((kinds.key(o), o) for o in items)
+    return Live(
+        {c["metadata"]["name"]: c for c in crds},
+        frozenset(n["metadata"]["name"] for n in spaces),
+        {n["metadata"]["name"]: n for n in nodes},
+        objects,
+    )
+
+
+def sync(api: Api, target: Target, record: Record, dry_run: bool = False, settle: float = SETTLE) -> Applied:
+    """Make `target` hold `record` (see the module docstring); `settle`: the longest wait for pods to
+    terminate and CRDs to be established."""
+    out = Applied(target.name, record.commit, dry_run)
+    reads, writes = api.counts.reads, api.counts.writes
+    try:
+        live = read_live(api)
+        plan = changes.compare(record, target.fleet, live)
+        out.held, out.conflicts, out.unchanged = list(plan.held), list(plan.conflicts), plan.unchanged
+        if dry_run:
+            out.done = [str(c) for c in plan.all()]
+        else:
+            with ThreadPoolExecutor(max_workers=max(1, target.workers)) as pool:
+                _send(api, target, plan, pool.map, out, settle)
+    except Unreachable as err:
+        out.unreachable = True
+        out.errors.append(str(err))
+    except ClusterError as err:
+        out.errors.append(str(err))
+    out.reads, out.writes = api.counts.reads - reads, api.counts.writes - writes
+    return out
+
+
+Mapper = Callable[[Callable[[Change], ClusterError | None], Sequence[Change]], Iterable[ClusterError | None]]
+
+
+def _send(api: Api, target: Target, plan: Changes, pool_map: Mapper, out: Applied, settle: float) -> None:
+    def step(items: Sequence[Change], said: Callable[[Change], bool] = lambda c: True) -> bool:
+        failed = False
+        for change, error in zip(items, pool_map(lambda c: _attempt(api, c), items), strict=True):
+            if error is not None:
+                out.errors.append(str(error))
+                failed = True
+            elif said(change):
+                out.done.append(str(change))
+        return not failed
+
+    if not step(plan.crds):
+        return
+    if plan.crds:
+        _established(api, [c.desired.body for c in plan.crds if c.desired is not None], settle)
+    if not step(plan.namespaces) or not step(plan.mirrors):
+        return
+    # deletions before creations: a deleted pod holds its GPUs (and its name) until it has terminated
+    replaced = [
+        Change(changes.PRUNE, c.kind, c.key, c.desired) for c in plan.rendered if c.action == changes.REPLACE
+    ]
+    if not step([*plan.prune, *replaced], lambda c: c.desired is None):
+        return
+    waiting = _wait_gone(api, target.fleet, _blocking([*plan.prune, *replaced], plan.rendered), settle)
+    creations = []
+    for change in plan.rendered:
+        blocked = [k for k, node in waiting.items() if k == change.key or (node and node == change.node)]
+        if blocked and change.action in (changes.CREATE, changes.REPLACE):
+            out.held.append(f"{kinds.named(change.key)} waits for {kinds.named(blocked[0])} to terminate")
+        else:
+            creations.append(change)
+    if not step(creations) or not step(plan.cordons):
+        return
+    if plan.commit is not None and not out.held:
+        step([plan.commit])
+
+
+def _attempt(api: Api, change: Change) -> ClusterError | None:
+    """Send one change (retried inside `api`); the error that stopped it, or None."""
+    try:
+        _write(api, change)
+    except ClusterError as err:
+        return err
+    return None
+
+
+def _write(api: Api, change: Change) -> None:
+    kind, (_, namespace, name) = change.kind, change.key
+    if change.action == changes.PRUNE:
+        api.delete(kind, name, namespace or None, grace=0 if change.now else None)
+    elif change.action == changes.CORDON:
+        api.merge_patch(kinds.NODE, name, {"spec": {"unschedulable": True}})
+    elif change.desired is not None:
+        body, status = change.desired.body, change.desired.status
+        if change.action != changes.STATUS:
+            api.apply(kind, body)
+        if status is not None and change.action in (changes.CREATE, changes.STATUS):
+            meta = {k: v for k, v in body["metadata"].items() if k in ("name", "namespace")}
+            api.apply(
+                kind,
+                {"apiVersion": body["apiVersion"], "kind": body["kind"], "metadata": meta, "status": status},
+                "status",
+            )
+
+
+def _blocking(deleted: Sequence[Change], rendered: Sequence[Change]) -> dict[kinds.Key, str]:
+    """Deleted pods a creation waits for, with their node: a pod replaced (its name), or one on a
+    node where a pod is created (its GPUs are not free until it has terminated)."""
+    created = [c for c in rendered if c.kind == kinds.POD and c.action in (changes.CREATE, changes.REPLACE)]
+    names, nodes = {c.key for c in created}, {c.node for c in created}
+    return {c.key: c.node for c in deleted if c.kind == kinds.POD and (c.key in names or c.node in nodes)}
+
+
+def _wait_gone(api: Api, fleet: str, pods: dict[kinds.Key, str], settle: float) -> dict[kinds.Key, str]:
+    """Wait (at most `settle` seconds) until the `pods` are gone; the ones still there. A dropped
+    or expired watch is followed by a fresh list, so a lost event costs time, never a wrong answer."""
+    remaining = dict(pods)
+    deadline = time.monotonic() + settle
+    while remaining and time.monotonic() < deadline:
+        items, version = api.list_all(kinds.POD, stamp.selector(fleet))
+        present = {kinds.key(p) for p in items}
+        remaining = {k: v for k, v in remaining.items() if k in present}
+        if not remaining:
+            break
+        seconds = max(1, int(min(30.0, deadline - time.monotonic())))
+        try:
+            for event in api.watch(kinds.POD, stamp.selector(fleet), version, seconds):
+                meta = (event.get("object") or {}).get("metadata") or {}
+                if event.get("type") == "DELETED":
+                    remaining.pop(("Pod", meta.get("namespace") or "", meta.get("name") or ""), None)
+                if not remaining:
+                    break
+        except ClusterError:
+            time.sleep(0.2)  # a watch that could not start, or expired: list again
+    return remaining
+
+
+def _established(api: Api, crds: list[dict[str, Any]], settle: float) -> None:
+    """Wait (at most `settle` seconds) until the `crds` serve their kinds: the Established condition,
+    or (a server that does not report it) their kind answering a list."""
+    deadline = time.monotonic() + settle
+    pause = 0.05
+    for crd in crds:
+        name = crd["metadata"]["name"]
+        while True:
+            live = api.get(kinds.CRD, name) or {}
+            conditions = (live.get("status") or {}).get("conditions") or []
+            if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                break
+            if api.serves(_served_kind(crd)):
+                break
+            if time.monotonic() >= deadline:
+                raise ClusterError(f"{api.cluster}: CRD {name} is not established after {settle:g} s")
+            time.sleep(pause)
+            pause = min(1.0, pause * 2)
+
+
+def _served_kind(crd: dict[str, Any]) -> kinds.Kind:
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("served"))
+    names = spec["names"]
+    return kinds.Kind(
+        f"{spec['group']}/{version}", names["kind"], names["plural"], spec["scope"] == "Namespaced"
+    )

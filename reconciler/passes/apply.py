@@ -1,0 +1,196 @@
+"""Apply a commit to the configured clusters (step 7 of a pass, §7.3): `reconcile --apply` after its push, and `jobtree apply`.
+
+Reads everything from one commit, never the work tree: the spec (validated, for the Run and Budget
+mirrors and the fleet's settings), `state/` (statuses, reservations, leases, jobtree's cordons) and
+`rendered/<cluster>/`. Per configured cluster it builds the `Record` that commit holds for it (the
+published CRDs, the tenant namespaces, the mirrors, the rendered pods and Services) and hands it to
+`reconciler.cluster.sync`, all clusters at once: one that cannot be reached leaves the others
+applied and is named in the outcome. Returns an `ApplyOutcome`; prints nothing, writes no Git.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.cluster import changes, connect, errors, mirrors, retry, sync
+from reconciler.git import read as gitread
+from reconciler.spec import commit as speccache
+from reconciler.spec.validated import Spec
+from reconciler.state import codec as statefiles
+from reconciler.state import layout, observed
+from schemas.layout import FLEET_FILE
+
+Obj = dict[str, Any]
+
+
+class ApplyRefused(Exception):
+    """Nothing can be applied from this commit (jobtree.yaml invalid, an unknown --cluster); the
+    message says why and what to do."""
+
+
+class NoCluster(ApplyRefused):
+    """jobtree.yaml configures no cluster: the embedded cluster has nothing to apply."""
+
+
+class UnknownCluster(ApplyRefused):
+    """The cluster asked for is not one jobtree.yaml configures."""
+
+
+@dataclass(slots=True)
+class ApplyOutcome:
+    """What applying one commit did, per cluster (`reconciler.cluster.sync.Applied`)."""
+
+    commit: str
+    clusters: list[sync.Applied] = field(default_factory=list)  # in jobtree.yaml's order
+    dry_run: bool = False
+
+    @property
+    def failed(self) -> list[str]:
+        """Clusters not applied in full, each with why (for people)."""
+        out = []
+        for applied in self.clusters:
+            if applied.unreachable:
+                out.append(f"cluster {applied.cluster} not applied: {applied.errors[0]}")
+            elif applied.errors:
+                shown = "; ".join(applied.errors[:3]) + (" ..." if len(applied.errors) > 3 else "")
+                out.append(
+                    f"cluster {applied.cluster} applied in part ({len(applied.errors)} errors): {shown}"
+                )
+        return out
+
+    def lines(self, detail: bool = False) -> list[str]:
+        """One line per cluster; with `detail`, every change, held pod and conflict under it."""
+        out = []
+        for applied in self.clusters:
+            out.append(str(applied))
+            if detail:
+                out += [f"  {line}" for line in applied.done]
+            out += [f"  held: {line}" for line in applied.held]
+            out += [f"  conflict: {line}" for line in applied.conflicts]
+        return out
+
+
+def apply_commit(
+    repo: gitread.Repository,
+    rev: str,
+    *,
+    only: str | None = None,
+    dry_run: bool = False,
+    settle: float = sync.SETTLE,
+    policy: retry.Backoff | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> ApplyOutcome:
+    """Apply the commit `rev` to every configured cluster (`only`: to that one); raises `ApplyRefused`.
+    `policy`: the retry backoff; `settle`: the longest wait for pods to terminate."""
+    commit = gitread.resolve(repo, rev)
+    sha = str(commit.id)
+    spec, _, _ = speccache.read_spec(repo, commit)
+    if any(d.path == FLEET_FILE for d in spec.diagnostics):
+        raise ApplyRefused(
+            f"jobtree.yaml does not validate at {sha[:12]}: nothing applied (which fleet owns what cannot be "
+            "told); fix it (jobtree validate) and reconcile"
+        )
+    names = [c.name for c in spec.fleet.clusters]
+    if not names:
+        raise NoCluster(
+            "jobtree.yaml configures no cluster: the embedded cluster has nothing to apply; add `clusters` "
+            "(name, context) to drive Kubernetes"
+        )
+    if only is not None and only not in names:
+        raise UnknownCluster(f"no cluster {only!r} in jobtree.yaml (it configures {', '.join(names)})")
+    records = records_of(repo, sha, spec)
+    targets = [t for t in connect.targets(spec.name, spec.fleet.clusters, policy) if only in (None, t.name)]
+
+    def one(target: connect.Target) -> sync.Applied:
+        try:
+            api = connect.api(target)
+        except errors.ClusterError as err:
+            return sync.Applied(target.name, sha, dry_run, errors=[str(err)], unreachable=True)
+        return sync.sync(api, target, records[target.name], dry_run, settle)
+
+    say(f"applying {sha[:12]} to {', '.join(t.name for t in targets)}{' (dry run)' if dry_run else ''}")
+    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+        done = list(pool.map(one, targets))
+    return ApplyOutcome(sha, done, dry_run)
+
+
+def records_of(repo: gitread.Repository, sha: str, spec: Spec) -> dict[str, changes.Record]:
+    """What the commit `sha` holds for each configured cluster."""
+    files = gitread.read_files(repo, sha, [layout.STATE, layout.RENDERED])
+    docs = {path: statefiles.documents(data) for path, data in files.items() if _mirrored(path)}
+    run_status = {
+        _stem(p, layout.RUN_STATUS): d[0] for p, d in docs.items() if p.startswith(layout.RUN_STATUS) and d
+    }
+    budget_status = {
+        _stem(p, layout.BUDGET_STATUS): d[0]
+        for p, d in docs.items()
+        if p.startswith(layout.BUDGET_STATUS) and d
+    }
+    reservations = [d[0] for p, d in sorted(docs.items()) if p.startswith(layout.RESERVATIONS) and d]
+    leases = {
+        _stem(p, layout.LEASES): [o for o in d if o] for p, d in docs.items() if p.startswith(layout.LEASES)
+    }
+    fleet_doc = (docs.get(layout.FLEET) or [None])[0] or {}
+    cordoned = tuple(fleet_doc.get("cordoned") or ())
+    rendered: dict[str, list[Obj]] = defaultdict(list)
+    placed: dict[str, set[str]] = defaultdict(set)
+    for path, found in sorted(docs.items()):
+        folder = layout.rendered_cluster(path)
+        if folder is not None:
+            rendered[folder] += [d for d in found if isinstance(d, dict)]
+            run = layout.rendered_run(path)
+            if run is not None:
+                placed[folder].add(run)
+    common = [
+        *(mirrors.budget(b, budget_status.get(b.metadata.name)) for b in spec.budgets),
+        *(mirrors.run(r, run_status.get(f"{r.metadata.namespace}/{r.metadata.name}")) for r in spec.runs),
+        *(mirrors.recorded(r) for r in reservations),
+    ]
+    kept = frozenset(_kept(spec.rejected))
+    crds = tuple(mirrors.definitions())
+    namespaces = tuple(sorted({t.namespace for t in spec.fleet.tenants}))
+    out = {}
+    for name in (c.name for c in spec.fleet.clusters):
+        nodes = _observed_nodes(files.get(layout.observed_file(name)))
+        here = [
+            mirrors.recorded(x)
+            for run in sorted(placed[name])
+            for x in leases.get(run, [])
+            if mirrors.is_open_lease(x)
+        ]
+        out[name] = changes.Record(
+            sha, mirrors.fleet(spec.name, spec.fleet, name, sha), crds, namespaces, (*common, *here),
+            tuple(rendered[name]), kept,
+            tuple(n for n in cordoned if nodes is None or n in nodes),
+        )  # fmt: skip
+    return out
+
+
+def _mirrored(path: str) -> bool:
+    """Owned files apply reads: the YAML ones (not the ledger, not the pictures)."""
+    return not path.startswith(layout.LEDGER) and path.endswith(".yaml")
+
+
+def _stem(path: str, prefix: str) -> str:
+    return path[len(prefix) :].removesuffix(".yaml")
+
+
+def _observed_nodes(data: bytes | None) -> set[str] | None:
+    return None if data is None else {n.name for n in observed.decode(data)}
+
+
+def _kept(rejected: dict[str, str]) -> Sequence[tuple[str, str, str]]:
+    """Mirrors of objects whose file is invalid now: their last mirror stays as it is (not pruned)."""
+    out = []
+    for key in rejected:
+        kind, _, name = key.partition(" ")
+        if kind == "Run" and "/" in name:
+            namespace, _, run = name.partition("/")
+            out.append(("Run", namespace, run))
+        elif kind == "Budget":
+            out.append(("Budget", "", name))
+    return out

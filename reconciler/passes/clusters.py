@@ -1,0 +1,161 @@
+"""The configured clusters as one pass sees them (steps 3 and 5, §7.2): observed now, or as Git last recorded them.
+
+`Live` (reconcile): every cluster of jobtree.yaml observed through `reconciler.cluster.observe`, all
+at once; a cluster that cannot be observed is planned against its last observation (its
+`state/observed/<cluster>.yaml`), and the pass says so. `Recorded` (`jobtree plan`, provenance): the
+clusters as a commit's `state/observed/` holds them, with the workload outcomes its ledger recorded,
+so a recomputed pass sees exactly what the pass saw. Both are the pipeline's `Cluster` and hand the
+next tree what to commit (`record`). Cordons are not applied here: they are in the state commit
+(`state/fleet.yaml`) and apply carries them out after the push. `cluster_for` picks the embedded
+cluster when none is configured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from planner.world import FleetState, NodeObs, WorkloadEvent
+from reconciler.passes.embedded import EmbeddedCluster
+from reconciler.spec.validated import Spec
+from reconciler.state import layout, nexttree
+from reconciler.state import observed as observedfiles
+
+
+class Configured:
+    """The clusters of jobtree.yaml as one pass observed them (the pipeline's `Cluster`)."""
+
+    def __init__(self, names: Sequence[str], recorded: Mapping[str, bytes]) -> None:
+        self.names = list(names)
+        self.before = {
+            c: observedfiles.decode(recorded[layout.observed_file(c)])
+            for c in self.names
+            if layout.observed_file(c) in recorded
+        }
+        self.nodes: dict[str, tuple[NodeObs, ...]] = {}
+        self.events: list[tuple[str, WorkloadEvent]] = []
+        self.warnings: list[str] = []  # for people, even with --quiet
+        self.notes: list[str] = []  # progress lines
+        self.unobserved: dict[str, str] = {}  # cluster -> why it was planned against its last observation
+
+    def observe(self) -> tuple[tuple[NodeObs, ...], tuple[WorkloadEvent, ...]]:
+        return self.merged(), tuple(ev for _, ev in self.events)
+
+    def merged(self) -> tuple[NodeObs, ...]:
+        """Every cluster's nodes; a name seen in two clusters is kept in the first (and said)."""
+        seen: dict[str, str] = {}
+        out: list[NodeObs] = []
+        for cluster in self.names:
+            for node in self.nodes.get(cluster, ()):
+                if node.name in seen:
+                    warning = (
+                        f"jobtree: node {node.name} is in clusters {seen[node.name]} and {cluster}; a node name "
+                        f"names one node, so the one in {cluster} is left out until renamed"
+                    )
+                    if warning not in self.warnings:
+                        self.warnings.append(warning)
+                    continue
+                seen[node.name] = cluster
+                out.append(node)
+        return tuple(out)
+
+    def apply_cordons(self, names: list[str]) -> None:
+        """Nothing now: the state commit records them and apply cordons after the push (§1 step 7)."""
+
+    def record(self, now: int) -> nexttree.Observed:
+        """The files and ledger rows the state commit holds for what this pass observed."""
+        files = observedfiles.files({c: self.nodes[c] for c in self.names if c in self.nodes})
+        return nexttree.Observed(files, observedfiles.workload_rows(now, self.events))
+
+    def lines(self) -> list[str]:
+        """What changed since the last observation, for the commit message."""
+        out = []
+        for cluster in self.names:
+            if cluster in self.nodes:
+                out += observedfiles.changes(cluster, self.before.get(cluster, ()), self.nodes[cluster])
+        return out
+
+
+class Recorded(Configured):
+    """The clusters as `state/observed/` holds them, with recorded workload outcomes (no credentials)."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        recorded: Mapping[str, bytes],
+        events: Iterable[tuple[str, WorkloadEvent]] = (),
+    ) -> None:
+        super().__init__(names, recorded)
+        self.nodes = dict(self.before)
+        self.events = [(c, ev) for c, ev in events if c in self.names]
+        self.merged()  # its warnings, before the pass takes them
+
+
+class Live(Configured):
+    """Every configured cluster observed now; one that cannot be is planned as last recorded."""
+
+    def __init__(self, spec: Spec, state: FleetState, recorded: Mapping[str, bytes], now: int) -> None:
+        super().__init__([c.name for c in spec.fleet.clusters], recorded)
+        from reconciler.cluster import connect, errors, observe  # the kubernetes client: only when configured
+
+        targets = connect.targets(spec.name, spec.fleet.clusters)
+        grace = spec.fleet.failure.notReadyGraceSeconds
+        open_leases = [x for x in state.leases if x.open]
+
+        def one(target: connect.Target) -> observe.Observation | errors.ClusterError:
+            known = {n.name for n in self.before.get(target.name, ())}
+            try:
+                return observe.observe(connect.api(target), target, open_leases, known, now, grace)
+            except errors.ClusterError as err:
+                return err
+
+        with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+            found = list(pool.map(one, targets))
+        for target, result in zip(targets, found, strict=True):
+            if isinstance(result, errors.ClusterError):
+                self.unobserved[target.name] = str(result)
+                if target.name in self.before:
+                    self.nodes[target.name] = self.before[target.name]
+                held = (
+                    "its last observation" if target.name in self.before else "no node of it (never observed)"
+                )
+                self.warnings.append(
+                    f"jobtree: cluster {target.name} not observed: {result}; planned with {held}"
+                )
+                continue
+            self.nodes[target.name] = result.nodes
+            self.events += [(target.name, ev) for ev in result.workload]
+            self.warnings += [f"jobtree: {problem}" for problem in result.problems]
+            self.notes.append(
+                f"observed {target.name}: {len(result.nodes)} GPU nodes, {len(result.workload)} workload "
+                f"outcomes ({result.reads} requests)"
+            )
+            if result.missing:
+                shown = ", ".join(result.missing[:5]) + (" ..." if len(result.missing) > 5 else "")
+                self.notes.append(
+                    f"{target.name}: {len(result.missing)} pods missing, apply re-creates them: {shown}"
+                )
+        self.merged()  # its warnings, before the pass takes them
+
+
+def observed_files(blobs: Mapping[str, str], read: Callable[[str], bytes]) -> dict[str, bytes]:
+    """The `state/observed/` files among an owned tree's `blobs` (path -> blob id), read with `read`."""
+    return {path: read(oid) for path, oid in blobs.items() if layout.observed_cluster(path) is not None}
+
+
+def cluster_for(
+    spec: Spec, state: FleetState, recorded: Mapping[str, bytes], now: int, live: bool
+) -> EmbeddedCluster | Configured:
+    """The cluster a pass observes: the embedded one when jobtree.yaml configures none; else the
+    configured clusters, observed now (`live`) or as recorded."""
+    if not spec.fleet.clusters:
+        return EmbeddedCluster(spec.inventory)
+    if live:
+        return Live(spec, state, recorded, now)
+    return Recorded([c.name for c in spec.fleet.clusters], recorded)
+
+
+def recorded_nodes(spec: Spec, recorded: Mapping[str, bytes]) -> dict[str, NodeObs]:
+    """The nodes the recorded observations of the configured clusters hold, by name."""
+    cluster = Recorded([c.name for c in spec.fleet.clusters], recorded)
+    return {n.name: n for n in cluster.observe()[0]}

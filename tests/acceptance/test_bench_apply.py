@@ -1,0 +1,45 @@
+"""The apply benchmark (`python -m bench.apply`) runs end to end on a small fleet, and its rows judge what it measured."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from bench import apply as bench_apply
+from tests.support import REPO
+
+
+def test_a_small_fleet_is_applied_then_a_second_apply_writes_nothing_and_one_changed_run_writes_little() -> (
+    None
+):
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.apply", "--scale", "0.005", "--repeat", "1"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["first"]["writes"] > 0 and result["pods"] > 0
+    assert result["again"]["writes"] == 0
+    changed = result["changed"]
+    assert 0 < changed["writes"] <= 2 * changed["changed"]
+    assert changed["changed"] < result["first"]["changed"] / 4  # a few objects, not the fleet
+
+
+def test_the_rows_judge_writes_per_changed_object_and_a_second_apply_that_writes() -> None:
+    def step(writes: int, changed: int) -> dict[str, object]:
+        per = round(writes / changed, 2) if changed else None
+        return {"seconds": 1.0, "range": [1.0, 1.0], "writes": writes, "reads": 9, "changed": changed,
+                "writesPerChanged": per}  # fmt: skip
+
+    result = {
+        "gpus": 10_000, "runs": 500, "clusters": 8, "rounds": 1, "changedRun": "t/r1",
+        "first": step(100, 60), "again": step(3, 0), "changed": step(30, 10), "deleted": step(50, 10),
+    }  # fmt: skip
+    verdicts = {row["name"]: row["verdict"] for row in bench_apply.rows(result)}
+    assert verdicts == {
+        "apply, first (empty clusters)": "measured (no target)",
+        "apply, again (same commit)": "MISSES target",
+        "reconcile --apply, one run changed": "MISSES target",
+        "reconcile --apply, one run deleted": "MISSES target",
+    }

@@ -1,0 +1,261 @@
+"""`reconcile --apply` and `jobtree apply` on a fleet repository pointed at a cluster (DESIGN §7.2, §7.3).
+
+The fleet: tenant `t` (owner org:t) with a 32-GPU H100 envelope, and the cluster `east`: one
+fabric domain A of four 8-GPU nodes n1..n4. Run r1 asks 16 GPUs in groups of 8, so it is packed
+onto the two emptiest nodes by name: group 0 on n1, group 1 on n2 (pods `r1-g0-n1`, `r1-g1-n2`,
+and the headless Service `r1`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from kubernetes import client, config
+
+from reconciler.cli import main
+from reconciler.passes import provenance
+from tests.support.builders import a_budget, a_run
+from tests.support.clusterfleet import T0, ClusterFleet, fleet_config, manifest, node, pods
+from tests.support.kubeapi import Fault, KubeApiServer
+
+R1_PODS = ["r1-g0-n1", "r1-g1-n2"]
+
+
+def fleet_files(**runs: dict[str, Any]) -> dict[str, bytes]:
+    files = {
+        "jobtree.yaml": fleet_config({"t": "org:t"}, [{"name": "east", "context": "east"}]),
+        "budgets/t.yaml": manifest(a_budget("t", "org:t").envelope("h100", 32).build()),
+        "runs/t/r1.yaml": manifest(a_run("t/r1", "org:t").gpus(16).groups(8).build()),
+    }
+    files.update({f"runs/t/{name}.yaml": manifest(doc) for name, doc in runs.items()})
+    return files
+
+
+@pytest.fixture
+def fleet(server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterFleet:
+    server.seed(*(node(f"n{i}") for i in range(1, 5)))
+    return ClusterFleet(tmp_path, {"east": server}, monkeypatch, fleet_files())
+
+
+def test_a_first_pass_applies_exactly_what_rendered_holds(fleet: ClusterFleet, server: KubeApiServer) -> None:
+    outcome = fleet.reconcile(T0)
+    assert outcome.applied is not None and outcome.applied.failed == []
+    want = fleet.rendered("east")
+    assert sorted(want) == [("Pod", "t", "r1-g0-n1"), ("Pod", "t", "r1-g1-n2"), ("Service", "t", "r1")]
+    live = {("Pod", "t", name): server.get("v1", "Pod", name, "t") for name in pods(server)}
+    live[("Service", "t", "r1")] = server.get("v1", "Service", "r1", "t")
+    assert sorted(live) == sorted(want)
+    for key, doc in want.items():
+        have = live[key]
+        assert have is not None
+        assert have["metadata"]["labels"] == doc["metadata"]["labels"] | {
+            "rq.davidlangworthy.io/fleet": "acme"
+        }
+        if key[0] == "Pod":
+            assert have["spec"]["nodeName"] == doc["spec"]["nodeName"]
+            assert have["spec"]["containers"][0]["env"] == doc["spec"]["containers"][0]["env"]
+            served = {
+                k: {r: str(n) for r, n in v.items()}
+                for k, v in doc["spec"]["containers"][0]["resources"].items()
+            }
+            assert (
+                have["spec"]["containers"][0]["resources"] == served
+            )  # quantities as the server serves them
+
+
+def test_the_record_is_mirrored_so_kubectl_get_runs_shows_phase_width_and_reason(
+    fleet: ClusterFleet, server: KubeApiServer
+) -> None:
+    fleet.reconcile(T0)
+    run = server.get("rq.davidlangworthy.io/v1", "Run", "r1", "t")
+    assert run is not None
+    assert (run["status"]["phase"], run["status"]["width"]["allocated"], run["status"]["message"]) == (
+        "Running",
+        16,
+        "bound 16 GPUs",
+    )
+    assert run["spec"]["resources"] == {"gpuType": "H100-80GB", "totalGPUs": 16}
+    leases = server.list("rq.davidlangworthy.io/v1", "Lease", "t")
+    assert sorted((x["spec"]["group"], x["spec"]["slice"]["nodes"][0]) for x in leases) == [
+        (0, "n1#0"),
+        (1, "n2#0"),
+    ]
+    budget = server.get("rq.davidlangworthy.io/v1", "Budget", "t")
+    assert budget is not None
+    assert [(e["name"], e["usage"]["activeGPUs"]) for e in budget["status"]["envelopes"]] == [("h100", 16)]
+    settings = server.get("rq.davidlangworthy.io/v1", "FleetConfig", "acme")
+    assert settings is not None and settings["status"]["commit"] == str(fleet.repo.head.target)
+
+
+def test_a_second_pass_with_nothing_new_commits_nothing_and_writes_nothing_to_the_cluster(
+    fleet: ClusterFleet, server: KubeApiServer
+) -> None:
+    fleet.reconcile(T0)
+    mark = server.requests.mark()
+    again = fleet.reconcile(T0 + 60)
+    assert again.commit is None
+    assert server.requests.writes(since=mark) == []
+    alone = fleet.apply()
+    assert server.requests.writes(since=mark) == []
+    assert [c.unchanged for c in alone.clusters] == [14]
+
+
+def test_a_removed_run_is_pruned_and_another_fleets_pods_on_the_cluster_are_not(
+    fleet: ClusterFleet, server: KubeApiServer
+) -> None:
+    fleet.reconcile(T0)
+    theirs = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "r1-g0-n3",
+            "namespace": "t",
+            "labels": {"app.kubernetes.io/managed-by": "jobtree", "rq.davidlangworthy.io/fleet": "other"},
+        },
+        "spec": {"nodeName": "n3", "containers": [{"name": "w", "image": "x"}]},
+    }
+    server.seed(theirs)
+    fleet.change({"runs/t/r1.yaml": None}, "delete r1\n")
+    outcome = fleet.reconcile(T0 + 60)
+    assert outcome.applied is not None and outcome.applied.failed == []
+    assert pods(server) == []
+    assert pods(server, "other") == ["r1-g0-n3"]
+    assert server.get("rq.davidlangworthy.io/v1", "Run", "r1", "t") is None
+    assert server.list("rq.davidlangworthy.io/v1", "Lease", "t") == []
+    assert [x["status"]["closureReason"] for x in fleet.leases("t/r1")] == ["RunDeleted", "RunDeleted"]
+
+
+def test_a_pod_deleted_by_hand_comes_back_with_the_next_apply(
+    fleet: ClusterFleet, server: KubeApiServer
+) -> None:
+    fleet.reconcile(T0)
+    before = server.get("v1", "Pod", "r1-g0-n1", "t")
+    core = client.CoreV1Api(config.new_client_from_config(str(fleet.kubeconfig), context="east"))
+    core.delete_namespaced_pod("r1-g0-n1", "t")
+    assert pods(server) == ["r1-g1-n2"]
+    again = fleet.reconcile(T0 + 60)
+    assert again.commit is None  # a vanished pod is no decision: its lease stays open
+    assert pods(server) == R1_PODS
+    after = server.get("v1", "Pod", "r1-g0-n1", "t")
+    assert before is not None and after is not None and after["metadata"]["uid"] != before["metadata"]["uid"]
+
+
+def test_a_dry_run_lists_the_changes_and_a_real_apply_makes_them(
+    fleet: ClusterFleet, server: KubeApiServer
+) -> None:
+    fleet.reconcile(T0, apply=False)
+    mark = server.requests.mark()
+    dry = fleet.apply(dry_run=True)
+    assert server.requests.writes(since=mark) == []
+    lines = dry.lines(detail=True)
+    assert lines[0].startswith("east: would apply ") and "14 create" in lines[0]
+    assert "  create Pod t/r1-g0-n1" in lines and "  create Run t/r1" in lines
+    done = fleet.apply()
+    assert done.failed == [] and pods(server) == R1_PODS
+
+
+def test_api_faults_leave_the_cluster_behind_and_the_next_pass_repairs_it(
+    fleet: ClusterFleet, server: KubeApiServer
+) -> None:
+    server.faults.add(Fault.respond(500, method="PATCH", path="/api/v1/namespaces/*/pods/*", times=None))
+    first = fleet.reconcile(T0)
+    assert first.applied is not None and len(first.applied.failed) == 1
+    assert first.applied.failed[0].startswith("cluster east applied in part (2 errors)")
+    assert pods(server) == []
+    settings = server.get("rq.davidlangworthy.io/v1", "FleetConfig", "acme")
+    assert settings is not None and "commit" not in (settings.get("status") or {})  # not applied in full
+    server.faults.clear()
+    second = fleet.reconcile(T0 + 60)
+    assert second.commit is None and second.applied is not None and second.applied.failed == []
+    assert pods(server) == R1_PODS
+    settings = server.get("rq.davidlangworthy.io/v1", "FleetConfig", "acme")
+    assert settings is not None and settings["status"]["commit"] == str(fleet.repo.head.target)
+
+
+def test_every_state_commit_made_against_the_cluster_is_recomputed_from_git_alone(
+    fleet: ClusterFleet, server: KubeApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet.reconcile(T0)
+    for name in R1_PODS:
+        server.kubelet.set_phase("t", name, "Succeeded")
+    done = fleet.reconcile(T0 + 60)
+    assert done.commit is not None
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent")  # no credentials: only what Git holds
+    for sha in (done.commit, str(fleet.repo[done.commit].parents[0].id)):
+        assert provenance.verify(fleet.repo, fleet.repo[sha]).proven, sha
+
+
+def test_jobtree_plan_in_ci_plans_against_the_last_observed_cluster_without_credentials(
+    fleet: ClusterFleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet.reconcile(T0)
+    base = str(fleet.repo.head.target)
+    head = fleet.change(
+        {"runs/t/r2.yaml": manifest(a_run("t/r2", "org:t").gpus(16).groups(8).build())}, "r2\n"
+    )
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent")
+    result = CliRunner().invoke(
+        main,
+        [
+            "plan",
+            str(fleet.path),
+            "--base",
+            base,
+            "--head",
+            head,
+            "--format",
+            "json",
+            "--now",
+            "2026-03-02T09:05:00Z",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert '"t/r2"' in result.stdout and '"A"' in result.stdout  # r2 starts in domain A, which Git recorded
+
+
+def test_the_apply_verb_names_an_unknown_cluster_as_a_usage_error(fleet: ClusterFleet) -> None:
+    fleet.reconcile(T0, apply=False)
+    result = CliRunner().invoke(main, ["apply", str(fleet.path), "--cluster", "nowhere"])
+    assert result.exit_code == 2
+    assert "no cluster 'nowhere' in jobtree.yaml (it configures east)" in result.output
+
+
+def test_the_apply_verb_prints_a_line_per_cluster_and_exits_0(
+    fleet: ClusterFleet, server: KubeApiServer
+) -> None:
+    fleet.reconcile(T0, apply=False)
+    result = CliRunner().invoke(main, ["apply", str(fleet.path), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"east: applied {str(fleet.repo.head.target)[:12]}: 14 create")
+    assert pods(server) == R1_PODS
+
+
+def test_a_cluster_that_stops_answering_is_planned_as_last_observed_and_nothing_is_invented(
+    fleet: ClusterFleet, server: KubeApiServer
+) -> None:
+    fleet.reconcile(T0)
+    server.stop()
+    again = fleet.reconcile(T0 + 60)
+    assert again.commit is None  # r1's nodes are as Git last recorded them: its leases stay open
+    assert any(
+        "cluster east not observed" in w and "planned with its last observation" in w for w in again.warnings
+    )
+    assert fleet.status("t/r1")["phase"] == "Running"
+    assert again.applied is not None and again.applied.failed[0].startswith("cluster east not applied")
+
+
+def test_the_webhooks_pass_fails_when_a_cluster_was_not_applied_so_healthz_says_failing(
+    fleet: ClusterFleet, server: KubeApiServer
+) -> None:
+    from reconciler.cli import webhook
+
+    one_pass, branch = webhook._reconcile_for(str(fleet.path), apply=True, branch=None)
+    assert branch == "main"
+    one_pass()  # committed, pushed and applied
+    assert pods(server) == R1_PODS
+    server.stop()
+    with pytest.raises(webhook.ApplyFailed, match="cluster east not applied: east: the API server at"):
+        one_pass()

@@ -1,0 +1,167 @@
+"""A fleet repository driven against test API servers, as a platform engineer sets one up: a builder for tests.
+
+`ClusterFleet(tmp_path, {"east": server})` writes a kubeconfig with one context per server (and
+points `KUBECONFIG` at it: the caller passes pytest's `monkeypatch`), a bare remote and a clone
+whose jobtree.yaml names each server's context in `clusters`. Nodes are seeded into a server as a
+cluster's kubelets and GPU Feature Discovery would publish them (`nodes`), a pass is
+`reconcile_once` on the clone (`reconcile`), and `apply` is the verb's pass alone. Every object
+stays readable from the server (`server.get`, `server.list`) and from the clone (`file`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pygit2
+import pytest
+import yaml
+
+from reconciler.cluster import retry
+from reconciler.git import read as gitread
+from reconciler.passes import apply as applying
+from reconciler.passes.reconcile import Outcome, reconcile_once
+from schemas.common import parse_time
+from tests.support.git import HUMAN, write_tree
+from tests.support.kubeapi import KubeApiServer, write_kubeconfig
+
+API = "rq.davidlangworthy.io/v1"
+T0 = parse_time("2026-03-02T09:00:00Z")
+FAST = retry.Backoff(attempts=6, base=0.01, cap=0.05, longest=2.0)  # tests wait for no backoff
+
+
+def node(
+    name: str,
+    gpus: int = 8,
+    *,
+    domain: str = "A",
+    region: str = "us-east",
+    flavor: str = "H100-80GB",
+    cluster: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    ready: bool = True,
+) -> dict[str, Any]:
+    """A GPU node as Kubernetes shows it: the default topology labels, GPU capacity, Ready."""
+    have = {"region": region, "fabric.domain": domain, "gpu.flavor": flavor}
+    if cluster is not None:
+        have["cluster"] = cluster
+    if labels is not None:
+        have = dict(labels)
+    condition = {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "lastTransitionTime": "2026-03-02T08:00:00Z",
+        "lastHeartbeatTime": "2026-03-02T08:59:00Z",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": have},
+        "status": {"capacity": {"nvidia.com/gpu": str(gpus)}, "conditions": [condition]},
+    }
+
+
+def fleet_config(
+    tenants: Mapping[str, str], clusters: list[dict[str, Any]], name: str = "acme", **spec: Any
+) -> bytes:
+    doc = {
+        "apiVersion": API,
+        "kind": "FleetConfig",
+        "metadata": {"name": name},
+        "spec": {
+            "tenants": [{"namespace": ns, "owner": owner} for ns, owner in sorted(tenants.items())],
+            "clusters": clusters,
+            "git": {"branch": "main", "author": {"name": "jobtree", "email": "jobtree@acme.example"}},
+            **spec,
+        },
+    }
+    return yaml.safe_dump(doc, sort_keys=False).encode()
+
+
+def manifest(doc: dict[str, Any]) -> bytes:
+    return yaml.safe_dump(doc, sort_keys=False).encode()
+
+
+class ClusterFleet:
+    """A clone of a fleet repository whose jobtree.yaml drives the given test servers."""
+
+    def __init__(
+        self,
+        tmp_path: Path,
+        servers: Mapping[str, KubeApiServer],
+        monkeypatch: pytest.MonkeyPatch,
+        files: Mapping[str, bytes],
+    ) -> None:
+        self.servers = dict(servers)
+        self.kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", self.servers)
+        monkeypatch.setenv("KUBECONFIG", str(self.kubeconfig))
+        bare = pygit2.init_repository(str(tmp_path / "fleet.git"), bare=True, initial_head="main")
+        bare.create_commit("refs/heads/main", HUMAN, HUMAN, "the fleet\n", write_tree(bare, dict(files)), [])
+        self.path = tmp_path / "work"
+        self.repo = pygit2.clone_repository(
+            str(tmp_path / "fleet.git"), str(self.path), checkout_branch="main"
+        )
+
+    def reconcile(self, now: int, *, apply: bool = True, push: bool = True) -> Outcome:
+        return reconcile_once(self.path, now=now, push=push, apply=apply)
+
+    def apply(
+        self, *, dry_run: bool = False, only: str | None = None, settle: float = 5.0
+    ) -> applying.ApplyOutcome:
+        return applying.apply_commit(
+            self.repo, "refs/heads/main", only=only, dry_run=dry_run, settle=settle, policy=FAST
+        )
+
+    def change(self, files: Mapping[str, bytes | None], message: str = "a person's change\n") -> str:
+        """A person's commit on main (None deletes a file), as a merged pull request; pushed."""
+        head = self.repo.references["refs/heads/main"].peel(pygit2.Commit)
+        have = gitread.read_files(self.repo, str(head.id))
+        for path, data in files.items():
+            if data is None:
+                have.pop(path, None)
+            else:
+                have[path] = data
+        tree = write_tree(self.repo, have)
+        oid = self.repo.create_commit("refs/heads/main", HUMAN, HUMAN, message, tree, [head.id])
+        self.repo.checkout("refs/heads/main", strategy=pygit2.GIT_CHECKOUT_FORCE)
+        self.repo.remotes["origin"].push(["+refs/heads/main:refs/heads/main"])
+        return str(oid)
+
+    def file(self, path: str) -> Any:
+        """The YAML documents of a file at main (a list; empty when there is no such file)."""
+        data = gitread.read_file(self.repo, "refs/heads/main", path)
+        return list(yaml.safe_load_all(data)) if data is not None else []
+
+    def rendered(self, cluster: str) -> dict[tuple[str, str, str], dict[str, Any]]:
+        """Every pod and Service `rendered/<cluster>/` holds at main, by (kind, namespace, name)."""
+        out = {}
+        for data in gitread.read_files(self.repo, "refs/heads/main", [f"rendered/{cluster}/"]).values():
+            for doc in yaml.safe_load_all(data):
+                if doc:
+                    out[(doc["kind"], doc["metadata"]["namespace"], doc["metadata"]["name"])] = doc
+        return out
+
+    def ledger(self, day: str) -> list[dict[str, Any]]:
+        """The ledger rows of one day (`YYYY-MM-DD`) at main."""
+        data = gitread.read_file(self.repo, "refs/heads/main", f"state/ledger/{day}.jsonl") or b""
+        return [json.loads(line) for line in data.splitlines()]
+
+    def status(self, run: str) -> dict[str, Any]:
+        """A run's status as the state commit at main holds it."""
+        docs = self.file(f"state/status/runs/{run}.yaml")
+        return dict(docs[0]["status"]) if docs else {}
+
+    def leases(self, run: str) -> list[dict[str, Any]]:
+        """Every Lease of a run at main (open and closed)."""
+        return [d for d in self.file(f"state/leases/{run}.yaml") if d]
+
+
+def pods(server: KubeApiServer, fleet: str = "acme") -> list[str]:
+    """Names of the pods `fleet` has on a server, sorted."""
+    return sorted(
+        p["metadata"]["name"]
+        for p in server.list("v1", "Pod")
+        if (p["metadata"].get("labels") or {}).get("rq.davidlangworthy.io/fleet") == fleet
+    )
