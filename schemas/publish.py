@@ -16,11 +16,12 @@ from pydantic import BaseModel
 
 from schemas import API_VERSION, GROUP
 from schemas.fleet import Inventory
+from schemas.journal import JournalEntry
 from schemas.load import KINDS
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 ID_BASE = f"https://{GROUP}/schemas/v1"
-SCHEMAS: dict[str, type[BaseModel]] = {**KINDS, "Inventory": Inventory}
+SCHEMAS: dict[str, type[BaseModel]] = {**KINDS, "Inventory": Inventory, "JournalEntry": JournalEntry}
 
 
 class Crd:
@@ -108,6 +109,19 @@ CRDS = (
             {"name": "Commit", "type": "string", "jsonPath": ".status.commit"},
         ],
         "jtfleet",
+    ),
+    Crd(
+        "JournalEntry",
+        "journalentries",
+        "journalentry",
+        "Cluster",
+        [
+            {"name": "State", "type": "string", "jsonPath": ".status.state"},
+            {"name": "Cluster", "type": "string", "jsonPath": ".spec.cluster"},
+            {"name": "At", "type": "string", "jsonPath": ".spec.at"},
+            {"name": "Node", "type": "string", "jsonPath": ".spec.fenced[0].node"},
+        ],
+        "jtjournal",
     ),
 )
 INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]

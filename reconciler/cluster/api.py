@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from reconciler.cluster import retry
 from reconciler.cluster.errors import (
+    AlreadyExists,
     ClusterError,
     Gone,
     NotFound,
@@ -120,6 +121,13 @@ class Api:
         path = kind.path(meta["name"], meta.get("namespace"), subresource)
         query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
         return self._json("PATCH", path, query, body, APPLY)
+
+    def create(self, kind: Kind, body: Obj) -> Obj:
+        """Create `body` (POST); `AlreadyExists` when its name is taken, so a second attempt of the
+        same step changes nothing."""
+        meta = body["metadata"]
+        query = [("fieldManager", FIELD_MANAGER)]
+        return self._json("POST", kind.collection(meta.get("namespace")), query, body)
 
     def merge_patch(self, kind: Kind, name: str, patch: Obj, namespace: str | None = None) -> Obj:
         return self._json(
@@ -256,6 +264,8 @@ def _status_error(
         return NotFound(text, code=code, reason=reason)
     if code == 410:
         return Gone(text, code=code, reason=reason)
+    if code == 409 and reason == "AlreadyExists":
+        return AlreadyExists(text, code=code, reason=reason)
     if code in TEMPORARY_CODES and _REJECTED_FIELD not in message:
         return TemporaryClusterError(text, code=code, reason=reason, delay=delay)
     return PermanentClusterError(text, code=code, reason=reason)

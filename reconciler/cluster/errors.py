@@ -45,3 +45,7 @@ class NotFound(PermanentClusterError):
 
 class Gone(PermanentClusterError):
     """A watch or list continuation is too old (410): start again from a fresh list."""
+
+
+class AlreadyExists(PermanentClusterError):
+    """A create found the name taken (409 AlreadyExists): the object was created before."""

@@ -47,11 +47,14 @@ RESERVATION = Kind(API_VERSION, "Reservation", "reservations", True, status=True
 BUDGET = Kind(API_VERSION, "Budget", "budgets", False, status=True)
 LEASE = Kind(API_VERSION, "Lease", "gpuleases", True, status=True)
 FLEET = Kind(API_VERSION, "FleetConfig", "fleetconfigs", False, status=True)
+# the agent's swaps (§7.4): not in Git, so never pruned by apply; reconcile marks them Folded
+JOURNAL = Kind(API_VERSION, "JournalEntry", "journalentries", False, status=True)
+COORDINATION_LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases", True)  # the agent's leader election
 
 MIRRORS = (FLEET, BUDGET, RUN, RESERVATION, LEASE)  # the record, mirrored (§7.3), in apply order
 RENDERED = (SERVICE, POD)  # what rendered/<cluster>/ holds, in apply order
 OWNED = (*MIRRORS, *RENDERED)  # every kind jobtree prunes by the fleet label
-_BY_KIND = {(k.api_version, k.kind): k for k in (NODE, NAMESPACE, CRD, *OWNED)}
+_BY_KIND = {(k.api_version, k.kind): k for k in (NODE, NAMESPACE, CRD, JOURNAL, COORDINATION_LEASE, *OWNED)}
 
 
 def of(obj: dict[str, Any]) -> Kind:

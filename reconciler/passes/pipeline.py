@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from planner import invariants
+from planner import invariants, records
 from planner import plan as planner_plan
 from planner.world import FleetState, NodeObs, Settings, WorkloadEvent, World
 from reconciler.spec.validated import Spec
@@ -19,15 +19,7 @@ from schemas.layout import INVENTORY_FILE, SPEC_FILES
 
 
 def settings(fleet: FleetSpec) -> Settings:
-    return Settings(
-        spare_rate=fleet.accounting.spareRate,
-        lookahead=fleet.accounting.admissionLookahead,
-        notice=fleet.reservations.noticePeriod,
-        min_runtime=fleet.reservations.minRuntime,
-        retention=fleet.reservations.retention,
-        not_ready_grace=fleet.failure.notReadyGraceSeconds,
-        tenants=tuple(sorted((t.namespace, t.owner) for t in fleet.tenants)),
-    )
+    return records.settings_of(fleet)
 
 
 class Cluster(Protocol):

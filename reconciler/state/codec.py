@@ -6,7 +6,6 @@ of `state/` and `rendered/`; does not read or write Git (that is `git.write`).
 
 from __future__ import annotations
 
-import functools
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -14,14 +13,13 @@ from typing import Any
 
 import yaml
 
-from planner import manifests
+from planner import manifests, records
 from planner.plan import Plan
-from planner.reasons import Confidence, OpenReason, Phase, Remedy, ResState, Role
-from planner.world import ConflictEntry, EnvelopeMeter, FleetState, Lease, Payer, Reservation, RunRecord
+from planner.reasons import Confidence, OpenReason, Remedy, ResState, Role
+from planner.world import ConflictEntry, EnvelopeMeter, FleetState, Lease, Payer, Reservation
 from reconciler.state import fleetmap, layout, timeline
 from reconciler.state import yamlstyle as yamlout
 from schemas import API_VERSION
-from schemas.common import format_time, parse_time
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -37,60 +35,19 @@ def dump_all(objs: list[Any]) -> bytes:
     return yamlout.dumps_all(objs).encode()
 
 
-# A pass writes and reads the same few hundred instants tens of thousands of times.
-time_text = functools.lru_cache(maxsize=100_000)(format_time)
-_epoch = functools.lru_cache(maxsize=100_000)(parse_time)
-epoch = _epoch  # RFC 3339 text to epoch seconds, cached
+time_text, epoch, lease_obj, lease_from = (
+    records.time_text,
+    records.epoch,
+    records.lease_obj,
+    records.lease_from,
+)
 
 
 def _t(v: int | None) -> str | None:
     return time_text(v) if v is not None else None
 
 
-def lease_obj(x: Lease) -> dict[str, Any]:
-    ns, name = x.run.split("/", 1)
-    interval: dict[str, Any] = {"start": time_text(x.start)}
-    if x.ended is not None:
-        interval["end"] = time_text(x.ended)
-    st: dict[str, Any] = {"closed": x.ended is not None}
-    if x.ended is not None:
-        st["ended"], st["closureReason"] = time_text(x.ended), x.closure
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "Lease",
-        "metadata": {"name": x.name, "namespace": ns},
-        "spec": {
-            "runRef": {"namespace": ns, "name": name},
-            "group": x.group,
-            "slice": {"nodes": [f"{x.node}#{s}" for s in x.slots], "role": str(x.role)}
-            | ({"rank": x.rank} if x.rank is not None else {}),
-            "payer": {k: v for k, v in x.payer.as_dict().items() if v is not None},
-            "interval": interval,
-            "reason": str(x.reason),
-        },
-        "status": st,
-    }
-
-
-def lease_from(obj: dict[str, Any]) -> Lease:
-    spec, st = obj["spec"], obj.get("status") or {}
-    nodes = spec["slice"]["nodes"]
-    node = nodes[0].rsplit("#", 1)[0]
-    p = spec["payer"]
-    ended = st.get("ended")
-    return Lease(
-        obj["metadata"]["name"], f"{spec['runRef']['namespace']}/{spec['runRef']['name']}", int(spec["group"]),
-        Role(spec["slice"]["role"]), node, tuple(int(n.rsplit("#", 1)[1]) for n in nodes),
-        Payer(p["owner"], p.get("budget"), p.get("envelope")), _ts(spec["interval"]["start"]),
-        OpenReason(spec["reason"]), _ts(ended) if ended else None, st.get("closureReason"),
-        spec["slice"].get("rank"),
-    )  # fmt: skip
-
-
-def _ts(v: Any) -> int:
-    if isinstance(v, str):
-        return _epoch(v)
-    return parse_time(v.strftime("%Y-%m-%dT%H:%M:%SZ"))
+_ts = records.instant
 
 
 def reservation_obj(r: Reservation) -> dict[str, Any]:
@@ -395,17 +352,7 @@ def piece(kind: str, obj: Any) -> Any:
     if kind == RESERVATION:
         return reservation_row(reservation_from(obj))
     if kind == RUN:
-        s = obj["status"]
-        hours = s.get("hours") or {}
-        w = s.get("width") or {}
-        return (
-            obj["run"], _ts(s["submittedAt"]), s["phase"], s.get("message", ""),
-            _ts(s["started"]) if s.get("started") else None, _ts(s["finished"]) if s.get("finished") else None,
-            float(hours.get("owned", 0)), float(hours.get("borrowed", 0)),
-            (int(w["min"]), int(w["max"]), int(w["desired"])) if "desired" in w else None,
-            s.get("cause", ""), int(s.get("nextGroup", 0)), int(s.get("completedGPUs", 0)),
-            _ts(s["resized"]) if s.get("resized") else None, bool(s.get("specInvalid", False)),
-        )  # fmt: skip
+        return records.run_row(obj["run"], obj["status"])
     if kind == BUDGET:
         return tuple(
             (obj["budget"], env, float(m["consumed"]), float(m["spare"]), float(m["lent"]))
@@ -435,7 +382,7 @@ def assemble(pieces: Mapping[str, tuple[str, Any]]) -> FleetState:
             r = reservation_of(rows)
             st.reservations[r.run] = r
         elif kind == RUN:
-            st.runs[rows[0]] = RunRecord(rows[0], rows[1], Phase(rows[2]), *rows[3:])
+            st.runs[rows[0]] = records.record_of(rows)
         elif kind == BUDGET:
             for budget, env, consumed, spare, lent in rows:
                 st.meters[(budget, env)] = EnvelopeMeter(consumed, spare, lent)

@@ -100,7 +100,8 @@ def test_a_second_pass_with_nothing_new_commits_nothing_and_writes_nothing_to_th
     assert server.requests.writes(since=mark) == []
     alone = fleet.apply()
     assert server.requests.writes(since=mark) == []
-    assert [c.unchanged for c in alone.clusters] == [14]
+    # 6 CRDs, namespace t, FleetConfig, Budget t, Run r1, 2 Lease mirrors, the Service, 2 pods
+    assert [c.unchanged for c in alone.clusters] == [15]
 
 
 def test_a_removed_run_is_pruned_and_another_fleets_pods_on_the_cluster_are_not(
@@ -151,7 +152,7 @@ def test_a_dry_run_lists_the_changes_and_a_real_apply_makes_them(
     dry = fleet.apply(dry_run=True)
     assert server.requests.writes(since=mark) == []
     lines = dry.lines(detail=True)
-    assert lines[0].startswith("east: would apply ") and "14 create" in lines[0]
+    assert lines[0].startswith("east: would apply ") and "15 create" in lines[0]
     assert "  create Pod t/r1-g0-n1" in lines and "  create Run t/r1" in lines
     done = fleet.apply()
     assert done.failed == [] and pods(server) == R1_PODS
@@ -229,7 +230,7 @@ def test_the_apply_verb_prints_a_line_per_cluster_and_exits_0(
     fleet.reconcile(T0, apply=False)
     result = CliRunner().invoke(main, ["apply", str(fleet.path), "--quiet"])
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith(f"east: applied {str(fleet.repo.head.target)[:12]}: 14 create")
+    assert result.stdout.startswith(f"east: applied {str(fleet.repo.head.target)[:12]}: 15 create")
     assert pods(server) == R1_PODS
 
 

@@ -123,7 +123,7 @@ def test_what_the_record_no_longer_holds_is_pruned_but_never_another_fleets_nor_
     assert "prune Pod t/r1-g1-n2" in done.done
     assert sorted(p["metadata"]["name"] for p in east.list("v1", "Pod")) == ["other-g0-n2", "r1-g0-n1"]
     assert east.get("v1", "Namespace", "t") is not None
-    assert len(east.list("apiextensions.k8s.io/v1", "CustomResourceDefinition")) == 5
+    assert len(east.list("apiextensions.k8s.io/v1", "CustomResourceDefinition")) == 6
 
 
 def test_an_object_another_fleet_applied_under_the_same_name_is_left_alone_and_named(

@@ -211,7 +211,7 @@ def test_no_stale_schema_file_is_left_behind() -> None:
 
 def test_the_crds_are_structural_and_name_the_lease_gpuleases() -> None:
     crds = {rel: yaml.safe_load(text) for rel, text in publish.render().items() if rel.startswith("crds/")}
-    want_names = {"budgets", "runs", "gpuleases", "reservations", "fleetconfigs"}
+    want_names = {"budgets", "runs", "gpuleases", "reservations", "fleetconfigs", "journalentries"}
     assert {c["spec"]["names"]["plural"] for c in crds.values()} == want_names
     lease = crds["crds/gpuleases.yaml"]["spec"]
     assert (lease["names"]["kind"], lease["names"]["singular"], lease["scope"]) == (
