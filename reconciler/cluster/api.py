@@ -129,9 +129,11 @@ class Api:
         query = [("fieldManager", FIELD_MANAGER)]
         return self._json("POST", kind.collection(meta.get("namespace")), query, body)
 
-    def merge_patch(self, kind: Kind, name: str, patch: Obj, namespace: str | None = None) -> Obj:
+    def merge_patch(
+        self, kind: Kind, name: str, patch: Obj, namespace: str | None = None, subresource: str = ""
+    ) -> Obj:
         return self._json(
-            "PATCH", kind.path(name, namespace), [("fieldManager", FIELD_MANAGER)], patch, MERGE
+            "PATCH", kind.path(name, namespace, subresource), [("fieldManager", FIELD_MANAGER)], patch, MERGE
         )
 
     def delete(self, kind: Kind, name: str, namespace: str | None = None, grace: int | None = None) -> bool:

@@ -1,0 +1,136 @@
+"""Caches: what the agent knows of its cluster, kept current by list-then-watch (client-go's informers, small).
+
+One `Cache` per kind: a consistent list, then a watch from its resourceVersion; a watch that ends
+(server timeout, dropped connection) resumes from the last version seen, one that is too old (410)
+lists again. Every change is handed to `on_change(kind, type, obj)` as it arrives, so the agent
+reacts to a fence within one event, not one poll. The agent's own writes go in at once
+(`put`, `drop`), ahead of their watch events, so a decision never reads a state it already changed.
+Decides nothing; writes nothing to the cluster.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from reconciler.cluster import kinds
+from reconciler.cluster.api import Api
+from reconciler.cluster.errors import ClusterError, Gone, NotFound
+
+Obj = dict[str, Any]
+OnChange = Callable[[kinds.Kind, str, Obj], None]
+WATCH_SECONDS = 300  # a watch's own timeout: the server ends it, we resume from the last version
+
+
+def key_of(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+class Cache:
+    """Objects of one kind matching `selector`, by (namespace, name)."""
+
+    def __init__(self, api: Api, kind: kinds.Kind, selector: str = "", on_change: OnChange | None = None):
+        self.api, self.kind, self.selector, self.on_change = api, kind, selector, on_change
+        self.objects: dict[tuple[str, str], Obj] = {}
+        self.synced = threading.Event()
+        self.error = ""  # the last failure, for /readyz
+        self._version = ""
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------- reading
+
+    def items(self) -> list[Obj]:
+        with self._lock:
+            return list(self.objects.values())
+
+    def get(self, name: str, namespace: str = "") -> Obj | None:
+        with self._lock:
+            return self.objects.get((namespace, name))
+
+    # ------------------------------------------------------------------------ own writes
+
+    def put(self, obj: Obj) -> None:
+        with self._lock:
+            self.objects[key_of(obj)] = obj
+
+    def drop(self, name: str, namespace: str = "") -> None:
+        with self._lock:
+            self.objects.pop((namespace, name), None)
+
+    # ------------------------------------------------------------------------------ syncing
+
+    def relist(self) -> None:
+        """A fresh consistent list; changes since the last one are reported as events."""
+        try:
+            items, version = self.api.list_all(self.kind, self.selector or None)
+        except NotFound:  # the kind is not served (its CRD is not installed yet)
+            items, version = [], ""
+        fresh = {key_of(o): o for o in items}
+        with self._lock:
+            old, self.objects, self._version = self.objects, fresh, version
+        for k, obj in fresh.items():
+            if old.get(k) is None or _version_of(old[k]) != _version_of(obj):
+                self._tell("MODIFIED" if k in old else "ADDED", obj)
+        for k, obj in old.items():
+            if k not in fresh:
+                self._tell("DELETED", obj)
+        self.synced.set()
+
+    def watch_once(self, seconds: int = WATCH_SECONDS) -> None:
+        """Follow one watch stream until it ends; list again when it expired or was never started."""
+        if not self._version:
+            self.relist()
+            if not self._version:
+                return
+        try:
+            for event in self.api.watch(self.kind, self.selector, self._version, seconds):
+                kind, obj = event.get("type"), event.get("object") or {}
+                version = _version_of(obj)
+                if kind == "BOOKMARK":
+                    self._version = version or self._version
+                    continue
+                with self._lock:
+                    if kind == "DELETED":
+                        self.objects.pop(key_of(obj), None)
+                    else:
+                        self.objects[key_of(obj)] = obj
+                    self._version = version or self._version
+                self._tell(str(kind), obj)
+        except Gone:
+            self.relist()
+
+    def run(self, stop: threading.Event, beat: Callable[[], None] = lambda: None) -> None:
+        """List, then watch until `stop`; a failure is kept in `error` and retried after a pause."""
+        pause = 0.2
+        while not stop.is_set():
+            beat()
+            try:
+                self.watch_once()
+                self.error, pause = "", 0.2
+            except ClusterError as err:
+                self.error = str(err)
+                stop.wait(pause)
+                pause = min(pause * 2, 10.0)
+
+    def _tell(self, kind: str, obj: Obj) -> None:
+        obj.setdefault("apiVersion", self.kind.api_version)
+        obj.setdefault("kind", self.kind.kind)
+        if self.on_change is not None:
+            self.on_change(self.kind, kind, obj)
+
+
+def _version_of(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def wait_synced(caches: list[Cache], stop: threading.Event, timeout: float) -> bool:
+    """Whether every cache listed once within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    for cache in caches:
+        while not cache.synced.wait(0.05):
+            if stop.is_set() or time.monotonic() > deadline:
+                return False
+    return True

@@ -1,0 +1,211 @@
+"""The agent swaps a fenced node's group onto its hot spare at once (DESIGN §7.4, §4.8), with no reconcile.
+
+Tenant `t` (org:t) has a 32-GPU H100 envelope; runs come in groups of 8 GPUs on 8-GPU nodes of one
+fabric domain, so every group is one pod on one node. `r1` (16 GPUs, 8 spare GPUs per group) holds
+group 0 on n1, group 1 on n2, and their spares on n3 and n4 (nodes packed emptiest first, then by
+name). The agent's clock stands at T0 + 60: every lease the swap opens starts then.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from reconciler.cluster import journal
+from reconciler.cluster.agent.loop import Agent
+from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
+from tests.support.agents import Clock, an_agent, running, until
+from tests.support.builders import a_budget, a_run
+from tests.support.clusterfleet import T0, ClusterFleet, fleet_config, manifest, node, pods
+from tests.support.kubeapi import KubeApiServer
+
+API = "rq.davidlangworthy.io/v1"
+
+
+def env(pod: dict) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+
+
+def entries(server: KubeApiServer) -> list[dict]:
+    return server.list(API, "JournalEntry")
+
+
+def test_an_out_of_service_node_moves_its_group_to_the_spare_keeping_ranks_and_environment(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet.reconcile(T0)
+    assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n2", "r1-g1-spare-n4"]
+    failed = server.get("v1", "Pod", "r1-g1-n2", "t")
+    with running(an_agent(clock=Clock(T0 + 60))):
+        api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
+        until(lambda: server.get("v1", "Pod", "r1-g1-n4", "t"), what="the replacement pod on the spare")
+        until(lambda: [e for e in entries(server) if journal.state_of(e) == journal.APPLIED])
+    moved = server.get("v1", "Pod", "r1-g1-n4", "t")
+    assert failed is not None and moved is not None
+    assert env(moved) == env(failed)  # same rank base (8), world size (16), run, group: zero topology change
+    assert env(moved)["JOBTREE_RANK_BASE"] == "8"
+    assert moved["spec"]["nodeName"] == "n4"
+    assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]  # failed pod and used spare gone
+    node = server.get("v1", "Node", "n2")
+    assert node is not None and node["spec"]["unschedulable"] is True
+    (entry,) = entries(server)
+    assert entry["spec"]["fenced"] == [{"node": "n2", "cause": "OutOfService"}]
+    assert entry["spec"]["at"] == "2026-03-02T09:01:00Z"
+    assert sorted((c["closure"]) for c in entry["spec"]["closed"]) == ["NodeFailure", "Swap"]
+    (opened,) = entry["spec"]["opened"]
+    assert (opened["spec"]["slice"]["nodes"], opened["spec"]["slice"]["role"]) == (
+        [f"n4#{i}" for i in range(8)],
+        "Active",
+    )
+    assert opened["spec"]["slice"]["rank"] == 8 and opened["spec"]["reason"] == "Swap"
+    mirrors = {x["metadata"]["name"]: x for x in server.list(API, "Lease", "t")}
+    assert opened["name"] in mirrors and not any(c["name"] in mirrors for c in entry["spec"]["closed"])
+    run = server.get(API, "Run", "r1", "t")
+    assert run is not None and run["status"]["message"] == "group 1 swapped to spare after node failure"
+
+
+def not_ready(agent: Agent, name: str) -> bool:
+    return any(n.name == name and not n.ready for n in agent.fences()[0])
+
+
+def graced_fleet(server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterFleet:
+    """`r1` as above on a fleet whose nodes fail after 300 s NotReady."""
+    server.seed(*(node(f"n{i}") for i in range(1, 5)))
+    files = {
+        "jobtree.yaml": fleet_config(
+            {"t": "org:t"}, [{"name": "east", "context": "east"}], failure={"notReadyGraceSeconds": 300}
+        ),
+        "budgets/t.yaml": manifest(a_budget("t", "org:t").envelope("h100", 32).build()),
+        "runs/t/r1.yaml": manifest(sixteen("r1", spares=8)),
+    }
+    return ClusterFleet(tmp_path, {"east": server}, monkeypatch, files)
+
+
+def test_a_cordon_never_moves_anything(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet.reconcile(T0)
+    with running(an_agent(clock=Clock(T0 + 60))) as agent:
+        api(fleet).patch_node("n1", {"spec": {"unschedulable": True}})
+        until(lambda: (agent.caches["nodes"].get("n1") or {}).get("spec", {}).get("unschedulable"))
+        mark = server.requests.mark()
+        assert agent.act(0.0) is None
+        assert server.requests.writes(since=mark) == []
+    assert entries(server) == []
+    assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n2", "r1-g1-spare-n4"]
+
+
+def test_not_ready_moves_a_group_only_once_the_fleets_grace_has_passed(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = graced_fleet(server, tmp_path, monkeypatch)
+    fleet.reconcile(T0)
+    clock = Clock(time.time())
+    with running(an_agent(clock=clock)) as agent:
+        server.kubelet.set_node_ready("n1", False, reason="KubeletStopped")
+        until(
+            lambda: (
+                not (agent.caches["nodes"].get("n1") or {})
+                .get("status", {})
+                .get("conditions", [{}])[0]
+                .get("status")
+                == "True"
+            )
+        )
+        mark = server.requests.mark()
+        assert agent.act(0.0) is None  # 0 s of 300 s
+        clock.now += 250
+        assert agent.act(0.0) is None  # 250 s of 300 s
+        assert server.requests.writes(since=mark) == [] and entries(server) == []
+        clock.now += 60  # 310 s: the worker wakes by itself when the grace ends
+        until(lambda: server.get("v1", "Pod", "r1-g0-n3", "t"), timeout=8.0, what="the swap after the grace")
+    (entry,) = entries(server)
+    assert entry["spec"]["fenced"] == [{"node": "n1", "cause": "NotReady"}]
+    assert pods(server) == ["r1-g0-n3", "r1-g1-n2", "r1-g1-spare-n4"]
+
+
+def test_fillers_on_the_spare_are_deleted_before_the_replacement_is_created_and_go_back_to_pending(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # f1 (opportunistic, 8 GPUs) fills group 0's spare on n3
+    f1 = a_run("t/f1", "org:t").gpus(8).groups(8).opportunistic().build()
+    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8), f1=f1)
+    fleet.reconcile(T0)
+    assert pods(server) == ["f1-g0-n3", "r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n2", "r1-g1-spare-n4"]
+    mark = server.requests.mark()
+    with running(an_agent(clock=Clock(T0 + 60))):
+        api(fleet).patch_node("n1", {"spec": {"taints": [OUT_OF_SERVICE]}})
+        until(lambda: [e for e in entries(server) if journal.state_of(e) == journal.APPLIED])
+    assert pods(server) == ["r1-g0-n3", "r1-g1-n2", "r1-g1-spare-n4"]
+    writes = [(r.method, r.path.rsplit("/", 1)[1], r.query.get("gracePeriodSeconds")) for r in
+              server.requests.writes(since=mark) if "/pods" in r.path]  # fmt: skip
+    assert writes.index(("DELETE", "f1-g0-n3", "0")) < writes.index(("POST", "pods", None))
+    assert ("DELETE", "r1-g0-n1", "0") in writes  # its kubelet is gone
+    (entry,) = entries(server)
+    assert sorted((c["name"].split("-g")[0], c["closure"]) for c in entry["spec"]["closed"]) == [
+        ("f1", "ReclaimedBySpare"), ("r1", "NodeFailure"), ("r1", "Swap"),
+    ]  # fmt: skip
+    f1_status = server.get(API, "Run", "f1", "t")
+    assert f1_status is not None and f1_status["status"]["phase"] == "Pending"
+
+
+def test_a_spare_only_node_that_fails_loses_the_spare_and_nothing_else(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet.reconcile(T0)
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in server.list("v1", "Pod", "t")}
+    with running(an_agent(clock=Clock(T0 + 60))):
+        api(fleet).delete_node("n4")
+        until(lambda: [e for e in entries(server) if journal.state_of(e) == journal.APPLIED])
+    (entry,) = entries(server)
+    assert entry["spec"]["fenced"] == [{"node": "n4", "cause": "Deleted"}]
+    assert [c["closure"] for c in entry["spec"]["closed"]] == ["NodeFailure"]
+    assert entry["spec"]["opened"] == [] and entry["spec"]["pods"]["create"] == []
+    after = {p["metadata"]["name"]: p["metadata"]["uid"] for p in server.list("v1", "Pod", "t")}
+    assert after == {k: v for k, v in before.items() if k != "r1-g1-spare-n4"}  # the rest untouched
+    run = server.get(API, "Run", "r1", "t")
+    assert run is not None and run["status"]["phase"] == "Running"
+
+
+@pytest.mark.parametrize(
+    ("shape", "phase", "left"),
+    [
+        ("fixed", "Failed", ["r2-g0-n3"]),  # no spare, no checkpoint: the run fails, all its pods go
+        ("checkpointed", "Pending", ["r2-g0-n3"]),  # back in line to restart from its checkpoint
+        ("malleable", "Running", ["r1-g1-n2", "r2-g0-n3"]),  # 8 of 16 left, its minimum: keeps training
+    ],
+)
+def test_with_no_usable_spare_a_run_fails_requeues_or_shrinks_and_funded_work_is_never_evicted(
+    server: KubeApiServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    shape: str,
+    phase: str,
+    left: list[str],
+) -> None:
+    r1 = a_run("t/r1", "org:t").gpus(16).groups(8)
+    if shape == "checkpointed":
+        r1 = r1.checkpointed()
+    if shape == "malleable":
+        r1 = r1.malleable(8, 16, 8, desired=16)
+    r2 = a_run("t/r2", "org:t").gpus(8).groups(8)
+    fleet = a_fleet(server, tmp_path, monkeypatch, 3, r1=r1.build(), r2=r2.build())
+    fleet.reconcile(T0)
+    assert pods(server) == ["r1-g0-n1", "r1-g1-n2", "r2-g0-n3"]
+    r2_pod = server.get("v1", "Pod", "r2-g0-n3", "t")
+    with running(an_agent(clock=Clock(T0 + 60))):
+        api(fleet).patch_node("n1", {"spec": {"taints": [OUT_OF_SERVICE]}})
+        until(lambda: [e for e in entries(server) if journal.state_of(e) == journal.APPLIED])
+        until(lambda: [p for p in server.list("v1", "Pod", "t") if not p["metadata"].get("deletionTimestamp")]
+              and pods(server) == left, what=f"the pods to be {left}")  # fmt: skip
+    run = server.get(API, "Run", "r1", "t")
+    assert run is not None and run["status"]["phase"] == phase
+    kept = server.get("v1", "Pod", "r2-g0-n3", "t")
+    assert r2_pod is not None and kept is not None and kept["metadata"]["uid"] == r2_pod["metadata"]["uid"]
+    (entry,) = entries(server)
+    assert entry["spec"]["opened"] == []  # nothing was moved onto r2's funded GPUs
