@@ -30,6 +30,7 @@ VERBS = {
     "timeline": "reconciler.cli.timeline",
     "runs": "reconciler.cli.runs",  # the researcher's verbs; the top level of `kubectl-runs`
     "completion": "reconciler.cli.completion",
+    "agent": "reconciler.cli.agent",
 }
 PLUGIN = "kubectl-runs"  # installed under this name, the runs verbs are the top level
 

@@ -13,7 +13,6 @@ the planner never does.
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import threading
@@ -156,7 +155,7 @@ class Agent:
                     self.led = True
                 self.act(seen)
             except ClusterError as err:
-                LOG.warning(_line("error", error=str(err)))
+                LOG.warning("error", extra=dict(error=str(err)))
                 stop.wait(0.5)
                 self.wake.put(time.monotonic())  # try again: every step is idempotent
 
@@ -172,7 +171,7 @@ class Agent:
             journal.check(entry, self.cluster)
             swap.carry_out(self.api, entry, self.fleet, int(self.clock()))
             self._remember(entry)
-            LOG.info(_line("finished", entry=entry["metadata"]["name"]))
+            LOG.info("finished", extra=dict(entry=entry["metadata"]["name"]))
             self.observer.finished_intent()
             done += 1
         return done
@@ -184,7 +183,7 @@ class Agent:
             return None
         fleet = self.settings()
         if fleet is None:
-            LOG.warning(_line("declined", reason="no readable FleetConfig mirror", nodes=_names(fenced)))
+            LOG.warning("declined", extra=dict(reason="no readable FleetConfig mirror", nodes=_names(fenced)))
             return None
         leases = agent_world.leases_of(self.caches["leases"].items())
         runs = {
@@ -198,24 +197,19 @@ class Agent:
         prepared = swap.prepare(world, self.cluster, self.fleet, fenced, self.caches["pods"].items())
         if prepared is None:
             return None
-        latency = {"first": True}
-
-        def created(pod: Obj) -> None:
-            if latency["first"]:
-                latency["first"] = False
-                self.observer.swapped(time.monotonic() - seen)
-
-        swap.carry_out(self.api, prepared.entry, self.fleet, now, created)
+        created_at: list[float] = []
+        swap.carry_out(
+            self.api, prepared.entry, self.fleet, now, lambda pod: created_at.append(time.monotonic())
+        )
         self._remember(prepared.entry)
         for run, group, node in prepared.swapped:
-            LOG.info(_line("swap", entry=prepared.id, run=run, group=group, to=node, fenced=_names(fenced)))
+            self.observer.swapped((created_at[0] if created_at else time.monotonic()) - seen)
+            LOG.info("swap", extra=dict(entry=prepared.id, run=run, group=group, to=node,
+                                        fenced=_names(fenced)))  # fmt: skip
         for run, group, reason in prepared.declined:
             self.observer.declined(reason)
-            LOG.info(
-                _line(
-                    "declined", entry=prepared.id, run=run, group=group, reason=reason, fenced=_names(fenced)
-                )
-            )
+            LOG.info("declined", extra=dict(entry=prepared.id, run=run, group=group, reason=reason,
+                                            fenced=_names(fenced)))  # fmt: skip
         return prepared
 
     def fences(self) -> tuple[list[NodeObs], list[Fenced]]:
@@ -264,7 +258,7 @@ class Agent:
             try:
                 self._settings = (version, agent_world.fleet_of(obj))
             except ValueError as err:  # pydantic's ValidationError is one
-                LOG.warning(_line("unreadable", what=f"FleetConfig {self.fleet}", error=str(err)[:300]))
+                LOG.warning("unreadable", extra=dict(what=f"FleetConfig {self.fleet}", error=str(err)[:300]))
                 self._settings = (version, None)
         return self._settings[1]
 
@@ -305,7 +299,3 @@ def _cause(obs: NodeObs) -> str:
 
 def _names(fenced: list[Fenced]) -> list[str]:
     return [f.node for f in fenced]
-
-
-def _line(event: str, **fields: Any) -> str:
-    return json.dumps({"event": event, **fields}, sort_keys=True)

@@ -182,7 +182,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Warning", '299 - "' + warning.replace('"', '\\"') + '"')
         if retry_after is not None:
             self.send_header("Retry-After", str(retry_after))
-        self.server.services.log.record(_with(self._entry, code=code))
+        self.server.services.log.record(_with(self._entry, code=code, at=time.monotonic()))
         try:
             self.end_headers()
             self.wfile.write(payload)

@@ -1,6 +1,7 @@
 """The request log: every HTTP request the server answered, for tests to assert on.
 
-Appended to by the HTTP handler once a response is complete (for a watch, when the stream ends).
+Appended to by the HTTP handler once a response is complete (for a watch, when the stream ends),
+with the monotonic instant it was (`at`: benchmarks time one write to another by it).
 Writes made by test hooks (seeding, the emulated kubelet) are not HTTP requests and do not appear.
 """
 
@@ -23,6 +24,7 @@ class Request:
     user_agent: str = ""
     watch: bool = False
     fault: str = ""
+    at: float = 0.0  # time.monotonic() when the answer was ready (the change made, for a write)
 
     @property
     def is_write(self) -> bool:

@@ -1,0 +1,283 @@
+"""Time the agent's swap against a Git round trip: `python -m bench.agent [--failures 200]`.
+
+A fleet of 10,000 GPUs (25 fabric domains × 50 nodes × 8 GPUs, one API test server in this
+process on 127.0.0.1): 5 teams, 150 runs of 32 GPUs in groups of 8 with 8 spare GPUs per group
+(1,200 nodes held). Its repository is served by `git daemon` on 127.0.0.1, as a Git host serves
+it. Every jobtree command runs as a subprocess over real HTTP, through the official client:
+
+1. `jobtree reconcile --once --push --apply` places the fleet and applies it (timed for information);
+2. `jobtree agent --cluster east` starts (two replicas would elect one; one runs here), and once
+   it leads, `--failures` active nodes are tainted `node.kubernetes.io/out-of-service` one after
+   another (each a group's only active node; its spare is on a healthy node). The latency of a
+   swap is the API server's own clock from the taint's write to the replacement pod's creation
+   (both answered writes in its request log); the next failure waits for the entry to be Applied;
+3. the agent stopped, one reconcile folds the journal (every swap into Git, once);
+4. then `--round-trips` more nodes are tainted, each followed by `jobtree reconcile --once --push
+   --apply`: the same swap through Git, timed the same way (taint write → pod created).
+
+Prints one JSON object (`rows` makes the `make bench` table rows of it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, config
+
+from bench.run import git_daemon
+from tests.support.kubeapi import KubeApiServer, write_kubeconfig
+
+API = "rq.davidlangworthy.io/v1"
+DOMAINS, NODES, GPUS = 25, 50, 8
+TEAMS, RUNS_PER_DOMAIN = 5, 6
+TAINT = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
+
+
+def fleet_files() -> dict[str, str]:
+    """jobtree.yaml, the teams' budgets and the runs, as a platform team would commit them."""
+    teams = [f"team-{i}" for i in range(TEAMS)]
+    config_doc = {
+        "apiVersion": API, "kind": "FleetConfig", "metadata": {"name": "bench"},
+        "spec": {"tenants": [{"namespace": t, "owner": f"org:{t}"} for t in teams],
+                 "clusters": [{"name": "east", "context": "east"}],
+                 "git": {"branch": "main", "author": {"name": "jobtree", "email": "jobtree@bench.example"}}},
+    }  # fmt: skip
+    files = {"jobtree.yaml": yaml.safe_dump(config_doc, sort_keys=False)}
+    for t in teams:
+        budget = {"apiVersion": API, "kind": "Budget", "metadata": {"name": t},
+                  "spec": {"owner": f"org:{t}", "envelopes": [
+                      {"name": "h100", "flavor": "H100-80GB", "selector": {"region": "us-east"},
+                       "concurrency": 2400}]}}  # fmt: skip
+        files[f"budgets/{t}.yaml"] = yaml.safe_dump(budget, sort_keys=False)
+    for i in range(DOMAINS * RUNS_PER_DOMAIN):
+        team = teams[i % TEAMS]
+        run = {"apiVersion": API, "kind": "Run", "metadata": {"name": f"train-{i:03d}", "namespace": team},
+               "spec": {"owner": f"org:{team}", "resources": {"gpuType": "H100-80GB", "totalGPUs": 32},
+                        "locality": {"groupGPUs": 8}, "sparesPerGroup": 8}}  # fmt: skip
+        files[f"runs/{team}/train-{i:03d}.yaml"] = yaml.safe_dump(run, sort_keys=False)
+    return files
+
+
+def nodes() -> list[dict[str, Any]]:
+    out = []
+    for d in range(DOMAINS):
+        for n in range(NODES):
+            labels = {"region": "us-east", "fabric.domain": f"D{d:02d}", "gpu.flavor": "H100-80GB"}
+            out.append({"apiVersion": "v1", "kind": "Node",
+                        "metadata": {"name": f"d{d:02d}-n{n:02d}", "labels": labels},
+                        "status": {"capacity": {"nvidia.com/gpu": str(GPUS)}, "conditions": [
+                            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-01T00:00:00Z"}]}})  # fmt: skip
+    return out
+
+
+def git(repo: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}  # fmt: skip
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+def jobtree(env: dict[str, str], *args: str) -> float:
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "reconciler.cli", *args], env=env, capture_output=True, text=True
+    )
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"jobtree {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
+    return time.monotonic() - start
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        return str(answer.read().decode())
+
+
+def wait(check: Any, timeout: float, what: str, every: float = 0.001) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise RuntimeError(f"waited {timeout} s for {what}")
+
+
+def victims(server: KubeApiServer, count: int) -> list[str]:
+    """Nodes each holding one group's only active lease, whose spare is elsewhere: one per group."""
+    leases = server.list(API, "Lease")
+    spared = {(x["metadata"]["namespace"], x["spec"]["runRef"]["name"], x["spec"]["group"])
+              for x in leases if x["spec"]["slice"]["role"] == "Spare"}  # fmt: skip
+    active = sorted(
+        (x["spec"]["slice"]["nodes"][0].split("#")[0], (x["metadata"]["namespace"], x["spec"]["runRef"]["name"],
+                                                         x["spec"]["group"]))
+        for x in leases if x["spec"]["slice"]["role"] == "Active"
+    )  # fmt: skip
+    out = [node for node, group in active if group in spared]
+    if len(out) < count:
+        raise RuntimeError(f"only {len(out)} groups with a spare; {count} failures asked")
+    step = len(out) // count  # spread over the fleet, not one domain after another
+    return [out[i * step] for i in range(count)]
+
+
+def taint_to_pod(server: KubeApiServer, core: client.CoreV1Api, node: str, then: Any = None) -> float:
+    """Seconds, by the server's clock, from the taint's write to the next pod created after it."""
+    mark = server.requests.mark()
+    core.patch_node(node, {"spec": {"taints": [TAINT]}})
+    if then is not None:
+        then()
+
+    def created() -> Any:
+        sent = server.requests.since(mark)
+        taint = next((r for r in sent if r.method == "PATCH" and r.path.endswith(f"/nodes/{node}")), None)
+        pod = next(
+            (r for r in sent if r.method == "POST" and r.path.endswith("/pods") and r.code == 201), None
+        )
+        return (taint, pod) if taint is not None and pod is not None else None
+
+    taint, pod = wait(created, 600.0, f"a replacement pod after tainting {node}")
+    return float(pod.at - taint.at)
+
+
+def applied(server: KubeApiServer, count: int) -> bool:
+    return (
+        sum(1 for e in server.list(API, "JournalEntry") if (e.get("status") or {}).get("state") == "Applied")
+        >= count
+    )
+
+
+def one_round(failures: int, round_trips: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "gpus": DOMAINS * NODES * GPUS,
+        "runs": DOMAINS * RUNS_PER_DOMAIN,
+        "failures": failures,
+    }
+    with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp, KubeApiServer("east") as server:
+        root = Path(tmp)
+        server.seed(*nodes())
+        kubeconfig = write_kubeconfig(root / "kubeconfig", {"east": server})
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+        core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig), context="east"))
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(root / "fleet.git")], check=True)
+        with git_daemon(root) as base:
+            repo = root / "fleet"
+            repo.mkdir()
+            for path, text in fleet_files().items():
+                (repo / path).parent.mkdir(parents=True, exist_ok=True)
+                (repo / path).write_text(text)
+            git(repo, "init", "-q", "-b", "main")
+            git(repo, "add", ".")
+            git(repo, "commit", "-q", "-m", "the fleet")
+            git(repo, "remote", "add", "origin", f"{base}/fleet.git")
+            git(repo, "push", "-q", "-u", "origin", "main")
+            out["placeAndApply"] = round(
+                jobtree(env, "reconcile", str(repo), "--once", "--push", "--apply", "--quiet"), 2
+            )
+            out["pods"] = len(server.list("v1", "Pod"))
+            port = free_port()
+            agent = subprocess.Popen(
+                [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",
+                 "--namespace", "default", "--listen", f"127.0.0.1:{port}"],
+                env=env, stdout=subprocess.DEVNULL, stderr=open(root / "agent.log", "w"),
+            )  # fmt: skip
+            try:
+                wait(lambda: _leads(port), 60.0, "the agent to lead", 0.05)
+                chosen = victims(server, failures + round_trips)
+                latencies = []
+                for i, node in enumerate(chosen[:failures]):
+                    latencies.append(taint_to_pod(server, core, node))
+                    wait(lambda n=i + 1: applied(server, n), 60.0, "the swap's entry Applied", 0.002)
+                metrics = scrape(port)
+                out["agentRssMB"] = _rss_mb(agent.pid)
+            finally:
+                agent.send_signal(signal.SIGTERM)
+                agent.wait(timeout=30)
+            out["swapsCounted"] = _sample(metrics, "jobtree_agent_swaps_total")
+            ranked = sorted(latencies)
+            out["p50"] = round(statistics.median(ranked) * 1000, 1)
+            out["p99"] = round(ranked[max(0, int(len(ranked) * 0.99) - 1)] * 1000, 1)
+            out["max"] = round(ranked[-1] * 1000, 1)
+            start = time.monotonic()
+            jobtree(env, "reconcile", str(repo), "--once", "--push", "--apply", "--quiet")
+            out["foldSeconds"] = round(time.monotonic() - start, 2)
+            out["folded"] = sum(1 for e in server.list(API, "JournalEntry")
+                                if (e.get("status") or {}).get("state") == "Folded")  # fmt: skip
+            trips = []
+            for node in chosen[failures:]:
+                trips.append(taint_to_pod(server, core, node, lambda: jobtree(
+                    env, "reconcile", str(repo), "--once", "--push", "--apply", "--quiet")))  # fmt: skip
+            out["roundTrip"] = round(statistics.median(trips), 2)
+            out["roundTripRange"] = [round(min(trips), 2), round(max(trips), 2)]
+    return out
+
+
+def _leads(port: int) -> bool:
+    try:
+        text = scrape(port)
+    except OSError:
+        return False
+    return any(
+        line.startswith("jobtree_agent_leader{") and line.endswith(" 1.0") for line in text.splitlines()
+    )
+
+
+def _sample(text: str, name: str) -> float:
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return 0.0
+
+
+def rows(result: dict[str, Any]) -> list[dict[str, str]]:
+    """The `make bench` table rows of a result (`bench.run.Row` fields)."""
+    where = f"{result['gpus']:,} GPUs, {result['runs']} runs, {result['pods']:,} pods, one API test server"
+    meets = result["p50"] <= 100 and result["p99"] <= 500
+    return [
+        {"name": "agent swap (fence → replacement pod)", "target": "p50 ≤ 100 ms, p99 ≤ 500 ms",
+         "wall": f"p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms, max {result['max']:.1f} ms",
+         "rss": f"{result['agentRssMB']:.0f} MB",
+         "throughput": f"{result['failures']} failures, {result['swapsCounted']:.0f} swaps counted by /metrics",
+         "verdict": "meets target" if meets else "MISSES target",
+         "note": f"{where}; server clock from the taint's write to the pod's creation"},
+        {"name": "same swap through Git (reconcile)", "target": "(for comparison)",
+         "wall": f"{result['roundTrip']:.2f} s ({result['roundTripRange'][0]:.2f}–{result['roundTripRange'][1]:.2f})",
+         "verdict": "measured (no target)",
+         "note": f"taint → `jobtree reconcile --once --push --apply` (git daemon remote) → pod created; "
+                 f"the fold of {result['folded']} journal entries before it took {result['foldSeconds']:.2f} s"},
+    ]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--failures", type=int, default=200)
+    parser.add_argument("--round-trips", type=int, default=3)
+    args = parser.parse_args()
+    print(json.dumps(one_round(args.failures, args.round_trips), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""The agent process (§7.4): connect, find the fleet, campaign for the lead, watch, act, serve health, stop cleanly.
+
+Composes the room's parts: `connect` for the API, `leader.Elector` (a coordination.k8s.io Lease
+per fleet and cluster), `loop.Agent` (the watches and the worker, which acts only while this
+replica leads), `health` (metrics, `/metrics`, `/healthz`, `/readyz`, JSON log lines). `serve`
+returns when `stop` is set (the verb sets it on SIGTERM), after giving up the lead so the other
+replica takes over at once. Raises `AgentError` for what an operator must fix (no cluster
+configuration, no FleetConfig mirror to work from); decides nothing itself.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from reconciler.cluster import connect, kinds, stamp
+from reconciler.cluster.agent import health, leader
+from reconciler.cluster.agent.loop import LOG, Agent
+from reconciler.cluster.api import Api
+from reconciler.cluster.errors import ClusterError
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+DEFAULT_NAMESPACE = "jobtree-system"
+
+
+class AgentError(Exception):
+    """Something an operator must fix before the agent can run (the message says what)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    cluster: str
+    context: str | None = None
+    fleet: str | None = None
+    namespace: str | None = None  # of the leader-election Lease
+    identity: str | None = None
+    host: str = "0.0.0.0"
+    port: int = 8080
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+class Reporter:
+    """The loop's observer: Prometheus metrics and heartbeats."""
+
+    def __init__(self, metrics: health.Metrics, beats: health.Health, cluster: str) -> None:
+        self.metrics, self.beats, self.cluster = metrics, beats, cluster
+
+    def swapped(self, seconds: float) -> None:
+        self.metrics.swapped(self.cluster, seconds)
+
+    def declined(self, reason: str) -> None:
+        self.metrics.decline(self.cluster, reason)
+
+    def finished_intent(self) -> None:
+        self.metrics.intent_finished.inc()
+
+    def awaiting_fold(self, count: int) -> None:
+        self.metrics.awaiting_fold.set(count)
+
+    def beat(self, loop: str) -> None:
+        # a watch beats each time its stream (at most WATCH_SECONDS long) ends; the worker every 5 s
+        self.beats.beat(loop, within=None if loop == "worker" else 400.0)
+
+
+def fleet_name(api: Api, wanted: str | None) -> str:
+    """The fleet this agent serves: `wanted`, or the only one whose FleetConfig mirror the cluster holds."""
+    if not api.serves(kinds.FLEET):
+        raise AgentError(
+            f"{api.cluster}: no FleetConfig kind on this cluster; apply the fleet first (jobtree apply)"
+        )
+    items, _ = api.list_all(kinds.FLEET, f"{stamp.MANAGED_BY}={stamp.MANAGER}")
+    names = sorted(str(o["metadata"]["name"]) for o in items)
+    if wanted is not None:
+        if wanted not in names:
+            raise AgentError(
+                f"{api.cluster}: no FleetConfig {wanted} (the cluster holds: {', '.join(names) or 'none'})"
+            )
+        return wanted
+    if len(names) != 1:
+        raise AgentError(
+            f"{api.cluster}: {len(names)} fleets' FleetConfigs ({', '.join(names) or 'none'}); name one with --fleet"
+        )
+    return names[0]
+
+
+def own_namespace(given: str | None) -> str:
+    if given:
+        return given
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or DEFAULT_NAMESPACE
+    except OSError:
+        return DEFAULT_NAMESPACE
+
+
+def serve(options: Options, stop: threading.Event) -> None:
+    """Run the agent until `stop` is set."""
+    target = connect.Target(options.cluster, options.context, options.fleet or "")
+    try:
+        api = connect.api(target)
+        fleet = fleet_name(api, options.fleet)
+    except ClusterError as err:
+        raise AgentError(str(err)) from None
+    identity = options.identity or os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    metrics = health.Metrics.create()
+    beats = health.Health(metrics.registry)
+    server, _ = beats.serve(options.host, options.port)
+    elector = leader.Elector(
+        api, own_namespace(options.namespace), f"jobtree-agent-{fleet}-{options.cluster}"[:253], identity,
+        options.lease_duration, options.renew_deadline, options.retry_period,
+    )  # fmt: skip
+    agent = Agent(api, options.cluster, fleet, leading=lambda: elector.is_leader,
+                  observer=Reporter(metrics, beats, options.cluster), clock=time.time)  # fmt: skip
+    metrics.leading(identity, False)
+
+    def started() -> None:
+        metrics.leading(identity, True)
+        LOG.info("leading", extra=dict(identity=identity, fleet=fleet, cluster=options.cluster))
+        agent.wake.put(time.monotonic())
+
+    def stopped() -> None:
+        metrics.leading(identity, False)
+        agent.led = False
+        LOG.info("following", extra=dict(identity=identity, why=elector.why))
+
+    agent.start(stop)
+    campaign = threading.Thread(target=elector.run, args=(stop, started, stopped), name="leader", daemon=True)
+    campaign.start()
+    LOG.info("started", extra=dict(identity=identity, fleet=fleet, cluster=options.cluster,
+                                   listen=f"{options.host}:{server.server_address[1]}"))  # fmt: skip
+    try:
+        while not stop.is_set():
+            if agent.synced(stop, 1.0):
+                beats.ready()
+                break
+            errors = "; ".join(c.error for c in agent.caches.values() if c.error)
+            beats.not_ready(errors or health.NOT_SYNCED)
+        stop.wait()
+    finally:  # SIGTERM lands here too: give the lead up so the other replica takes over at once
+        stop.set()
+        agent.wake.put(time.monotonic())
+        campaign.join(timeout=options.renew_deadline)
+        server.shutdown()
