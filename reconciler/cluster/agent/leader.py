@@ -106,6 +106,8 @@ def held_by_other(observed: Record, observed_at: float, now: float, identity: st
 class Elector:
     """One replica's candidacy for the Lease `namespace/name`, as `identity`.
 
+    `identity` must be unique to the process (a pod name and a random suffix, as client-go
+    advises): a record naming it counts as this process's own term.
     `clock` is this replica's monotonic clock (seconds); `wall` gives the times written into the
     record, for people: neither replica's expiry judgment reads them. Thread-safe: `is_leader` may
     be asked from any thread while `run` campaigns on another.
@@ -152,7 +154,8 @@ class Elector:
 
     @property
     def deadline(self) -> float | None:
-        """Our clock's time at which this replica stops leading unless it renews; None when it does not lead."""
+        """Our clock's time at which this replica's term ends (it stops leading then unless it renews),
+        also once past; None when it has no term (never won, lost to another, or released)."""
         with self._state:
             return None if self._term is None else self._term + self.renew_deadline
 
@@ -250,10 +253,17 @@ class Elector:
         An answer with the version we sent changed nothing others can see, so it renews nothing."""
         self._observe(written, self.clock())
         with self._state:
-            if self._version != before:
+            changed = self._version != before
+            if changed:
                 self._term = sent
             leads = self._leads(self.clock())
-        self.why = "" if leads else "the lease did not change"
+        self.why = (
+            ""
+            if leads
+            else "the write came back after the renew deadline"
+            if changed
+            else "the lease did not change"
+        )
         return leads
 
     def _observe(self, lease: Obj, at: float) -> None:
