@@ -134,7 +134,7 @@ class Agent:
     # ------------------------------------------------------------------------------ acting
 
     def work(self, stop: threading.Event) -> None:
-        """Act on every wake-up while leading; between them sleep until the next NotReady grace ends."""
+        """Act on every wake-up while leading; between them sleep until the next NotReady grace ends (a second at most)."""
         self.synced(stop)
         while not stop.is_set():
             self.observer.beat("worker")
@@ -267,10 +267,10 @@ class Agent:
         return fleet.settings.not_ready_grace if fleet is not None else None
 
     def _until_next_grace(self) -> float:
-        """Seconds until the next NotReady node's grace ends (at most 5: leadership is re-checked)."""
+        """Seconds until the next NotReady node's grace ends (at most 1: leadership is re-checked)."""
         grace = self._grace()
         if grace is None:
-            return 5.0
+            return 1.0
         now = self.clock()
         ends = []
         for raw in self.caches["nodes"].items():
@@ -279,7 +279,7 @@ class Agent:
                 end = obs.not_ready_since + grace
                 if end >= now - 1:
                     ends.append(end - now)
-        return max(0.05, min([5.0, *ends]))
+        return max(0.05, min([1.0, *ends]))
 
 
 def _fenced_now(raw: Obj, agent: Agent) -> str | None:
