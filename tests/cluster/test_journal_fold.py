@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from reconciler.cli import main
 from reconciler.cluster import folding
 from reconciler.passes import apply as applying
+from reconciler.passes import provenance
 from tests.support import agentswap
 from tests.support.builders import a_budget, a_run
 from tests.support.clusterfleet import T0, ClusterFleet, fleet_config, manifest, node, pods
@@ -108,6 +109,16 @@ def test_the_next_pass_folds_the_swap_at_its_instant_names_the_entry_and_marks_i
     assert after is not None
     assert after["status"]["state"] == "Folded" and after["status"]["foldedBy"] == done.commit
     assert after["status"]["folded"] == "2026-03-02T09:05:00Z"
+
+
+def test_a_commit_that_folded_a_swap_is_recomputed_from_git_alone(
+    fleet: ClusterFleet, server: KubeApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    swapped(fleet)
+    done = fleet.reconcile(T0 + 300)
+    assert done.commit is not None
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent")  # no credentials, no journal: only what Git holds
+    assert provenance.verify(fleet.repo, fleet.repo[done.commit]).proven
 
 
 def test_a_pass_that_read_everything_before_the_swap_does_not_undo_it_when_it_applies_after(
