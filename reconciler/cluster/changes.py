@@ -8,11 +8,14 @@ hash; a mirror's status compared as written), replace a pod whose spec differs (
 immutable), prune what this fleet labelled and the record no longer holds (a pod on a node that is
 gone or out of service at once, with no grace period: no kubelet will finish it), cordon. Never an object
 another fleet's label claims, never a namespace or CRD pruned, never a pod created on a node that
-is gone or out of service (it waits for the pass that moves it). Sending is `sync`'s.
+is gone or out of service (it waits for the pass that moves it), never an object the agent's
+journal protects while its entry is not Folded (§7.5: `guarded`, the key and its entry id).
+Sending is `sync`'s.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +95,7 @@ class Changes:
     commit: Change | None = None  # the FleetConfig's status: the commit applied in full, written last
     held: list[str] = field(default_factory=list)  # pods not created, and why
     conflicts: list[str] = field(default_factory=list)  # objects another fleet's label claims
+    guarded: list[str] = field(default_factory=list)  # writes held back for an unfolded journal entry
     unchanged: int = 0
 
     def all(self) -> list[Change]:
@@ -128,10 +132,12 @@ def desired(record: Record, fleet: str) -> tuple[list[Desired], list[Desired], l
     return crds, spaces, mirrors, rendered
 
 
-def compare(record: Record, fleet: str, live: Live) -> Changes:
-    """The writes that make `live` hold `record`, and nothing more of `fleet`'s."""
+def compare(record: Record, fleet: str, live: Live, guarded: Mapping[Key, str] | None = None) -> Changes:
+    """The writes that make `live` hold `record`, and nothing more of `fleet`'s; none to an object
+    of `guarded` (key -> the unfolded journal entry that protects it): each is said instead."""
     crds, spaces, mirrors, rendered = desired(record, fleet)
     out = Changes()
+    guard = dict(guarded or {})
     for d in crds:
         have = live.crds.get(d.body["metadata"]["name"])
         if have is None:
@@ -155,7 +161,9 @@ def compare(record: Record, fleet: str, live: Live) -> Changes:
             out.conflicts.append(f"{kinds.named(d.key)} belongs to fleet {owner}: left alone")
             continue
         target = out.rendered if d.kind in kinds.RENDERED else out.mirrors
-        if d.kind == kinds.POD:
+        if d.key in guard:
+            _guard(out, d, have, guard[d.key])
+        elif d.kind == kinds.POD:
             _pod(out, d, have, live.nodes)
         elif have is None:
             target.append(Change(CREATE, d.kind, d.key, d))
@@ -175,6 +183,11 @@ def compare(record: Record, fleet: str, live: Live) -> Changes:
         out.commit = Change(STATUS, settings.kind, settings.key, settings)
     for key, have in sorted(live.objects.items()):
         if key not in wanted and key not in record.kept and stamp.fleet_of(have) == fleet:
+            if key in guard:
+                out.guarded.append(
+                    f"{PRUNE} {kinds.named(key)}: journal entry {guard[key]} is not folded yet"
+                )
+                continue
             kind = kinds.of(have)
             failed = kind == kinds.POD and _node_failed(
                 live.nodes, (have.get("spec") or {}).get("nodeName", "")
@@ -185,6 +198,22 @@ def compare(record: Record, fleet: str, live: Live) -> Changes:
         if node is not None and not (node.get("spec") or {}).get("unschedulable"):
             out.cordons.append(Change(CORDON, kinds.NODE, ("Node", "", name)))
     return out
+
+
+def _guard(out: Changes, d: Desired, have: Obj | None, entry: str) -> None:
+    """An object an unfolded journal entry protects: left as the agent made it (said when the
+    record differs), so a swap the record does not hold yet is never undone."""
+    same = (
+        have is not None
+        and not (have.get("metadata") or {}).get("deletionTimestamp")
+        and _hash(have) == _hash(d.body)
+        and (d.status is None or stamp.digest(have.get("status") or {}) == stamp.digest(d.status))
+    )
+    if same:
+        out.unchanged += 1
+        return
+    action = CREATE if have is None else REPLACE if d.kind == kinds.POD else CHANGE
+    out.guarded.append(f"{action} {kinds.named(d.key)}: journal entry {entry} is not folded yet")
 
 
 def _pod(out: Changes, d: Desired, have: Obj | None, nodes: dict[str, Obj]) -> None:

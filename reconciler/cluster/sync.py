@@ -2,7 +2,10 @@
 
 Order: the CRDs (then wait until established), the tenant namespaces, the mirrors, then the
 deletions (prunes, and pods to replace), then `rendered/<cluster>/`, the cordons, and last the
-FleetConfig's status naming the commit, written only when everything before it was. A pod waits
+FleetConfig's status naming the commit, written only when everything before it was. The agent's
+journal is read right after what is live, just before comparing (not the copy a pass read at its
+start): what an unfolded entry protects is left alone (`changes.compare`'s `guarded`), and a
+journal that cannot be read stops the cluster before anything is sent (§7.5). A pod waits
 for the pods deleted on its node (their GPUs) and for its own old self: a deleted pod holds its
 GPUs until it has terminated, and a pod started beside it would be refused by the kubelet. Writes
 of one step go out at most `Target.workers` at a time, each retried with backoff (`retry`); a step
@@ -18,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.cluster import changes, kinds, stamp
+from reconciler.cluster import changes, journal, kinds, stamp
 from reconciler.cluster.api import Api
 from reconciler.cluster.changes import Change, Changes, Live, Record
 from reconciler.cluster.connect import Target
@@ -37,8 +40,11 @@ class Applied:
     done: list[str] = field(default_factory=list)  # "create Pod t/r-g0-n1", in the order sent
     held: list[str] = field(default_factory=list)  # pods not created yet, and why
     conflicts: list[str] = field(default_factory=list)  # objects another fleet's label claims
+    guarded: list[str] = field(default_factory=list)  # writes held back for an unfolded journal entry
     errors: list[str] = field(default_factory=list)
     unreachable: bool = False
+    refused: bool = False  # nothing sent: the journal could not be read (a swap must not be undone)
+    folded: list[str] = field(default_factory=list)  # journal entries marked Folded, and deleted, after
     unchanged: int = 0
     reads: int = 0
     writes: int = 0
@@ -47,11 +53,16 @@ class Applied:
     def ok(self) -> bool:
         return not self.errors
 
+    @property
+    def untouched(self) -> bool:
+        """Nothing was sent: the cluster could not be reached, or its journal not read."""
+        return self.unreachable or self.refused
+
     def count(self, action: str) -> int:
         return sum(1 for line in self.done if line.startswith(f"{action} "))
 
     def __str__(self) -> str:
-        if self.unreachable:
+        if self.untouched:
             return f"{self.cluster}: not applied: {self.errors[0] if self.errors else 'unreachable'}"
         verb = "would apply" if self.dry_run else "applied"
         counts = ", ".join(
@@ -60,6 +71,7 @@ class Applied:
         )  # fmt: skip
         what = f"{counts}" if counts else "nothing to change"
         tail = f"; {len(self.held)} pods held" if self.held else ""
+        tail += f"; {len(self.guarded)} held back for the journal" if self.guarded else ""
         tail += f"; {len(self.errors)} errors" if self.errors else ""
         return (
             f"{self.cluster}: {verb} {self.commit[:12]}: {what} ({self.unchanged} unchanged; "
@@ -94,8 +106,10 @@ def sync(api: Api, target: Target, record: Record, dry_run: bool = False, settle
     reads, writes = api.counts.reads, api.counts.writes
     try:
         live = read_live(api)
-        plan = changes.compare(record, target.fleet, live)
+        guarded = _guarded(api, target)
+        plan = changes.compare(record, target.fleet, live, guarded)
         out.held, out.conflicts, out.unchanged = list(plan.held), list(plan.conflicts), plan.unchanged
+        out.guarded = list(plan.guarded)
         if dry_run:
             out.done = [str(c) for c in plan.all()]
         else:
@@ -104,9 +118,37 @@ def sync(api: Api, target: Target, record: Record, dry_run: bool = False, settle
     except Unreachable as err:
         out.unreachable = True
         out.errors.append(str(err))
+    except JournalUnread as err:
+        out.refused = True
+        out.errors.append(str(err))
     except ClusterError as err:
         out.errors.append(str(err))
     out.reads, out.writes = api.counts.reads - reads, api.counts.writes - writes
+    return out
+
+
+class JournalUnread(ClusterError):
+    """The journal could not be read: nothing may be sent to this cluster (§7.5)."""
+
+
+def _guarded(api: Api, target: Target) -> dict[kinds.Key, str]:
+    """What the journal's unfolded entries protect, as read now: key -> the entry (the oldest
+    entry names a key two protect). `JournalUnread` when an entry cannot be read or the list fails."""
+    try:
+        entries = journal.read(api, target.fleet, target.name)
+    except journal.JournalUnreadable as err:
+        raise JournalUnread(str(err)) from None
+    except Unreachable:
+        raise
+    except ClusterError as err:
+        raise JournalUnread(
+            f"{target.name}: the journal (JournalEntry objects) could not be listed ({err}); nothing "
+            "applied, so that no swap the agent made is undone: the next pass retries"
+        ) from None
+    out: dict[kinds.Key, str] = {}
+    for entry in journal.unfolded(entries):
+        for key in sorted(journal.protected([entry])):
+            out.setdefault(key, entry["metadata"]["name"])
     return out
 
 

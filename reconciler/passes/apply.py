@@ -4,19 +4,22 @@ Reads everything from one commit, never the work tree: the spec (validated, for 
 mirrors and the fleet's settings), `state/` (statuses, reservations, leases, jobtree's cordons) and
 `rendered/<cluster>/`. Per configured cluster it builds the `Record` that commit holds for it (the
 published CRDs, the tenant namespaces, the mirrors, the rendered pods and Services) and hands it to
-`reconciler.cluster.sync`, all clusters at once: one that cannot be reached leaves the others
-applied and is named in the outcome. Returns an `ApplyOutcome`; prints nothing, writes no Git.
+`reconciler.cluster.sync`, all clusters at once: one that cannot be reached (or whose journal
+cannot be read) leaves the others applied and is named in the outcome. With a `Fold` (a reconcile
+pass that pushed), each cluster applied without error then has the journal entries the pass folded
+in marked Folded, and Folded ones past retention deleted (`reconciler.cluster.folding`). Returns an
+`ApplyOutcome`; prints nothing, writes no Git.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.cluster import changes, connect, errors, mirrors, retry, sync
+from reconciler.cluster import changes, connect, errors, folding, mirrors, retry, sync
 from reconciler.git import read as gitread
 from reconciler.spec import commit as speccache
 from reconciler.spec.validated import Spec
@@ -25,6 +28,14 @@ from reconciler.state import layout, observed
 from schemas.layout import FLEET_FILE
 
 Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    """What a pushed pass folded in: the journal entries per cluster, and the pass's instant."""
+
+    entries: Mapping[str, Sequence[str]]
+    now: int
 
 
 class ApplyRefused(Exception):
@@ -53,7 +64,7 @@ class ApplyOutcome:
         """Clusters not applied in full, each with why (for people)."""
         out = []
         for applied in self.clusters:
-            if applied.unreachable:
+            if applied.untouched:
                 out.append(f"cluster {applied.cluster} not applied: {applied.errors[0]}")
             elif applied.errors:
                 shown = "; ".join(applied.errors[:3]) + (" ..." if len(applied.errors) > 3 else "")
@@ -70,7 +81,9 @@ class ApplyOutcome:
             if detail:
                 out += [f"  {line}" for line in applied.done]
             out += [f"  held: {line}" for line in applied.held]
+            out += [f"  held back: {line}" for line in applied.guarded]
             out += [f"  conflict: {line}" for line in applied.conflicts]
+            out += [f"  journal: {line}" for line in applied.folded]
         return out
 
 
@@ -83,9 +96,11 @@ def apply_commit(
     settle: float = sync.SETTLE,
     policy: retry.Backoff | None = None,
     say: Callable[[str], None] = lambda _: None,
+    fold: Fold | None = None,
 ) -> ApplyOutcome:
     """Apply the commit `rev` to every configured cluster (`only`: to that one); raises `ApplyRefused`.
-    `policy`: the retry backoff; `settle`: the longest wait for pods to terminate."""
+    `policy`: the retry backoff; `settle`: the longest wait for pods to terminate; `fold`: the
+    journal entries `rev` holds folded in, marked Folded where it was applied without error."""
     commit = gitread.resolve(repo, rev)
     sha = str(commit.id)
     spec, _, _ = speccache.read_spec(repo, commit)
@@ -110,7 +125,16 @@ def apply_commit(
             api = connect.api(target)
         except errors.ClusterError as err:
             return sync.Applied(target.name, sha, dry_run, errors=[str(err)], unreachable=True)
-        return sync.sync(api, target, records[target.name], dry_run, settle)
+        applied = sync.sync(api, target, records[target.name], dry_run, settle)
+        if fold is not None and not dry_run and applied.ok:
+            try:
+                applied.folded = folding.settle(
+                    api, target.fleet, target.name, fold.entries.get(target.name, ()), sha, fold.now,
+                    spec.fleet.reservations.retention,
+                )  # fmt: skip
+            except errors.ClusterError as err:  # the next pass folds again (no change) and marks them
+                applied.errors.append(f"{err}; the journal entries stay unfolded until the next pass")
+        return applied
 
     say(f"applying {sha[:12]} to {', '.join(t.name for t in targets)}{' (dry run)' if dry_run else ''}")
     with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:

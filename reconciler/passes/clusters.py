@@ -1,8 +1,9 @@
 """The configured clusters as one pass sees them (steps 3 and 5, §7.2): observed now, or as Git last recorded them.
 
 `Live` (reconcile): every cluster of jobtree.yaml observed through `reconciler.cluster.observe`, all
-at once; a cluster that cannot be observed is planned against its last observation (its
-`state/observed/<cluster>.yaml`), and the pass says so. `Recorded` (`jobtree plan`, provenance): the
+at once, with the agent's journal entries not yet Folded (`journal`, §7.5: folded first, as observed
+swaps); a cluster that cannot be observed, or whose journal cannot be read, is planned against its
+last observation (its `state/observed/<cluster>.yaml`), and the pass says so. `Recorded` (`jobtree plan`, provenance): the
 clusters as a commit's `state/observed/` holds them, with the workload outcomes its ledger recorded,
 so a recomputed pass sees exactly what the pass saw. Both are the pipeline's `Cluster` and hand the
 next tree what to commit (`record`). Cordons are not applied here: they are in the state commit
@@ -14,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-from planner.world import FleetState, NodeObs, WorkloadEvent
+from planner.world import Failover, FleetState, NodeObs, WorkloadEvent
 from reconciler.passes.embedded import EmbeddedCluster
 from reconciler.spec.validated import Spec
 from reconciler.state import layout, nexttree
@@ -37,6 +39,18 @@ class Configured:
         self.warnings: list[str] = []  # for people, even with --quiet
         self.notes: list[str] = []  # progress lines
         self.unobserved: dict[str, str] = {}  # cluster -> why it was planned against its last observation
+        self.journal: dict[str, list[Failover]] = {}  # cluster -> the agent's swaps not yet Folded
+
+    def failovers(self) -> tuple[Failover, ...]:
+        """Every cluster's unfolded swaps, for `World.journal`, oldest first."""
+        return tuple(
+            sorted((f for c in self.names for f in self.journal.get(c, ())), key=lambda f: (f.at, f.entry))
+        )
+
+    def folded(self) -> dict[str, tuple[str, ...]]:
+        """The journal entries this pass folds in, per cluster: marked Folded once the commit
+        holding them is pushed and applied there."""
+        return {c: tuple(f.entry for f in self.journal[c]) for c in self.names if self.journal.get(c)}
 
     def observe(self) -> tuple[tuple[NodeObs, ...], tuple[WorkloadEvent, ...]]:
         return self.merged(), tuple(ev for _, ev in self.events)
@@ -96,17 +110,24 @@ class Live(Configured):
 
     def __init__(self, spec: Spec, state: FleetState, recorded: Mapping[str, bytes], now: int) -> None:
         super().__init__([c.name for c in spec.fleet.clusters], recorded)
-        from reconciler.cluster import connect, errors, observe  # the kubernetes client: only when configured
+        from reconciler.cluster import (  # the kubernetes client: only when configured
+            connect,
+            errors,
+            journal,
+            observe,
+        )
 
         targets = connect.targets(spec.name, spec.fleet.clusters)
         grace = spec.fleet.failure.notReadyGraceSeconds
         open_leases = [x for x in state.leases if x.open]
 
-        def one(target: connect.Target) -> observe.Observation | errors.ClusterError:
+        def one(target: connect.Target) -> tuple[observe.Observation, list[Any]] | errors.ClusterError:
             known = {n.name for n in self.before.get(target.name, ())}
             try:
-                return observe.observe(connect.api(target), target, open_leases, known, now, grace)
-            except errors.ClusterError as err:
+                api = connect.api(target)
+                seen = observe.observe(api, target, open_leases, known, now, grace)
+                return seen, journal.unfolded(journal.read(api, target.fleet, target.name))
+            except errors.ClusterError as err:  # JournalUnreadable too: a swap unread is never planned again
                 return err
 
         with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
@@ -123,17 +144,24 @@ class Live(Configured):
                     f"jobtree: cluster {target.name} not observed: {result}; planned with {held}"
                 )
                 continue
-            self.nodes[target.name] = result.nodes
-            self.events += [(target.name, ev) for ev in result.workload]
-            self.warnings += [f"jobtree: {problem}" for problem in result.problems]
+            seen, entries = result
+            self.nodes[target.name] = seen.nodes
+            self.events += [(target.name, ev) for ev in seen.workload]
+            self.warnings += [f"jobtree: {problem}" for problem in seen.problems]
             self.notes.append(
-                f"observed {target.name}: {len(result.nodes)} GPU nodes, {len(result.workload)} workload "
-                f"outcomes ({result.reads} requests)"
+                f"observed {target.name}: {len(seen.nodes)} GPU nodes, {len(seen.workload)} workload "
+                f"outcomes ({seen.reads} requests)"
             )
-            if result.missing:
-                shown = ", ".join(result.missing[:5]) + (" ..." if len(result.missing) > 5 else "")
+            if seen.missing:
+                shown = ", ".join(seen.missing[:5]) + (" ..." if len(seen.missing) > 5 else "")
                 self.notes.append(
-                    f"{target.name}: {len(result.missing)} pods missing, apply re-creates them: {shown}"
+                    f"{target.name}: {len(seen.missing)} pods missing, apply re-creates them: {shown}"
+                )
+            if entries:
+                self.journal[target.name] = [journal.failover_of(e) for e in entries]
+                self.notes.append(
+                    f"{target.name}: folding {len(entries)} journal entries not yet Folded: "
+                    + ", ".join(e["metadata"]["name"] for e in entries)
                 )
         self.merged()  # its warnings, before the pass takes them
 

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from planner import invariants, records
 from planner import plan as planner_plan
-from planner.world import FleetState, NodeObs, Settings, WorkloadEvent, World
+from planner.world import Failover, FleetState, NodeObs, Settings, WorkloadEvent, World
 from reconciler.spec.validated import Spec
 from schemas.fleet import FleetSpec
 from schemas.layout import INVENTORY_FILE, SPEC_FILES
@@ -81,12 +81,18 @@ def stalled(spec: Spec, state: FleetState) -> dict[str, str]:
 
 
 def run_pass(
-    spec: Spec, cluster: Cluster, state: FleetState, now: int, render: bool = True
+    spec: Spec,
+    cluster: Cluster,
+    state: FleetState,
+    now: int,
+    render: bool = True,
+    journal: tuple[Failover, ...] = (),
 ) -> planner_plan.Plan:
     """Observe, plan and (with `render`) render the pods: a plan breaking an invariant raises.
 
     Callers that write or apply manifests render; the simulator and `jobtree plan` report decisions
-    only and skip the render stage.
+    only and skip the render stage. `journal`: the in-cluster agent's swaps not yet Folded (§7.5),
+    which the planner folds in first.
     """
     nodes, workload = cluster.observe()
     frozen_runs, frozen_budgets = frozen(spec, state)
@@ -100,6 +106,7 @@ def run_pass(
         workload,
         frozen_runs,
         frozen_budgets,
+        journal,
     )
     result = planner_plan.plan(world)
     if result.violations:

@@ -5,7 +5,8 @@ reconciler's. Author and trailer are typed text; the content is not: a pass is d
 the state commit C on parent P at instant t (C's author time) holds exactly the `state/` (ledger
 included) and `rendered/` that one pass writes from the spec at S, the state at P and the
 embedded cluster of S's inventory (or, with clusters configured, the nodes C's `state/observed/`
-holds and the workload outcomes C's ledger rows record: what that pass observed), at t, and nothing
+holds, the workload outcomes C's ledger rows record, and the agent's swaps its rows name a journal
+entry for (§7.5: what that pass observed and folded in), at t, and nothing
 else differs from P. `verify` runs that very pass (`reconcile.plan_once` on P) and compares blob
 ids. Reads Git and writes only the pass caches under the Git dir; decides nothing about what to
 refuse (`plan` does).
@@ -13,9 +14,14 @@ refuse (`plan` does).
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
+from typing import Any
 
-from planner.world import FleetState
+from planner import records
+from planner.reasons import Closure, Phase
+from planner.world import Failover, FleetState, Lease, StatusChange
 from reconciler.git import errors, ownership
 from reconciler.git import read as gitread
 from reconciler.passes import clusters, pipeline
@@ -23,7 +29,7 @@ from reconciler.passes import reconcile as reconciliation
 from reconciler.passes.embedded import EmbeddedCluster
 from reconciler.spec import commit as speccache
 from reconciler.spec.validated import Spec
-from reconciler.state import layout, observed
+from reconciler.state import codec, layout, observed
 from schemas.common import format_time
 from schemas.layout import SPEC_PREFIXES
 
@@ -97,14 +103,60 @@ def _as_observed(
     files = gitread.read_files(repo, str(commit.id), [layout.OBSERVED])
     before = gitread.list_blobs(repo, str(parent.id), [layout.LEDGER])
     events = []
+    rows: list[dict[str, Any]] = []
     for path, oid in gitread.list_blobs(repo, str(commit.id), [layout.LEDGER]).items():
         if before.get(path) == oid:
             continue
         data = gitread.read_blob(repo, oid)
         old = gitread.read_blob(repo, before[path]) if path in before else b""
-        events += observed.workload_from_ledger(data[len(old) :] if data.startswith(old) else data, now)
+        added = data[len(old) :] if data.startswith(old) else data
+        events += observed.workload_from_ledger(added, now)
+        rows += [json.loads(line) for line in added.splitlines() if b'"journal"' in line]
+    swaps = _folded(repo, commit, rows)
 
     def observe(spec: Spec, state: FleetState, recorded: dict[str, bytes], at: int) -> clusters.Configured:
-        return clusters.Recorded([c.name for c in spec.fleet.clusters], files, events)
+        cluster = clusters.Recorded([c.name for c in spec.fleet.clusters], files, events)
+        if swaps and cluster.names:
+            cluster.journal[cluster.names[0]] = list(swaps)
+        return cluster
 
     return observe
+
+
+def _folded(repo: gitread.Repository, commit: gitread.Commit, rows: list[dict[str, Any]]) -> list[Failover]:
+    """The agent's swaps the pass folded in, as its ledger rows name them (`journal`): the leases
+    closed (name, closure, at) and opened (whole, as `commit`'s state holds them), and the status of
+    the runs concerned as `commit` holds it."""
+    if not rows:
+        return []
+    files = gitread.read_files(repo, str(commit.id), [layout.LEASES, layout.RUN_STATUS])
+    leases: dict[str, Lease] = {}
+    status: dict[str, dict[str, Any]] = {}
+    for path, data in files.items():
+        for doc in codec.documents(data):
+            if not doc:
+                continue
+            if path.startswith(layout.LEASES):
+                lease = records.lease_from(doc)
+                leases[lease.name] = lease
+            elif path.startswith(layout.RUN_STATUS):
+                status[path[len(layout.RUN_STATUS) :].removesuffix(".yaml")] = doc.get("status") or {}
+    out = []
+    for entry in sorted({str(row["journal"]) for row in rows}):
+        mine = [row for row in rows if row["journal"] == entry]
+        closed = tuple((str(r["lease"]), Closure(r["reason"])) for r in mine if r["event"] == "End")
+        opened = tuple(
+            dataclasses.replace(leases[r["lease"]], ended=None, closure=None)
+            for r in mine
+            if r["event"] == "Start" and r["lease"] in leases
+        )
+        runs = sorted({str(r["run"]) for r in mine})
+        changes = tuple(
+            StatusChange(
+                run, Phase(status[run]["phase"]), status[run].get("message", ""), status[run].get("cause", "")
+            )
+            for run in runs
+            if run in status
+        )
+        out.append(Failover(entry, records.instant(mine[0]["at"]), closed, opened, (), changes))
+    return out

@@ -15,7 +15,9 @@ As Kueue's `schedule()`, each phase is one call, and a comment states its rule:
 6. commit: only when a decision changed, with the message `reconciler.state.message` writes;
 7. push (with --push): compare-and-swap; a push that lost a race is thrown away and phases 2-7
    run again (`remote.run_with_retry`);
-8. apply (with --apply, once pushed): the branch head to every configured cluster (`passes.apply`).
+8. apply (with --apply, once pushed): the branch head to every configured cluster (`passes.apply`);
+   with --push, the agent's journal entries the pass folded in (read with the observation, phase 4)
+   are then marked Folded on each cluster applied, and Folded ones past retention deleted (§7.5).
 
 Every step before the push is local and the commit is one ref update, so a crash anywhere
 converges on the next pass. Progress lines go to the `say` callback the caller gives; warnings a
@@ -28,12 +30,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from planner.plan import Plan
-from planner.world import FleetState
+from planner.world import Failover, FleetState
 from reconciler.git import ownership
 from reconciler.git import read as gitread
 from reconciler.git import remote as gitremote
@@ -85,6 +87,8 @@ class Outcome:
     spec_parsed: int = 0  # spec files parsed this pass (the others came from the parse cache)
     warnings: list[str] = field(default_factory=list)  # for people, even with --quiet (the CLI prints them)
     applied: ApplyOutcome | None = None  # with --apply and clusters configured: what each cluster got
+    folded: dict[str, tuple[str, ...]] = field(default_factory=dict)  # cluster -> journal entries folded in
+    now: int | None = None  # the instant the pass planned
 
     @property
     def problems(self) -> int:
@@ -135,6 +139,7 @@ class Planned:
     now: int  # the instant planned: the one asked for, or the last pass's asOf when that is later
     warnings: tuple[str, ...] = ()  # for people, even with --quiet
     observed: tuple[str, ...] = ()  # what changed in the configured clusters, for the commit message
+    folded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # cluster -> journal entries folded
 
     @property
     def restored(self) -> list[str]:
@@ -192,12 +197,14 @@ def plan_once(
         raise _noted(FleetInvalid(stops, spec.diagnostics), warnings)
     recorded = clusters.observed_files(memo.blobs, lambda oid: gitread.read_blob(repo, oid))
     cluster = (observer or _observe_now)(spec, state, recorded, now)
+    swaps: tuple[Failover, ...] = ()
     if isinstance(cluster, clusters.Configured):
         warnings += cluster.warnings
         for note in cluster.notes:
             say(note)
+        swaps = cluster.failovers()
     try:
-        result = pipeline.run_pass(spec, cluster, state, now)
+        result = pipeline.run_pass(spec, cluster, state, now, journal=swaps)
     except pipeline.InvariantViolation as err:
         raise _noted(err, warnings) from None
     say(f"planned: {len(result.events)} lease events")
@@ -214,7 +221,8 @@ def plan_once(
         + (f", {_files(len(tree.restored))} changed by hand written back" if tree.restored else "")
     )
     lines = tuple(cluster.lines()) if isinstance(cluster, clusters.Configured) else ()
-    return Planned(head, spec, tree, result, source, parsed, start, now, tuple(warnings), lines)
+    folded = cluster.folded() if isinstance(cluster, clusters.Configured) else {}
+    return Planned(head, spec, tree, result, source, parsed, start, now, tuple(warnings), lines, folded)
 
 
 Observer = Callable[
@@ -408,6 +416,7 @@ def reconcile_once(
             outcome.diagnostics = list(planned.spec.diagnostics)
             outcome.next_due = next((t for t in planned.plan.due if t > planned.now), None)
             outcome.head = str(planned.head.id)
+            outcome.folded, outcome.now = dict(planned.folded), planned.now
             memo = tree.kept
             later: list[worktree.Pending] = []
             try:
@@ -465,8 +474,10 @@ def reconcile_once(
     if apply:
         from reconciler.passes import apply as applying  # the kubernetes client: only when applying
 
+        # the swaps folded in are in the record only once pushed: then they are marked Folded
+        fold = applying.Fold(outcome.folded, outcome.now) if push and outcome.now is not None else None
         try:
-            outcome.applied = applying.apply_commit(repo, outcome.head or want_branch, say=say)
+            outcome.applied = applying.apply_commit(repo, outcome.head or want_branch, say=say, fold=fold)
         except applying.NoCluster:
             outcome.summary.append("apply: the embedded cluster has nothing to apply")
     return outcome

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from planner.context import Event
 from planner.plan import Plan
 from reconciler.git.ownership import TRAILER, Start
 from reconciler.state import layout
@@ -45,10 +46,11 @@ def lines(
     restored: Sequence[str] = (),
     observed: Sequence[str] = (),
 ) -> list[str]:
-    """The message's lines: hand-edited files written back (if any), then the plan's decisions, then
-    what changed in the observed clusters (`observed`: lines from `state.observed.changes`)."""
+    """The message's lines: hand-edited files written back (if any), then the plan's decisions, the
+    agent's swaps folded in (`folded`), then what changed in the observed clusters (`observed`:
+    lines from `state.observed.changes`)."""
     written_back = set(restored)
-    decided = summary(plan, [p for p in meaningful if p not in written_back]) + list(observed)
+    decided = summary(plan, [p for p in meaningful if p not in written_back]) + folded(plan) + list(observed)
     if not restored or start is None:
         return decided
     head, *details = hand_edits(start, list(restored))
@@ -149,6 +151,39 @@ def summary(plan: Plan, meaningful: Sequence[str] = ()) -> list[str]:
     if len(details) > MAX_MESSAGE_LINES:
         details = details[:MAX_MESSAGE_LINES] + [f"... and {len(details) - MAX_MESSAGE_LINES} more"]
     return lines + details
+
+
+def folded(plan: Plan) -> list[str]:
+    """One line per journal entry of the in-cluster agent this pass folded in (§7.5), naming it and
+    what it did: `folded journal entry <id>: <run> group <g> swapped to <node>` (a group with no
+    spare: its closure). An entry folded before makes no event, so no line."""
+    by_entry: dict[str, list[Event]] = {}
+    for ev in plan.events:
+        if ev.journal is not None:
+            by_entry.setdefault(ev.journal, []).append(ev)
+    out = []
+    for entry, events in sorted(by_entry.items()):
+        swapped = sorted(
+            {
+                (ev.lease.run, ev.lease.group, ev.lease.node)
+                for ev in events
+                if ev.event == "Start" and ev.reason == "Swap"
+            }
+        )
+        said = [f"{run} group {group} swapped to {node}" for run, group, node in swapped]
+        moved = {(run, group) for run, group, _ in swapped}
+        ended = sorted(
+            {
+                (ev.lease.run, ev.lease.group, ev.closure.value if ev.closure is not None else ev.reason)
+                for ev in events
+                if ev.event == "End"
+                and ev.lease.role == "Active"
+                and (ev.lease.run, ev.lease.group) not in moved
+            }
+        )
+        said += [f"{run} group {group} {closure}" for run, group, closure in ended]
+        out.append(f"folded journal entry {entry}: " + ("; ".join(said) or "leases moved, no group lost"))
+    return out
 
 
 def _eta(at: int | None) -> str:
