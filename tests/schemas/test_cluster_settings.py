@@ -129,7 +129,14 @@ def test_kubectl_names_of_the_crds_never_shadow_the_core_lease_kind() -> None:
 
     names = {n for spec in publish.CRDS for n in (spec.plural, spec.singular, spec.short)}
     assert not names & {"lease", "leases"}  # `kubectl get leases` keeps meaning coordination.k8s.io
-    assert sorted(spec.short for spec in publish.CRDS) == ["jtbudget", "jtfleet", "jtjournal", "jtlease", "jtres", "jtrun"]
+    assert sorted(spec.short for spec in publish.CRDS) == [
+        "jtbudget",
+        "jtfleet",
+        "jtjournal",
+        "jtlease",
+        "jtres",
+        "jtrun",
+    ]
     run = next(spec for spec in publish.CRDS if spec.kind == "Run")
     shown = [c["name"] for c in run.columns if c.get("priority", 0) == 0]
     assert shown == ["Phase", "Width", "Desired", "Reason"]  # what `kubectl get runs -A` prints
