@@ -7,7 +7,7 @@
 FROM python:3.11-slim AS build
 WORKDIR /src
 # only what the package is built from (.dockerignore keeps the rest out of the context)
-COPY pyproject.toml ./
+COPY pyproject.toml README.md ./
 COPY schemas ./schemas
 COPY planner ./planner
 COPY reconciler ./reconciler

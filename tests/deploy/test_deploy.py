@@ -22,6 +22,7 @@ import yaml
 
 from reconciler.cluster import kinds
 from reconciler.cluster.api import Api
+from tests.acceptance.test_packaging import PACKAGED
 from tests.support.git import RECONCILE_CLI, bare_remote, cli_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -409,8 +410,16 @@ def test_the_dockerfile_installs_the_project_with_pip_and_runs_jobtree_unprivile
     assert 'ENTRYPOINT ["jobtree"]' in text
     assert "pip install" in text and "ca-certificates" in text
     assert [line for line in text.splitlines() if line.startswith("USER ")] == ["USER 10001:10001"]
+    # what the image is built from is what the wheel is built from (tests/acceptance/test_packaging.py)
+    copied = [
+        w
+        for line in text.splitlines()
+        if line.startswith("COPY ") and "--from" not in line
+        for w in line.split()[1:-1]
+    ]
+    assert sorted(copied) == sorted(PACKAGED)
     ignored = (REPO / ".dockerignore").read_text().splitlines()
-    assert "*" in ignored and "!reconciler/" in ignored
+    assert "*" in ignored and all(f"!{name}{'/' * (REPO / name).is_dir()}" in ignored for name in PACKAGED)
 
 
 def test_the_kind_workflow_parses_and_deploys_the_ci_overlay() -> None:
