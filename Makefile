@@ -48,6 +48,7 @@ docs: $(STAMP)
 
 schemas: $(STAMP)
 	$(BIN)/python -m schemas.publish
+	cp schemas/crds/*.yaml deploy/crds/  # the copies deploy/crds/kustomization.yaml lists (tests/deploy)
 
 clean:
 	rm -rf $(VENV)
