@@ -156,6 +156,15 @@ def taint_to_pod(server: KubeApiServer, core: client.CoreV1Api, node: str, then:
     return float(pod.at - taint.at)
 
 
+def _creates_pod(request: Any) -> bool:
+    """A pod created: the agent's POST, or apply's server-side apply of a new one (both answer 201)."""
+    if request.code != 201:
+        return False
+    if request.method == "POST":
+        return bool(request.path.endswith("/pods"))
+    return request.method == "PATCH" and "/pods/" in request.path
+
+
 def applied(server: KubeApiServer, count: int) -> bool:
     return (
         sum(1 for e in server.list(API, "JournalEntry") if (e.get("status") or {}).get("state") == "Applied")
@@ -172,6 +181,7 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp, KubeApiServer("east") as server:
         root = Path(tmp)
         server.seed(*nodes())
+        server.kubelet_emulation = True  # kubelets finish graceful deletions, as on a real cluster
         kubeconfig = write_kubeconfig(root / "kubeconfig", {"east": server})
         env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
         core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig), context="east"))
