@@ -13,7 +13,14 @@ it. Every jobtree command runs as a subprocess over real HTTP, through the offic
    (both answered writes in its request log); the next failure waits for the entry to be Applied;
 3. the agent stopped, one reconcile folds the journal (every swap into Git, once);
 4. then `--round-trips` more nodes are tainted, each followed by `jobtree reconcile --once --push
-   --apply`: the same swap through Git, timed the same way (taint write → pod created).
+   --apply` run back to back until the replacement pod exists: the same swap through Git, timed
+   the same way (taint write → pod created). A pass deletes the spare's placeholder pod gracefully
+   and creates the replacement only once it has terminated, so this is at least one grace period
+   (30 s) plus two passes, and more with a CronJob's interval between passes.
+
+The server's kubelets are emulated as a real one behaves: a pod deleted with a grace period is
+gone once that period has passed (the placeholder's `sleep` ignores SIGTERM), one deleted with
+none at once.
 
 Prints one JSON object (`rows` makes the `make bench` table rows of it).
 """
@@ -29,8 +36,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -137,12 +146,28 @@ def victims(server: KubeApiServer, count: int) -> list[str]:
     return [out[i * step] for i in range(count)]
 
 
-def taint_to_pod(server: KubeApiServer, core: client.CoreV1Api, node: str, then: Any = None) -> float:
-    """Seconds, by the server's clock, from the taint's write to the next pod created after it."""
+def kubelets(server: KubeApiServer, stop: threading.Event) -> None:
+    """Finish each graceful pod deletion once its grace period has passed, as the node's kubelet does."""
+    while not stop.wait(0.2):
+        now = time.time()
+        for namespace, name in server.kubelet.terminating_pods():
+            pod = server.get("v1", "Pod", name, namespace)
+            when = ((pod or {}).get("metadata") or {}).get("deletionTimestamp")
+            if pod is not None and when and _epoch(when) <= now:
+                server.kubelet.finish_termination(namespace, name)
+
+
+def _epoch(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def taint_to_pod(server: KubeApiServer, core: client.CoreV1Api, node: str, passes: Any = None) -> float:
+    """Seconds, by the server's clock, from the taint's write to the next pod created after it;
+    `passes()` (when given) runs once, and again until that pod exists."""
     mark = server.requests.mark()
     core.patch_node(node, {"spec": {"taints": [TAINT]}})
-    if then is not None:
-        then()
+    while passes is not None and not _created_since(server, mark):
+        passes()
 
     def created() -> Any:
         sent = server.requests.since(mark)
@@ -154,6 +179,10 @@ def taint_to_pod(server: KubeApiServer, core: client.CoreV1Api, node: str, then:
 
     taint, pod = wait(created, 600.0, f"a replacement pod after tainting {node}")
     return float(pod.at - taint.at)
+
+
+def _created_since(server: KubeApiServer, mark: int) -> bool:
+    return any(_creates_pod(r) for r in server.requests.since(mark))
 
 
 def _creates_pod(request: Any) -> bool:
@@ -181,7 +210,9 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp, KubeApiServer("east") as server:
         root = Path(tmp)
         server.seed(*nodes())
-        server.kubelet_emulation = True  # kubelets finish graceful deletions, as on a real cluster
+        server.kubelet_emulation = True  # deleted pods terminate as on a real cluster
+        stop = threading.Event()
+        threading.Thread(target=kubelets, args=(server, stop), daemon=True).start()
         kubeconfig = write_kubeconfig(root / "kubeconfig", {"east": server})
         env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
         core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig), context="east"))
@@ -233,6 +264,7 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
             for node in chosen[failures:]:
                 trips.append(taint_to_pod(server, core, node, lambda: jobtree(
                     env, "reconcile", str(repo), "--once", "--push", "--apply", "--quiet")))  # fmt: skip
+            stop.set()
             out["roundTrip"] = round(statistics.median(trips), 2)
             out["roundTripRange"] = [round(min(trips), 2), round(max(trips), 2)]
     return out

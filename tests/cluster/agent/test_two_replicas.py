@@ -1,0 +1,135 @@
+"""Two agent replicas, one leader (§7.4): only the leader acts, and a new leader finishes what the old one began.
+
+The fleet of `test_swap`: `r1` (16 GPUs, groups of 8, 8 spare GPUs per group) on n1..n4, group 0 on
+n1 with its spare on n3, group 1 on n2 with its spare on n4. Each replica is an `Agent` with its own
+client, campaigning through `leader.Elector` for one coordination.k8s.io Lease with short times
+(lease 3 s, renew deadline 2 s, retry 0.2 s), as the Deployment's two pods do with their defaults.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reconciler.cluster import connect, journal
+from reconciler.cluster.agent import leader
+from reconciler.cluster.agent.loop import Agent, Quiet
+from reconciler.cluster.api import Api
+from tests.cluster.agent.test_restart import DyingApi, Killed
+from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
+from tests.support.agents import Clock, until
+from tests.support.clusterfleet import FAST, T0, pods
+from tests.support.kubeapi import KubeApiServer
+
+API = "rq.davidlangworthy.io/v1"
+LEASE = ("default", "jobtree-agent-acme-east")
+
+
+class Replica:
+    """One pod of the agent's Deployment: an elector and an agent sharing nothing with the other."""
+
+    def __init__(self, name: str, api: Api, clock: Clock) -> None:
+        self.name = name
+        self.elector = leader.Elector(api, *LEASE, name, duration=3.0, renew_deadline=2.0, retry_period=0.2)
+        self.agent = Agent(api, "east", "acme", leading=lambda: self.elector.is_leader, observer=Quiet(),
+                           clock=clock)  # fmt: skip
+        self.stop = threading.Event()
+        self.campaign = threading.Thread(target=self.elector.run, args=(self.stop, self._started, self._stopped),
+                                         daemon=True)  # fmt: skip
+
+    def _started(self) -> None:
+        self.agent.wake.put(time.monotonic())
+
+    def _stopped(self) -> None:
+        self.agent.led = False
+
+    def start(self) -> Replica:
+        self.agent.start(self.stop)
+        assert self.agent.synced(self.stop, 10.0)
+        self.campaign.start()
+        return self
+
+    def crash(self) -> None:
+        """The pod dies: nothing released, nothing finished (its threads just stop acting)."""
+        self.elector.release = lambda: False  # type: ignore[method-assign]  # a dead pod releases nothing
+        self.stop.set()
+        self.agent.wake.put(time.monotonic())
+
+
+def replica_api(cluster_api: Api | None = None) -> Api:
+    return cluster_api or connect.api(connect.Target("east", "east", "acme", policy=FAST))
+
+
+@contextlib.contextmanager
+def replicas(*made: Replica) -> Iterator[tuple[Replica, ...]]:
+    try:
+        yield tuple(r.start() for r in made)
+    finally:
+        for r in made:
+            r.stop.set()
+            r.agent.wake.put(time.monotonic())
+        for r in made:
+            r.campaign.join(timeout=5)
+
+
+def applied(server: KubeApiServer) -> list[dict]:
+    return [e for e in server.list(API, "JournalEntry") if journal.state_of(e) == journal.APPLIED]
+
+
+def test_two_replicas_one_leader_one_swap_and_the_other_takes_over_when_it_goes(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet.reconcile(T0)
+    clock = Clock(T0 + 60)
+    with replicas(Replica("a", replica_api(), clock), Replica("b", replica_api(), clock)) as (a, b):
+        first = until(lambda: [r for r in (a, b) if r.elector.is_leader], what="a leader")
+        assert len(first) == 1 and not all(r.elector.is_leader for r in (a, b))
+        lead, other = (a, b) if a.elector.is_leader else (b, a)
+        api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
+        until(lambda: applied(server), what="the swap")
+        time.sleep(0.5)  # the follower saw the same fence: it must not have acted
+        assert len(server.list(API, "JournalEntry")) == 1
+        assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
+        assert not other.agent.led
+        lead.stop.set()  # a clean stop (SIGTERM) gives the lead up at once
+        lead.agent.wake.put(time.monotonic())
+        lead.campaign.join(timeout=5)
+        until(lambda: other.elector.is_leader, timeout=3.0, what="the other replica to lead within the lease")
+        clock.now += 60
+        api(fleet).patch_node("n1", {"spec": {"taints": [OUT_OF_SERVICE]}})
+        until(lambda: len(applied(server)) == 2, what="the new leader's swap")
+    assert pods(server) == ["r1-g0-n3", "r1-g1-n4"]
+
+
+def test_a_new_leader_finishes_the_swap_its_crashed_predecessor_left_in_intent(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet.reconcile(T0)
+    clock = Clock(T0 + 60)
+    dying = Replica("a", DyingApi(replica_api(), 2), clock)  # dies after the entry and one pod delete
+    dying.agent.leading = lambda: False  # its worker stays still: the test makes its one move
+    dying.agent.start(dying.stop)
+    assert dying.agent.synced(dying.stop, 10.0)
+    assert dying.elector.try_acquire_or_renew()
+    api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
+    until(lambda: dying.agent.fences()[1], what="the leader to see n2 fenced")
+    dying.agent.led = True
+    with pytest.raises(Killed):
+        dying.agent.act(0.0)
+    dying.crash()
+    (entry,) = server.list(API, "JournalEntry")
+    assert journal.state_of(entry) == journal.INTENT
+    started = time.monotonic()
+    with replicas(Replica("b", replica_api(), clock)) as (b,):
+        until(lambda: applied(server), timeout=8.0, what="the successor to finish the entry")
+        assert time.monotonic() - started >= 2.5  # not before the crashed leader's lease (3 s) ran out
+        assert isinstance(b.agent.observer, Quiet) and b.agent.observer.finished == 1
+    assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
+    assert len(server.list(API, "JournalEntry")) == 1
