@@ -497,6 +497,21 @@ def apply_rows(scale: float, seed: int, available: bool) -> list[Row]:
     return [Row(**fields) for fields in bench_apply.rows(json.loads(done.stdout))]
 
 
+def agent_rows(failures: int, available: bool) -> list[Row]:
+    """The agent's swap against the same swap through Git (`python -m bench.agent`: it runs the API
+    test server and `jobtree agent` as a subprocess, and times each swap by the server's clock)."""
+    from bench import agent as bench_agent  # it imports git_daemon from here
+
+    if not available:
+        return [Row("agent swap", "-", verdict="not available (`jobtree agent` not built yet)")]
+    cmd = [sys.executable, "-m", "bench.agent", "--failures", str(failures)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=LIMIT["timeout"] * 4)
+    if done.returncode != 0:
+        last = [line for line in done.stderr.splitlines() if line.strip()][-1:] or ["no output"]
+        return [Row("agent swap", "-", verdict=f"failed (exit {done.returncode}): {last[0][:160]}")]
+    return [Row(**fields) for fields in bench_agent.rows(json.loads(done.stdout))]
+
+
 def _parent_and_commit(repo: Path, subject: str) -> tuple[str, str]:
     """(its parent, the commit) for the first-parent commit of `main` whose subject is `subject`."""
     log = subprocess.run(
@@ -558,6 +573,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-readme", action="store_true", help="put the table into bench/README.md")
     parser.add_argument("--skip-git", action="store_true", help="skip the reconcile rows")
     parser.add_argument("--skip-apply", action="store_true", help="skip the apply rows")
+    parser.add_argument("--skip-agent", action="store_true", help="skip the agent rows")
+    parser.add_argument("--failures", type=int, default=200, help="node failures the agent rows time")
     parser.add_argument(
         "--apply-scale", type=float, default=0.1, help="fleet scale of the apply rows (0.1: 10,000 GPUs)"
     )
@@ -620,6 +637,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += git_rows(jobtree, args.out / generate.REPO_DIR, fleet, "reconcile" in have)
     if not args.skip_apply:
         rows += apply_rows(args.apply_scale, args.seed, "apply" in have)
+    if not args.skip_agent:
+        rows += agent_rows(args.failures, "agent" in have)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     text = (
         f"Measured {stamp} on {machine()}; fleet seed {args.seed}, scale {args.scale:g} "

@@ -1,0 +1,90 @@
+"""`jobtree agent` as its Deployment runs it: a process that leads, swaps, reports on /metrics, and steps down on SIGTERM.
+
+The fleet of `test_swap` (`r1`: groups on n1 and n2, spares on n3 and n4), applied to the API test
+server; the agent runs as a subprocess with the kubeconfig context `east`, its leader Lease in
+`default`, its endpoints on a free port.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
+from tests.support.agents import until
+from tests.support.clusterfleet import T0, pods
+from tests.support.git import cli_env
+from tests.support.kubeapi import KubeApiServer
+
+API = "rq.davidlangworthy.io/v1"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def samples(port: int) -> dict[str, float]:
+    """Every sample of /metrics as `name{label=value,...}` -> value."""
+    out = {}
+    for family in text_string_to_metric_families(get(port, "/metrics")[1]):
+        for s in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+            out[f"{s.name}{{{labels}}}"] = s.value
+    return out
+
+
+def test_the_agent_process_leads_swaps_counts_and_hands_over_on_sigterm(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet.reconcile(T0)
+    port = free_port()
+    log = tmp_path / "agent.log"
+    with log.open("w") as sink:
+        agent = subprocess.Popen(
+            [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",
+             "--namespace", "default", "--identity", "replica-a", "--listen", f"127.0.0.1:{port}"],
+            env={**cli_env(), "KUBECONFIG": str(fleet.kubeconfig)}, stderr=sink,
+        )  # fmt: skip
+        try:
+            until(lambda: get(port, "/readyz")[0] == 200, timeout=20.0, what="/readyz to answer 200")
+            assert get(port, "/healthz")[0] == 200 and get(port, "/nowhere")[0] == 404
+            until(lambda: samples(port).get("jobtree_agent_leader{identity=replica-a}") == 1.0, timeout=10.0)
+            api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
+            until(lambda: server.get("v1", "Pod", "r1-g1-n4", "t"), what="the replacement pod")
+            until(lambda: samples(port).get("jobtree_agent_swaps_total{cluster=east}") == 1.0)
+            seen = samples(port)
+            assert seen["jobtree_agent_swap_latency_seconds_count{}"] == 1.0
+            assert seen["jobtree_agent_journal_awaiting_fold{}"] == 1.0  # Applied, not yet Folded
+        finally:
+            agent.send_signal(signal.SIGTERM)
+            code = agent.wait(timeout=20)
+    assert code == 0
+    assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
+    lease = server.get("coordination.k8s.io/v1", "Lease", "jobtree-agent-acme-east", "default")
+    assert lease is not None and not lease["spec"].get("holderIdentity")  # given up: the other leads at once
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    (swap,) = [x for x in lines if x["msg"] == "swap"]
+    assert (swap["run"], swap["group"], swap["to"], swap["fenced"]) == ("t/r1", 1, "n4", ["n2"])
+    assert swap["entry"] == server.list(API, "JournalEntry")[0]["metadata"]["name"]
