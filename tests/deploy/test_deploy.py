@@ -56,7 +56,15 @@ VERBS = {
 OWNED = kinds.OWNED
 JOBTREE_CRS = (*kinds.MIRRORS, kinds.JOURNAL)  # every kind of schemas/crds/
 WITH_STATUS = tuple(k for k in kinds.OWNED if k.status)
-WATCHED = (kinds.NODE, kinds.POD, kinds.RUN, kinds.BUDGET, kinds.LEASE, kinds.FLEET, kinds.JOURNAL)  # agent caches
+WATCHED = (
+    kinds.NODE,
+    kinds.POD,
+    kinds.RUN,
+    kinds.BUDGET,
+    kinds.LEASE,
+    kinds.FLEET,
+    kinds.JOURNAL,
+)  # agent caches
 
 # Every call site of an `Api` method in reconciler/: (file, function, method, first argument as
 # written) -> (whose, the kinds that argument can be, subresource). Kept by hand next to the code it
@@ -87,7 +95,11 @@ CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] 
     ("cluster/journal.py", "read", "serves", "kinds.JOURNAL"): (RECONCILE, (kinds.JOURNAL,), ""),
     ("cluster/journal.py", "read", "list_all", "kinds.JOURNAL"): (RECONCILE, (kinds.JOURNAL,), ""),
     ("cluster/journal.py", "mark", "apply", "kinds.JOURNAL/status"): (RECONCILE, (kinds.JOURNAL,), "status"),
-    ("cluster/folding.py", "settle", "delete", "kinds.JOURNAL"): (RECONCILE, (kinds.JOURNAL,), ""),  # retention
+    ("cluster/folding.py", "settle", "delete", "kinds.JOURNAL"): (
+        RECONCILE,
+        (kinds.JOURNAL,),
+        "",
+    ),  # retention
     # the agent (§7.4): its caches list and watch each kind it keeps
     ("cluster/agent/cache.py", "relist", "list_all", "self.kind"): (AGENT, WATCHED, ""),
     ("cluster/agent/cache.py", "watch_once", "watch", "self.kind"): (AGENT, WATCHED, ""),
@@ -294,9 +306,7 @@ def test_the_agents_leader_lease_is_granted_in_its_namespace_only() -> None:
     assert not any(g == "coordination.k8s.io" for g, _, _ in cluster_wide)
     role = one(objs, "Role", "jobtree-agent-leader")
     assert role["metadata"]["namespace"] == NAMESPACE
-    assert grants(role["rules"]) == {
-        ("coordination.k8s.io", "leases", v) for v in ("get", "create", "patch")
-    }
+    assert grants(role["rules"]) == {("coordination.k8s.io", "leases", v) for v in ("get", "create", "patch")}
 
 
 def test_the_agent_runs_two_replicas_on_two_nodes_with_probes_and_resources() -> None:
