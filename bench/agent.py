@@ -46,7 +46,7 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
-from bench.run import git_daemon
+from bench.gitdaemon import git_daemon
 from tests.support.kubeapi import KubeApiServer, write_kubeconfig
 
 API = "rq.davidlangworthy.io/v1"

@@ -13,20 +13,20 @@ import os
 import platform
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+from bench import agent as bench_agent
 from bench import apply as bench_apply
 from bench import generate
+from bench.gitdaemon import git_daemon
 
 T = TypeVar("T")
 
@@ -317,36 +317,6 @@ def _stages(text: str) -> str:
     return ", ".join(parts)
 
 
-@contextmanager
-def git_daemon(base: Path) -> Iterator[str]:
-    """`git daemon` serving the bare repositories under `base` on 127.0.0.1 (a free port), pushes
-    enabled; the URL to put before `/<name>.git`. Stopped (and waited for) on leaving."""
-    for _ in range(5):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        proc = subprocess.Popen(
-            ["git", "daemon", "--reuseaddr", "--listen=127.0.0.1", f"--port={port}", f"--base-path={base}",
-             "--export-all", "--enable=receive-pack", str(base)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        if proc.poll() is None:
-            try:
-                yield f"git://127.0.0.1:{port}"
-            finally:
-                proc.terminate()
-                proc.wait(timeout=10)
-            return
-    raise RuntimeError("git daemon did not start on 127.0.0.1")
-
-
 def _git_round(
     tmp: Path, jobtree: str, repo_src: Path, fleet: generate.Fleet, push: list[str]
 ) -> dict[str, tuple[Measured, str]]:
@@ -500,8 +470,6 @@ def apply_rows(scale: float, seed: int, available: bool) -> list[Row]:
 def agent_rows(failures: int, available: bool) -> list[Row]:
     """The agent's swap against the same swap through Git (`python -m bench.agent`: it runs the API
     test server and `jobtree agent` as a subprocess, and times each swap by the server's clock)."""
-    from bench import agent as bench_agent  # it imports git_daemon from here
-
     if not available:
         return [Row("agent swap", "-", verdict="not available (`jobtree agent` not built yet)")]
     cmd = [sys.executable, "-m", "bench.agent", "--failures", str(failures)]
