@@ -74,7 +74,7 @@ def entry() -> None:
     if isinstance(code, str):
         print(code, file=sys.stderr)
     signum = signals.stopped()
-    if signum is not None and code == 1:  # click's "Aborted!": exit as a process the signal stopped
+    if signum is not None:  # click's "Aborted!", or an error the stop cut short: exit as the signal says
         code = 128 + signum
     for stream in (sys.stdout, sys.stderr):
         try:
