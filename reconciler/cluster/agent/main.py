@@ -31,6 +31,10 @@ class AgentError(Exception):
     """Something an operator must fix before the agent can run (the message says what)."""
 
 
+class NotYet(AgentError):
+    """What the first apply of the fleet to this cluster brings (its CRDs, its FleetConfig): waited for."""
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
     cluster: str
@@ -71,17 +75,19 @@ class Reporter:
 def fleet_name(api: Api, wanted: str | None) -> str:
     """The fleet this agent serves: `wanted`, or the only one whose FleetConfig mirror the cluster holds."""
     if not api.serves(kinds.FLEET):
-        raise AgentError(
+        raise NotYet(
             f"{api.cluster}: no FleetConfig kind on this cluster; apply the fleet first (jobtree apply)"
         )
     items, _ = api.list_all(kinds.FLEET, f"{stamp.MANAGED_BY}={stamp.MANAGER}")
     names = sorted(str(o["metadata"]["name"]) for o in items)
     if wanted is not None:
         if wanted not in names:
-            raise AgentError(
+            raise NotYet(
                 f"{api.cluster}: no FleetConfig {wanted} (the cluster holds: {', '.join(names) or 'none'})"
             )
         return wanted
+    if not names:
+        raise NotYet(f"{api.cluster}: no fleet's FleetConfig yet; apply the fleet first (jobtree apply)")
     if len(names) != 1:
         raise AgentError(
             f"{api.cluster}: {len(names)} fleets' FleetConfigs ({', '.join(names) or 'none'}); name one with --fleet"
@@ -99,17 +105,47 @@ def own_namespace(given: str | None) -> str:
 
 
 def serve(options: Options, stop: threading.Event) -> None:
-    """Run the agent until `stop` is set."""
+    """Run the agent until `stop` is set. Until the fleet has been applied to this cluster (its
+    FleetConfig mirror) it serves its probes, not ready, and waits."""
     target = connect.Target(options.cluster, options.context, options.fleet or "")
     try:
         api = connect.api(target)
-        fleet = fleet_name(api, options.fleet)
     except ClusterError as err:
         raise AgentError(str(err)) from None
-    identity = options.identity or os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
     metrics = health.Metrics.create()
     beats = health.Health(metrics.registry)
     server, _ = beats.serve(options.host, options.port)
+    try:
+        fleet = await_fleet(api, options.fleet, beats, stop)
+        if fleet is not None:
+            run(api, options, fleet, metrics, beats, server.server_address[1], stop)
+    finally:
+        server.shutdown()
+
+
+def await_fleet(api: Api, wanted: str | None, beats: health.Health, stop: threading.Event) -> str | None:
+    """The fleet's name once its FleetConfig mirror is on the cluster (None: stopped first)."""
+    said = ""
+    while not stop.is_set():
+        beats.beat("fleet")
+        try:
+            return fleet_name(api, wanted)
+        except (NotYet, ClusterError) as err:
+            if str(err) != said:
+                said = str(err)
+                LOG.warning("waiting", extra=dict(why=said))
+            beats.not_ready(said)
+        stop.wait(5.0)
+    return None
+
+
+def run(
+    api: Api, options: Options, fleet: str, metrics: health.Metrics, beats: health.Health, port: int,
+    stop: threading.Event,
+) -> None:  # fmt: skip
+    """Campaign, watch and act for `fleet` until `stop` is set; give the lead up on the way out."""
+    beats.forget("fleet")
+    identity = options.identity or os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
     elector = leader.Elector(
         api, own_namespace(options.namespace), f"jobtree-agent-{fleet}-{options.cluster}"[:253], identity,
         options.lease_duration, options.renew_deadline, options.retry_period,
@@ -132,7 +168,7 @@ def serve(options: Options, stop: threading.Event) -> None:
     campaign = threading.Thread(target=elector.run, args=(stop, started, stopped), name="leader", daemon=True)
     campaign.start()
     LOG.info("started", extra=dict(identity=identity, fleet=fleet, cluster=options.cluster,
-                                   listen=f"{options.host}:{server.server_address[1]}"))  # fmt: skip
+                                   listen=f"{options.host}:{port}"))  # fmt: skip
     try:
         while not stop.is_set():
             if agent.synced(stop, 1.0):
@@ -145,4 +181,3 @@ def serve(options: Options, stop: threading.Event) -> None:
         stop.set()
         agent.wake.put(time.monotonic())
         campaign.join(timeout=options.renew_deadline)
-        server.shutdown()

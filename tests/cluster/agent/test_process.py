@@ -88,3 +88,32 @@ def test_the_agent_process_leads_swaps_counts_and_hands_over_on_sigterm(
     (swap,) = [x for x in lines if x["msg"] == "swap"]
     assert (swap["run"], swap["group"], swap["to"], swap["fenced"]) == ("t/r1", 1, "n4", ["n2"])
     assert swap["entry"] == server.list(API, "JournalEntry")[0]["metadata"]["name"]
+
+
+def test_an_agent_started_before_the_fleet_is_applied_waits_not_ready_then_serves(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    port = free_port()
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",
+         "--namespace", "default", "--listen", f"127.0.0.1:{port}"],
+        env={**cli_env(), "KUBECONFIG": str(fleet.kubeconfig)}, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        until(
+            lambda: "apply the fleet first" in get(port, "/readyz")[1],
+            timeout=20.0,
+            what="the reason it waits",
+        )
+        assert (
+            get(port, "/readyz")[0] == 503 and get(port, "/healthz")[0] == 200
+        )  # the deployment may come first
+        assert agent.poll() is None  # waiting, not crash-looping
+        fleet.reconcile(T0)  # the first apply brings the CRDs and the FleetConfig mirror
+        until(lambda: get(port, "/readyz")[0] == 200, timeout=20.0, what="ready once the fleet is applied")
+        until(lambda: any(k.startswith("jobtree_agent_leader") and v == 1.0 for k, v in samples(port).items()),
+              timeout=10.0, what="the agent to lead")  # fmt: skip
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        agent.wait(timeout=20)
