@@ -209,3 +209,28 @@ def test_with_no_usable_spare_a_run_fails_requeues_or_shrinks_and_funded_work_is
     assert r2_pod is not None and kept is not None and kept["metadata"]["uid"] == r2_pod["metadata"]["uid"]
     (entry,) = entries(server)
     assert entry["spec"]["opened"] == []  # nothing was moved onto r2's funded GPUs
+
+
+def test_a_group_whose_node_and_spare_fail_together_has_no_spare_and_its_run_fails(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # n2 holds group 1, n4 its spare: both out of service in one decision; group 0 still swaps nothing
+    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet.reconcile(T0)
+    agent = an_agent(clock=Clock(T0 + 60))
+    api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
+    api(fleet).patch_node("n4", {"spec": {"taints": [OUT_OF_SERVICE]}})
+    for cache in agent.caches.values():
+        cache.relist()
+    prepared = agent.act(0.0)
+    assert prepared is not None and prepared.swapped == []
+    assert prepared.declined == [("t/r1", 1, "no_spare")]
+    (entry,) = entries(server)
+    assert [f["node"] for f in entry["spec"]["fenced"]] == ["n2", "n4"]  # one entry for one instant
+    closures = sorted((c["name"].split("-g")[1][0], c["closure"]) for c in entry["spec"]["closed"])
+    assert closures == [("0", "RunFailed"), ("0", "RunFailed"), ("1", "NodeFailure"), ("1", "NodeFailure")]
+    run = server.get(API, "Run", "r1", "t")
+    assert run is not None and run["status"]["phase"] == "Failed"  # 16 fixed GPUs, no checkpoint
+    assert sorted(n for n in ("n2", "n4") if (server.get("v1", "Node", n) or {})["spec"].get("unschedulable")) == [
+        "n2", "n4",
+    ]  # fmt: skip
