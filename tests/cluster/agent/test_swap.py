@@ -19,7 +19,7 @@ from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api,
 from tests.support.agents import Clock, an_agent, running, until
 from tests.support.builders import a_budget, a_run
 from tests.support.clusterfleet import T0, ClusterFleet, fleet_config, manifest, node, pods
-from tests.support.kubeapi import KubeApiServer
+from tests.support.kubeapi import Fault, KubeApiServer
 
 API = "rq.davidlangworthy.io/v1"
 
@@ -234,3 +234,19 @@ def test_a_group_whose_node_and_spare_fail_together_has_no_spare_and_its_run_fai
     assert sorted(n for n in ("n2", "n4") if (server.get("v1", "Node", n) or {})["spec"].get("unschedulable")) == [
         "n2", "n4",
     ]  # fmt: skip
+
+
+def test_a_dropped_node_watch_and_a_refused_pod_creation_still_end_in_one_swap(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet.reconcile(T0)
+    dropped = server.faults.add(Fault.drop_watch(0, path="/api/v1/nodes"))  # cut before its first event
+    refused = server.faults.add(Fault.respond(500, method="POST", path="/api/v1/namespaces/t/pods", times=8))
+    with running(an_agent(clock=Clock(T0 + 60))):
+        api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
+        until(lambda: [e for e in entries(server) if journal.state_of(e) == journal.APPLIED], timeout=10.0)
+    assert dropped.fired == 1  # the taint's event was lost with the watch: the resumed one brought it
+    assert refused.fired == 8  # the creation failed 8 times (retried, then the swap again), then went through
+    assert len(entries(server)) == 1
+    assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
