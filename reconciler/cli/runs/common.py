@@ -140,6 +140,24 @@ def reading(verb: Callable[..., None]) -> Callable[..., None]:
     return wrapped
 
 
+def run_view(
+    name: str, view: Callable[[fleetview.Fleet, str, int], dict[str, Any]],
+    text: Callable[[dict[str, Any]], str], summary: str,
+) -> click.Command:  # fmt: skip
+    """A verb showing one view of RUN (`plan`, `leases`, `explain`): RUN, -n, the fleet options,
+    `--format`, `--now`; the view's document printed as text or JSON. `summary` is its help."""
+
+    def verb(
+        run: str, namespace: str | None, repo: str | None, rev: str | None, fmt: str, now_text: str | None
+    ) -> None:
+        now = now_of(now_text)
+        fleet = open_fleet(repo, rev)
+        emit(view(fleet, find_run(fleet, run, namespace), now), fmt, text)
+
+    verb.__doc__ = summary
+    return click.command(name)(run_argument()(namespace_option(fleet_options(reading(verb)))))
+
+
 def emit(doc: dict[str, Any], fmt: str, text: Callable[[dict[str, Any]], str]) -> None:
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2, sort_keys=True))

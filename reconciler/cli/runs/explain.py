@@ -8,25 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
-
 from reconciler.cli.runs import common
 from reconciler.views import trail
-
-
-@click.command("explain")
-@common.run_argument()
-@common.namespace_option
-@common.fleet_options
-@common.reading
-def command(
-    run: str, namespace: str | None, repo: str | None, rev: str | None, fmt: str, now_text: str | None
-) -> None:
-    """Explain RUN: what happened to it and why, who pays for it, where it runs, why it waits."""
-    now = common.now_of(now_text)
-    fleet = common.open_fleet(repo, rev)
-    key = common.find_run(fleet, run, namespace)
-    common.emit(trail.explain(fleet, key, now), fmt, text)
 
 
 def text(doc: dict[str, Any]) -> str:
@@ -81,3 +64,11 @@ def text(doc: dict[str, Any]) -> str:
                 "replay it with planner.lottery.replay from an older commit's state/"
             )
     return "\n".join(lines) + "\n"
+
+
+command = common.run_view(
+    "explain",
+    trail.explain,
+    text,
+    "Explain RUN: what happened to it and why, who pays for it, where it runs, why it waits.",
+)

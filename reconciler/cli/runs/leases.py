@@ -7,25 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
-
 from reconciler.cli.runs import common
 from reconciler.views import runs as runviews
-
-
-@click.command("leases")
-@common.run_argument()
-@common.namespace_option
-@common.fleet_options
-@common.reading
-def command(
-    run: str, namespace: str | None, repo: str | None, rev: str | None, fmt: str, now_text: str | None
-) -> None:
-    """Show who paid for each lease of RUN: group, role, nodes and GPU slots, payer, start, end, closure."""
-    now = common.now_of(now_text)
-    fleet = common.open_fleet(repo, rev)
-    key = common.find_run(fleet, run, namespace)
-    common.emit(runviews.lease_rows(fleet, key, now), fmt, text)
 
 
 def slots(node: str, numbers: list[int]) -> str:
@@ -55,3 +38,11 @@ def text(doc: dict[str, Any]) -> str:
     ]
     headers = ["GROUP", "ROLE", "SLOTS", "GPUS", "PAID BY", "START", "END", "CLOSURE"]
     return f"Leases of {doc['run']} ({common.read_at(doc)}):\n" + common.table(headers, rows)
+
+
+command = common.run_view(
+    "leases",
+    runviews.lease_rows,
+    text,
+    "Show who paid for each lease of RUN: group, role, nodes and GPU slots, payer, start, end, closure.",
+)

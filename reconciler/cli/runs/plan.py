@@ -9,25 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
-
 from reconciler.cli.runs import common
 from reconciler.views import runs as runviews
-
-
-@click.command("plan")
-@common.run_argument()
-@common.namespace_option
-@common.fleet_options
-@common.reading
-def command(
-    run: str, namespace: str | None, repo: str | None, rev: str | None, fmt: str, now_text: str | None
-) -> None:
-    """Show RUN's reservation (ETA, deficit, scope, conflict set, remedies), or what it holds now."""
-    now = common.now_of(now_text)
-    fleet = common.open_fleet(repo, rev)
-    key = common.find_run(fleet, run, namespace)
-    common.emit(runviews.plan(fleet, key, now), fmt, text)
 
 
 def remedies(res: dict[str, Any]) -> str:
@@ -93,3 +76,11 @@ def text(doc: dict[str, Any]) -> str:
             f"may be cut when {c['reservation']} activates at {when}: probability {c['probability']}"
         )
     return "\n".join(lines) + "\n"
+
+
+command = common.run_view(
+    "plan",
+    runviews.plan,
+    text,
+    "Show RUN's reservation (ETA, deficit, scope, conflict set, remedies), or what it holds now.",
+)
