@@ -107,22 +107,14 @@ def test_not_ready_moves_a_group_only_once_the_fleets_grace_has_passed(
     clock = Clock(time.time())
     with running(an_agent(clock=clock)) as agent:
         server.kubelet.set_node_ready("n1", False, reason="KubeletStopped")
-        until(
-            lambda: (
-                not (agent.caches["nodes"].get("n1") or {})
-                .get("status", {})
-                .get("conditions", [{}])[0]
-                .get("status")
-                == "True"
-            )
-        )
+        until(lambda: not_ready(agent, "n1"), timeout=10.0, what="the agent to see n1 NotReady")
         mark = server.requests.mark()
         assert agent.act(0.0) is None  # 0 s of 300 s
         clock.now += 250
         assert agent.act(0.0) is None  # 250 s of 300 s
         assert server.requests.writes(since=mark) == [] and entries(server) == []
         clock.now += 60  # 310 s: the worker wakes by itself when the grace ends
-        until(lambda: server.get("v1", "Pod", "r1-g0-n3", "t"), timeout=8.0, what="the swap after the grace")
+        until(lambda: server.get("v1", "Pod", "r1-g0-n3", "t"), timeout=15.0, what="the swap after the grace")
     (entry,) = entries(server)
     assert entry["spec"]["fenced"] == [{"node": "n1", "cause": "NotReady"}]
     assert pods(server) == ["r1-g0-n3", "r1-g1-n2", "r1-g1-spare-n4"]

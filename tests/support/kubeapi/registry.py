@@ -182,23 +182,27 @@ class Registry:
                         )
                     ],
                 )
-            self._check_uid(call, live, requested)
-            managers = apply.managers_for_write(live, requested)
-            new = admission.carry_over(call, live, requested)
-            return self._commit(
-                call,
-                live,
-                new,
-                lambda obj: apply.track_update(
-                    call.rt, managers, live, obj, call.manager, call.subresource, self.stamp()
-                ),
-            )
+            return self._write_over(call, live, requested)
 
     def _live(self, call: Call) -> Obj:
         live = self.store.get(call.rt.storage_key, call.namespace, call.name)
         if live is None:
             raise status.not_found(call.rt.resource, call.name)
         return live
+
+    def _write_over(self, call: Call, live: Obj, requested: Obj) -> Result:
+        """An update or patch of `live` to `requested`: uid checked, fields carried over, managers tracked."""
+        self._check_uid(call, live, requested)
+        managers = apply.managers_for_write(live, requested)
+        new = admission.carry_over(call, live, requested)
+        return self._commit(
+            call,
+            live,
+            new,
+            lambda obj: apply.track_update(
+                call.rt, managers, live, obj, call.manager, call.subresource, self.stamp()
+            ),
+        )
 
     def _check_uid(self, call: Call, live: Obj, requested: Obj) -> None:
         asked = requested["metadata"].get("uid")
@@ -250,17 +254,7 @@ class Registry:
             asked_version = requested["metadata"].get("resourceVersion")
             if asked_version and asked_version != live["metadata"]["resourceVersion"]:
                 raise status.stale(rt.resource, call.name)
-            self._check_uid(call, live, requested)
-            managers = apply.managers_for_write(live, requested)
-            new = admission.carry_over(call, live, requested)
-            return self._commit(
-                call,
-                live,
-                new,
-                lambda obj: apply.track_update(
-                    rt, managers, live, obj, call.manager, call.subresource, self.stamp()
-                ),
-            )
+            return self._write_over(call, live, requested)
 
     def _apply(self, call: Call, raw: bytes, force: bool | None) -> Result:
         rt = call.rt
