@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,7 +45,8 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
-from bench.gitdaemon import git_daemon
+from bench.apply import git, jobtree
+from bench.gitdaemon import free_port, git_daemon
 from tests.support.kubeapi import KubeApiServer, write_kubeconfig
 
 API = "rq.davidlangworthy.io/v1"
@@ -90,28 +90,6 @@ def nodes() -> list[dict[str, Any]]:
                         "status": {"capacity": {"nvidia.com/gpu": str(GPUS)}, "conditions": [
                             {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-01T00:00:00Z"}]}})  # fmt: skip
     return out
-
-
-def git(repo: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}  # fmt: skip
-    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
-
-
-def jobtree(env: dict[str, str], *args: str) -> float:
-    start = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "reconciler.cli", *args], env=env, capture_output=True, text=True
-    )
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"jobtree {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
-    return time.monotonic() - start
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def scrape(port: int) -> str:
@@ -227,7 +205,7 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
             git(repo, "remote", "add", "origin", f"{base}/fleet.git")
             git(repo, "push", "-q", "-u", "origin", "main")
             out["placeAndApply"] = round(
-                jobtree(env, "reconcile", str(repo), "--once", "--push", "--apply", "--quiet"), 2
+                jobtree(env, "reconcile", str(repo), "--once", "--push", "--apply", "--quiet")[0], 2
             )
             out["pods"] = len(server.list("v1", "Pod"))
             port = free_port()
@@ -254,9 +232,8 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
             out["p50"] = round(statistics.median(ranked) * 1000, 1)
             out["p99"] = round(ranked[max(0, int(len(ranked) * 0.99) - 1)] * 1000, 1)
             out["max"] = round(ranked[-1] * 1000, 1)
-            start = time.monotonic()
-            jobtree(env, "reconcile", str(repo), "--once", "--push", "--apply", "--quiet")
-            out["foldSeconds"] = round(time.monotonic() - start, 2)
+            fold, _ = jobtree(env, "reconcile", str(repo), "--once", "--push", "--apply", "--quiet")
+            out["foldSeconds"] = round(fold, 2)
             out["folded"] = sum(1 for e in server.list(API, "JournalEntry")
                                 if (e.get("status") or {}).get("state") == "Folded")  # fmt: skip
             trips = []

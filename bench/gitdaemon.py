@@ -10,14 +10,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @contextmanager
 def git_daemon(base: Path) -> Iterator[str]:
     """`git daemon` serving the bare repositories under `base` on 127.0.0.1 (a free port), pushes
     enabled; the URL to put before `/<name>.git`. Stopped (and waited for) on leaving."""
     for _ in range(5):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
+        port = free_port()
         proc = subprocess.Popen(
             ["git", "daemon", "--reuseaddr", "--listen=127.0.0.1", f"--port={port}", f"--base-path={base}",
              "--export-all", "--enable=receive-pack", str(base)],

@@ -1,8 +1,9 @@
 """The in-cluster agent run in-process against a test API server, as its Deployment runs it: a builder for tests.
 
-`running(fleet, server)` starts `reconciler.cluster.agent.loop.Agent` for cluster `east` of fleet
-`acme` through the kubeconfig `ClusterFleet` wrote, with its watches and worker on threads and a
-clock the test sets; `until(...)` waits for something the agent does to show on the server.
+`an_agent()` is `reconciler.cluster.agent.loop.Agent` for cluster `east` of fleet `acme`, through
+the kubeconfig `ClusterFleet` wrote, with a clock the test sets; `running(agent)` starts its
+watches and worker on threads, `act_once(agent)` makes one decision with none; `until(...)` waits
+for something the agent does to show on the server.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from reconciler.cluster import connect
+from reconciler.cluster.agent import world
 from reconciler.cluster.agent.loop import Agent, Quiet
+from reconciler.cluster.agent.swap import Prepared
 from tests.support.clusterfleet import FAST
 
 EAST = "east"
@@ -34,6 +37,17 @@ def an_agent(cluster: str = EAST, fleet: str = "acme", clock: Callable[[], float
              leading: Callable[[], bool] = lambda: True) -> Agent:  # fmt: skip
     target = connect.Target(cluster, cluster, fleet, policy=FAST)
     return Agent(connect.api(target), cluster, fleet, leading=leading, observer=Quiet(), clock=clock)
+
+
+def act_once(agent: Agent) -> Prepared | None:
+    """One decision on what the cluster lists now, with no thread: every cache listed, the nodes
+    the Lease mirrors name that the cluster no longer lists taken as deleted (what the node watch
+    would have told a running agent), then `act`."""
+    for cache in agent.caches.values():
+        cache.relist()
+    listed = {key[1] for key in agent.caches["nodes"].objects}
+    agent.gone = {x.node for x in world.leases_of(agent.caches["leases"].items())} - listed
+    return agent.act(0.0)
 
 
 @contextlib.contextmanager

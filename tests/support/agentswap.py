@@ -17,6 +17,7 @@ from reconciler.cluster.agent.loop import Agent
 from reconciler.cluster.api import Api
 from reconciler.git import read as gitread
 from reconciler.spec import commit as speccache
+from tests.support.agents import act_once
 from tests.support.clusterfleet import ClusterFleet
 
 Obj = dict[str, Any]
@@ -40,9 +41,7 @@ def swap(fleet: ClusterFleet, cluster: str, node: str, at: int) -> Obj:
     """The agent's swap for the fenced `node` at `at` on `cluster`; the JournalEntry as created."""
     target, api = target_api(fleet, cluster)
     agent = Agent(api, cluster, target.fleet, clock=lambda: float(at))
-    for cache in agent.caches.values():
-        cache.relist()
-    prepared = agent.act(0.0)
+    prepared = act_once(agent)
     assert prepared is not None, f"the agent found nothing to swap for {node}"
     assert [f["node"] for f in prepared.entry["spec"]["fenced"]] == [node]
     made = api.get(kinds.JOURNAL, prepared.id)

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
-from tests.support.agents import Clock, an_agent
+from tests.support.agents import Clock, act_once, an_agent
 from tests.support.builders import a_run
 from tests.support.clusterfleet import T0
 from tests.support.kubeapi import KubeApiServer
@@ -110,10 +110,7 @@ def test_random_failures_leave_the_cluster_consistent_after_every_swap(
             else:
                 core.delete_node(node)
             agent = an_agent(clock=Clock(T0 + 60 * (step + 1)))
-            for cache in agent.caches.values():
-                cache.relist()
-            agent.gone = {n for n in NODES if server.get("v1", "Node", n) is None}
-            agent.act(0.0)
+            act_once(agent)
             check(server)
             if held:
                 fenced = {f["node"] for e in server.list(API, "JournalEntry") for f in e["spec"]["fenced"]}

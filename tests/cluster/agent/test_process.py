@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -22,16 +21,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
 from tests.support.agents import until
 from tests.support.clusterfleet import T0, pods
-from tests.support.git import cli_env
+from tests.support.git import cli_env, free_port
 from tests.support.kubeapi import KubeApiServer
 
 API = "rq.davidlangworthy.io/v1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def get(port: int, path: str) -> tuple[int, str]:

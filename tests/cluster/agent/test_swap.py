@@ -16,7 +16,7 @@ import pytest
 from reconciler.cluster import journal
 from reconciler.cluster.agent.loop import Agent
 from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
-from tests.support.agents import Clock, an_agent, running, until
+from tests.support.agents import Clock, act_once, an_agent, running, until
 from tests.support.builders import a_budget, a_run
 from tests.support.clusterfleet import T0, ClusterFleet, fleet_config, manifest, node, pods
 from tests.support.kubeapi import Fault, KubeApiServer
@@ -212,9 +212,7 @@ def test_a_group_whose_node_and_spare_fail_together_has_no_spare_and_its_run_fai
     agent = an_agent(clock=Clock(T0 + 60))
     api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
     api(fleet).patch_node("n4", {"spec": {"taints": [OUT_OF_SERVICE]}})
-    for cache in agent.caches.values():
-        cache.relist()
-    prepared = agent.act(0.0)
+    prepared = act_once(agent)
     assert prepared is not None and prepared.swapped == []
     assert prepared.declined == [("t/r1", 1, "no_spare")]
     (entry,) = entries(server)
