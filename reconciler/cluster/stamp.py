@@ -57,6 +57,13 @@ def stamped(obj: Obj, fleet: str | None) -> tuple[Obj, Obj | None]:
     return body, status
 
 
+def status_body(body: Obj, status: Obj) -> Obj:
+    """What an apply of `status` to the `/status` subresource of `body`'s object sends: its kind,
+    name (and namespace), and the status alone."""
+    meta = {k: v for k, v in body["metadata"].items() if k in ("name", "namespace")}
+    return {"apiVersion": body["apiVersion"], "kind": body["kind"], "metadata": meta, "status": status}
+
+
 def fleet_of(obj: Obj) -> str | None:
     """The fleet an object is labelled with (None: not applied by a fleet)."""
     labels = (obj.get("metadata") or {}).get("labels") or {}

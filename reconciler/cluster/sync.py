@@ -212,12 +212,7 @@ def _write(api: Api, change: Change) -> None:
         if change.action != changes.STATUS:
             api.apply(kind, body)
         if status is not None and change.action in (changes.CREATE, changes.STATUS):
-            meta = {k: v for k, v in body["metadata"].items() if k in ("name", "namespace")}
-            api.apply(
-                kind,
-                {"apiVersion": body["apiVersion"], "kind": body["kind"], "metadata": meta, "status": status},
-                "status",
-            )
+            api.apply(kind, stamp.status_body(body, status), "status")
 
 
 def _blocking(deleted: Sequence[Change], rendered: Sequence[Change]) -> dict[kinds.Key, str]:

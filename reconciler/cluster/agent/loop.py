@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from planner.topology import is_fenced
-from planner.world import NodeObs
+from planner.world import Lease, NodeObs
 from reconciler.cluster import journal, kinds, observations, stamp
 from reconciler.cluster.agent import swap
 from reconciler.cluster.agent import world as agent_world
@@ -178,19 +178,19 @@ class Agent:
 
     def act(self, seen: float) -> swap.Prepared | None:
         """Decide on the fenced nodes that hold open leases now, and carry the swap out."""
-        nodes, fenced = self.fences()
+        now = int(self.clock())  # the instant of the decision: fences judged and leases timed by it
+        leases = agent_world.leases_of(self.caches["leases"].items())
+        nodes, fenced = self.fences(now, leases)
         if not fenced:
             return None
         fleet = self.settings()
         if fleet is None:
             LOG.warning("declined", extra=dict(reason="no readable FleetConfig mirror", nodes=_names(fenced)))
             return None
-        leases = agent_world.leases_of(self.caches["leases"].items())
         runs = {
             f"{o['metadata'].get('namespace')}/{o['metadata']['name']}": o
             for o in self.caches["runs"].items()
         }
-        now = int(self.clock())
         world = agent_world.build(
             now, fleet, nodes, set(self.gone), leases, runs, self.caches["budgets"].items()
         )
@@ -212,13 +212,18 @@ class Agent:
                                             fenced=_names(fenced)))  # fmt: skip
         return prepared
 
-    def fences(self) -> tuple[list[NodeObs], list[Fenced]]:
-        """Every GPU node of the cluster, and the fenced ones holding open leases (with the cause)."""
+    def fences(
+        self, now: int | None = None, leases: list[Lease] | None = None
+    ) -> tuple[list[NodeObs], list[Fenced]]:
+        """Every GPU node of the cluster, and the fenced ones holding open `leases` at `now` (with
+        the cause); by default the clock's now and the Lease mirrors' leases."""
         fleet = self.settings()
         labels = fleet.labels_of(self.cluster) if fleet is not None else {}
-        grace = self._grace()
-        now = int(self.clock())
-        held = {x.node for x in agent_world.leases_of(self.caches["leases"].items())}
+        grace = fleet.settings.not_ready_grace if fleet is not None else None
+        now = int(self.clock()) if now is None else now
+        if leases is None:
+            leases = agent_world.leases_of(self.caches["leases"].items())
+        held = {x.node for x in leases}
         nodes: list[NodeObs] = []
         fenced: list[Fenced] = []
         for raw in self.caches["nodes"].items():

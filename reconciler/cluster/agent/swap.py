@@ -163,10 +163,4 @@ def _leases(api: Api, spec: Obj, fleet: str) -> None:
         body, status = stamp.stamped(mirrors.recorded(records.lease_obj(lease)), fleet)
         api.apply(kinds.LEASE, body)
         if status is not None:
-            api.apply(kinds.LEASE, {**_head(body), "status": status}, "status")
-
-
-def _head(body: Obj) -> Obj:
-    meta = body["metadata"]
-    return {"apiVersion": body["apiVersion"], "kind": body["kind"],
-            "metadata": {"name": meta["name"], "namespace": meta.get("namespace")}}  # fmt: skip
+            api.apply(kinds.LEASE, stamp.status_body(body, status), "status")
