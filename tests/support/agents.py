@@ -14,11 +14,12 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from reconciler.cluster import connect
+from reconciler.cluster import connect, journal
 from reconciler.cluster.agent import world
 from reconciler.cluster.agent.loop import Agent, Quiet
 from reconciler.cluster.agent.swap import Prepared
-from tests.support.clusterfleet import FAST
+from tests.support.clusterfleet import API, FAST
+from tests.support.kubeapi import KubeApiServer
 
 EAST = "east"
 
@@ -63,7 +64,17 @@ def running(agent: Agent) -> Iterator[Agent]:
         agent.wake.put(time.monotonic())
 
 
-def until(check: Callable[[], Any], timeout: float = 5.0, what: str = "the agent to act") -> Any:
+def entries(server: KubeApiServer) -> list[dict]:
+    """The journal entries on the server."""
+    return server.list(API, "JournalEntry")
+
+
+def applied(server: KubeApiServer) -> list[dict]:
+    """The journal entries whose every step is carried out (the swap done, not just begun)."""
+    return [e for e in entries(server) if journal.state_of(e) == journal.APPLIED]
+
+
+def until(check: Callable[[], Any], timeout: float = 10.0, what: str = "the agent to act") -> Any:
     """`check()`'s first truthy answer, polled; fails the test after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -13,15 +13,14 @@ from typing import Any
 
 import pytest
 
-from reconciler.cluster import connect, journal
+from reconciler.cluster import connect
 from reconciler.cluster.agent.loop import Agent, Quiet
 from reconciler.cluster.api import Api
 from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
-from tests.support.agents import Clock, an_agent, running, until
-from tests.support.clusterfleet import FAST, T0, pods
+from tests.support.agents import Clock, an_agent, applied, running, until
+from tests.support.clusterfleet import API, FAST, T0, pods
 from tests.support.kubeapi import KubeApiServer
 
-API = "rq.davidlangworthy.io/v1"
 WRITES = 11
 
 
@@ -60,7 +59,7 @@ def test_a_swap_killed_after_any_number_of_writes_is_finished_by_the_next_agent(
             dying.led = True
             dying.act(0.0)
     with running(an_agent(clock=Clock(T0 + 90))) as second:
-        until(lambda: [e for e in server.list(API, "JournalEntry") if journal.state_of(e) == journal.APPLIED])
+        until(lambda: applied(server))
         until(lambda: second.led, what="the second agent to take over")
     (entry,) = server.list(API, "JournalEntry")  # one swap, never a second decision for the same fence
     at = (

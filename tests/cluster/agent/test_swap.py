@@ -13,23 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cluster import journal
 from reconciler.cluster.agent.loop import Agent
 from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
-from tests.support.agents import Clock, act_once, an_agent, running, until
+from tests.support.agents import Clock, act_once, an_agent, applied, entries, running, until
 from tests.support.builders import a_budget, a_run
-from tests.support.clusterfleet import T0, ClusterFleet, fleet_config, manifest, node, pods
+from tests.support.clusterfleet import API, T0, ClusterFleet, fleet_config, manifest, node, pods
 from tests.support.kubeapi import Fault, KubeApiServer
-
-API = "rq.davidlangworthy.io/v1"
 
 
 def env(pod: dict) -> dict[str, str]:
     return {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
-
-
-def entries(server: KubeApiServer) -> list[dict]:
-    return server.list(API, "JournalEntry")
 
 
 def test_an_out_of_service_node_moves_its_group_to_the_spare_keeping_ranks_and_environment(
@@ -42,7 +35,7 @@ def test_an_out_of_service_node_moves_its_group_to_the_spare_keeping_ranks_and_e
     with running(an_agent(clock=Clock(T0 + 60))):
         api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
         until(lambda: server.get("v1", "Pod", "r1-g1-n4", "t"), what="the replacement pod on the spare")
-        until(lambda: [e for e in entries(server) if journal.state_of(e) == journal.APPLIED])
+        until(lambda: applied(server))
     moved = server.get("v1", "Pod", "r1-g1-n4", "t")
     assert failed is not None and moved is not None
     assert env(moved) == env(failed)  # same rank base (8), world size (16), run, group: zero topology change
@@ -114,7 +107,7 @@ def test_not_ready_moves_a_group_only_once_the_fleets_grace_has_passed(
         assert agent.act(0.0) is None  # 250 s of 300 s
         assert server.requests.writes(since=mark) == [] and entries(server) == []
         clock.now += 60  # 310 s: the worker wakes by itself when the grace ends
-        until(lambda: server.get("v1", "Pod", "r1-g0-n3", "t"), timeout=15.0, what="the swap after the grace")
+        until(lambda: applied(server), timeout=15.0, what="the swap after the grace, carried out to its end")
     (entry,) = entries(server)
     assert entry["spec"]["fenced"] == [{"node": "n1", "cause": "NotReady"}]
     assert pods(server) == ["r1-g0-n3", "r1-g1-n2", "r1-g1-spare-n4"]
@@ -131,7 +124,7 @@ def test_fillers_on_the_spare_are_deleted_before_the_replacement_is_created_and_
     mark = server.requests.mark()
     with running(an_agent(clock=Clock(T0 + 60))):
         api(fleet).patch_node("n1", {"spec": {"taints": [OUT_OF_SERVICE]}})
-        until(lambda: [e for e in entries(server) if journal.state_of(e) == journal.APPLIED])
+        until(lambda: applied(server))
     assert pods(server) == ["r1-g0-n3", "r1-g1-n2", "r1-g1-spare-n4"]
     writes = [(r.method, r.path.rsplit("/", 1)[1], r.query.get("gracePeriodSeconds")) for r in
               server.requests.writes(since=mark) if "/pods" in r.path]  # fmt: skip
@@ -153,7 +146,7 @@ def test_a_spare_only_node_that_fails_loses_the_spare_and_nothing_else(
     before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in server.list("v1", "Pod", "t")}
     with running(an_agent(clock=Clock(T0 + 60))):
         api(fleet).delete_node("n4")
-        until(lambda: [e for e in entries(server) if journal.state_of(e) == journal.APPLIED])
+        until(lambda: applied(server))
     (entry,) = entries(server)
     assert entry["spec"]["fenced"] == [{"node": "n4", "cause": "Deleted"}]
     assert [c["closure"] for c in entry["spec"]["closed"]] == ["NodeFailure"]
@@ -192,7 +185,7 @@ def test_with_no_usable_spare_a_run_fails_requeues_or_shrinks_and_funded_work_is
     r2_pod = server.get("v1", "Pod", "r2-g0-n3", "t")
     with running(an_agent(clock=Clock(T0 + 60))):
         api(fleet).patch_node("n1", {"spec": {"taints": [OUT_OF_SERVICE]}})
-        until(lambda: [e for e in entries(server) if journal.state_of(e) == journal.APPLIED])
+        until(lambda: applied(server))
         until(lambda: [p for p in server.list("v1", "Pod", "t") if not p["metadata"].get("deletionTimestamp")]
               and pods(server) == left, what=f"the pods to be {left}")  # fmt: skip
     run = server.get(API, "Run", "r1", "t")
@@ -235,7 +228,7 @@ def test_a_dropped_node_watch_and_a_refused_pod_creation_still_end_in_one_swap(
     refused = server.faults.add(Fault.respond(500, method="POST", path="/api/v1/namespaces/t/pods", times=8))
     with running(an_agent(clock=Clock(T0 + 60))):
         api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
-        until(lambda: [e for e in entries(server) if journal.state_of(e) == journal.APPLIED], timeout=10.0)
+        until(lambda: applied(server), timeout=10.0)
     assert dropped.fired == 1  # the taint's event was lost with the watch: the resumed one brought it
     assert refused.fired == 8  # the creation failed 8 times (retried, then the swap again), then went through
     assert len(entries(server)) == 1

@@ -22,11 +22,10 @@ from reconciler.cluster.agent.loop import Agent, Quiet
 from reconciler.cluster.api import Api
 from tests.cluster.agent.test_restart import DyingApi, Killed
 from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
-from tests.support.agents import Clock, until
-from tests.support.clusterfleet import FAST, T0, pods
+from tests.support.agents import Clock, applied, until
+from tests.support.clusterfleet import API, FAST, T0, pods
 from tests.support.kubeapi import KubeApiServer
 
-API = "rq.davidlangworthy.io/v1"
 LEASE = ("default", "jobtree-agent-acme-east")
 
 
@@ -75,10 +74,6 @@ def replicas(*made: Replica) -> Iterator[tuple[Replica, ...]]:
             r.agent.wake.put(time.monotonic())
         for r in made:
             r.campaign.join(timeout=5)
-
-
-def applied(server: KubeApiServer) -> list[dict]:
-    return [e for e in server.list(API, "JournalEntry") if journal.state_of(e) == journal.APPLIED]
 
 
 def test_two_replicas_one_leader_one_swap_and_the_other_takes_over_when_it_goes(
