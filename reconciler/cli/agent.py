@@ -22,7 +22,9 @@ from reconciler.cli import exitcodes
     "--fleet", default=None, help="The FleetConfig to serve (default: the only one on the cluster)."
 )
 @click.option(
-    "--namespace", default=None, help="Namespace of the leader-election Lease (default: the pod's)."
+    "--namespace",
+    default=None,
+    help="Namespace of the leader-election Lease (default: the pod's; with --context, the context's, else default).",
 )
 @click.option("--identity", default=None, help="This replica's name in the election (default: $POD_NAME).")
 @click.option(

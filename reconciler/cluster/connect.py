@@ -49,6 +49,31 @@ def targets(fleet: str, clusters: Sequence[Cluster], policy: retry.Backoff | Non
     ]
 
 
+def _kubeconfig_paths() -> list[str]:
+    """The kubeconfig files kubectl would read (`KUBECONFIG`, else the default); `ConfigException` when none exists."""
+    files = os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG
+    paths = [os.path.expanduser(p) for p in files.split(os.pathsep) if p]
+    if not any(os.path.exists(p) for p in paths):
+        raise config.ConfigException(
+            f"no kubeconfig at {files} ({'KUBECONFIG' if 'KUBECONFIG' in os.environ else 'the default'})"
+        )
+    return paths
+
+
+def context_namespace(context: str) -> str | None:
+    """The namespace the kubeconfig context `context` names, as kubectl reads it; None when it names
+    none or cannot be read (`api` says why when it is asked to connect)."""
+    try:
+        contexts, _ = config.list_kube_config_contexts(config_file=os.pathsep.join(_kubeconfig_paths()))
+    except (config.ConfigException, OSError, ValueError, KeyError, TypeError):
+        return None
+    for entry in contexts or []:
+        if entry.get("name") == context:
+            namespace = (entry.get("context") or {}).get("namespace")
+            return str(namespace) if namespace else None
+    return None
+
+
 def api(target: Target) -> Api:
     """The API of `target`, configured but not yet contacted; `Unreachable` when no configuration
     for it can be loaded."""
@@ -57,12 +82,7 @@ def api(target: Target) -> Api:
         if target.context is None:
             config.load_incluster_config(client_configuration=settings)
         else:
-            files = os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG
-            paths = [os.path.expanduser(p) for p in files.split(os.pathsep) if p]
-            if not any(os.path.exists(p) for p in paths):
-                raise config.ConfigException(
-                    f"no kubeconfig at {files} ({'KUBECONFIG' if 'KUBECONFIG' in os.environ else 'the default'})"
-                )
+            paths = _kubeconfig_paths()
             config.load_kube_config(
                 config_file=os.pathsep.join(paths), context=target.context, client_configuration=settings,
                 persist_config=False,

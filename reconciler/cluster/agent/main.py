@@ -95,9 +95,13 @@ def fleet_name(api: Api, wanted: str | None) -> str:
     return names[0]
 
 
-def own_namespace(given: str | None) -> str:
+def lease_namespace(given: str | None, context: str | None) -> str:
+    """Where the leader-election Lease lives: `--namespace`; in a pod (no context), the pod's own
+    namespace; with a kubeconfig context, that context's namespace, else `default`, as kubectl reads it."""
     if given:
         return given
+    if context is not None:
+        return connect.context_namespace(context) or "default"
     try:
         return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or DEFAULT_NAMESPACE
     except OSError:
@@ -147,7 +151,7 @@ def run(
     beats.forget("fleet")
     identity = options.identity or os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
     elector = leader.Elector(
-        api, own_namespace(options.namespace), f"jobtree-agent-{fleet}-{options.cluster}"[:253], identity,
+        api, lease_namespace(options.namespace, options.context), f"jobtree-agent-{fleet}-{options.cluster}"[:253], identity,
         options.lease_duration, options.renew_deadline, options.retry_period,
     )  # fmt: skip
     agent = Agent(api, options.cluster, fleet, leading=lambda: elector.is_leader,
@@ -176,7 +180,12 @@ def run(
                 break
             errors = "; ".join(c.error for c in agent.caches.values() if c.error)
             beats.not_ready(errors or health.NOT_SYNCED)
-        stop.wait()
+        said = ""
+        while not stop.wait(5.0):  # say once why this replica does not lead (another holds it, a 404, ...)
+            why = "" if elector.is_leader else elector.why
+            if why and why != said and not why.startswith("held by"):
+                LOG.warning("not leading", extra=dict(identity=identity, why=why))
+            said = why
     finally:  # SIGTERM lands here too: give the lead up so the other replica takes over at once
         stop.set()
         agent.wake.put(time.monotonic())

@@ -16,13 +16,16 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from reconciler.cluster.agent import main
 from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
 from tests.support.agents import until
 from tests.support.clusterfleet import T0, pods
 from tests.support.git import cli_env, free_port
 from tests.support.kubeapi import KubeApiServer
+from tests.support.kubeapi.kubeconfig import kubeconfig
 
 API = "rq.davidlangworthy.io/v1"
 
@@ -90,7 +93,7 @@ def test_an_agent_started_before_the_fleet_is_applied_waits_not_ready_then_serve
     port = free_port()
     agent = subprocess.Popen(
         [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",
-         "--namespace", "default", "--listen", f"127.0.0.1:{port}"],
+         "--listen", f"127.0.0.1:{port}"],  # its Lease goes where kubectl would look: the context's namespace
         env={**cli_env(), "KUBECONFIG": str(fleet.kubeconfig)}, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -107,6 +110,25 @@ def test_an_agent_started_before_the_fleet_is_applied_waits_not_ready_then_serve
         until(lambda: get(port, "/readyz")[0] == 200, timeout=20.0, what="ready once the fleet is applied")
         until(lambda: any(k.startswith("jobtree_agent_leader") and v == 1.0 for k, v in samples(port).items()),
               timeout=10.0, what="the agent to lead")  # fmt: skip
+        lease = server.get("coordination.k8s.io/v1", "Lease", "jobtree-agent-acme-east", "default")
+        assert lease is not None and lease["spec"]["holderIdentity"]
     finally:
         agent.send_signal(signal.SIGTERM)
         agent.wait(timeout=20)
+
+
+def test_the_leader_lease_lives_in_the_given_namespace_else_the_pods_else_the_contexts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    document = kubeconfig({"east": "http://127.0.0.1:1", "west": "http://127.0.0.1:2"})
+    document["contexts"][0]["context"]["namespace"] = "ops"
+    del document["contexts"][1]["context"]["namespace"]
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(document))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
+    monkeypatch.setattr(main, "SERVICE_ACCOUNT_NAMESPACE", tmp_path / "namespace")
+    assert main.lease_namespace("mine", "east") == "mine"
+    assert main.lease_namespace(None, "east") == "ops"  # as kubectl --context east would read it
+    assert main.lease_namespace(None, "west") == "default"  # a context naming none: kubectl's default
+    assert main.lease_namespace(None, None) == main.DEFAULT_NAMESPACE  # no service account file
+    (tmp_path / "namespace").write_text("fleet-ops\n")
+    assert main.lease_namespace(None, None) == "fleet-ops"  # in a pod: its own namespace
