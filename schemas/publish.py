@@ -18,10 +18,21 @@ from schemas import API_VERSION, GROUP
 from schemas.fleet import Inventory
 from schemas.journal import JournalEntry
 from schemas.load import KINDS
+from schemas.state import BudgetStatusFile, FleetStateFile, LedgerLine, ObservedCluster, RunStatusFile
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 ID_BASE = f"https://{GROUP}/schemas/v1"
-SCHEMAS: dict[str, type[BaseModel]] = {**KINDS, "Inventory": Inventory, "JournalEntry": JournalEntry}
+# the files under state/ beside Leases and Reservations (schemas.state): a contract, never parsed at run time
+STATE_FILES: dict[str, type[BaseModel]] = {
+    "RunStatus": RunStatusFile,
+    "BudgetStatus": BudgetStatusFile,
+    "FleetState": FleetStateFile,
+    "ObservedCluster": ObservedCluster,
+    "LedgerLine": LedgerLine,
+}
+SCHEMAS: dict[str, type[BaseModel]] = {
+    **KINDS, "Inventory": Inventory, "JournalEntry": JournalEntry, **STATE_FILES,
+}  # fmt: skip
 
 
 class Crd:

@@ -71,6 +71,10 @@ def entry() -> None:
         main()  # click's standalone mode always ends in SystemExit
     except SystemExit as done:
         code = done.code
+    except Exception:  # noqa: BLE001 - only what a stop cut short; any other error is reraised
+        if signals.stopped() is None:
+            raise
+        code = None  # a library turned the stop into its own error (pydantic building a validator)
     if isinstance(code, str):
         print(code, file=sys.stderr)
     signum = signals.stopped()

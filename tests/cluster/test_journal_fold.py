@@ -21,10 +21,12 @@ from reconciler.cli import main
 from reconciler.cluster import folding
 from reconciler.passes import apply as applying
 from reconciler.passes import provenance
+from reconciler.state import layout
 from tests.support import agentswap
 from tests.support.builders import a_budget, a_run
 from tests.support.clusterfleet import T0, ClusterFleet, fleet_config, manifest, node, pods
 from tests.support.kubeapi import KubeApiServer
+from tests.support.statefiles import check, kind_of, state_files
 
 API = "rq.davidlangworthy.io/v1"
 SWAP_AT = T0 + 30  # 09:00:30
@@ -264,3 +266,23 @@ def test_a_folded_entry_is_deleted_once_older_than_the_retention(
     assert entry_of(server, name) is None
     assert any(line == f"  journal: delete JournalEntry {name} (Folded 2026-03-02T09:05:00Z, past retention)"
                for line in gone.applied.lines())  # fmt: skip
+
+
+def test_a_history_with_an_observed_cluster_a_folded_swap_and_a_workload_outcome_matches_the_published_schemas(
+    fleet: ClusterFleet, server: KubeApiServer
+) -> None:
+    name = swapped(fleet)["metadata"]["name"]
+    fleet.reconcile(T0 + 300)  # folds the swap
+    server.kubelet.set_phase("t", "r1-g0-n2", "Succeeded")
+    fleet.reconcile(T0 + 600)  # observes the outcome: r1 completes
+    assert fleet.status("t/r1")["phase"] == "Succeeded"
+    files = state_files(fleet.repo)
+    assert {kind_of(path.split("@")[0]) for path in files} >= {
+        layout.OBSERVED,
+        layout.LEDGER,
+        layout.RUN_STATUS,
+    }
+    rows = fleet.ledger(DAY)
+    assert [r["outcome"] for r in rows if r["event"] == "Workload"] == ["Succeeded"]
+    assert any(r.get("journal") == name for r in rows)
+    assert check(files) == []

@@ -40,3 +40,29 @@ def test_an_invalid_scenario_exits_3_with_its_diagnostic(tmp_path: Path) -> None
     assert proc.returncode == 3
     assert str(bad).encode() in proc.stderr
     assert b"Traceback" not in proc.stderr
+
+
+# a verb cut short by SIGTERM inside a library that wraps the stop in its own error (pydantic
+# turns a KeyboardInterrupt raised while it builds a validator into a SchemaError), or not
+CUT_SHORT = """
+import signal
+import reconciler.cli as cli
+from reconciler.cli import signals
+
+def verb():
+    if {signalled}:
+        signals._received.append(signal.SIGTERM)  # what the SIGTERM handler records before raising
+    raise RuntimeError("Error building validator: KeyboardInterrupt")
+
+cli.main = verb
+cli.entry()
+"""
+
+
+def test_a_verb_a_signal_cut_short_exits_as_the_signal_says_without_a_traceback() -> None:
+    stopped = subprocess.run([sys.executable, "-c", CUT_SHORT.format(signalled=True)], capture_output=True)
+    assert stopped.returncode == 143 and b"Traceback" not in stopped.stderr
+    crashed = subprocess.run([sys.executable, "-c", CUT_SHORT.format(signalled=False)], capture_output=True)
+    assert (
+        crashed.returncode == 1 and b"RuntimeError: Error building validator" in crashed.stderr
+    )  # a bug shows

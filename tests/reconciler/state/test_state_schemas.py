@@ -1,96 +1,31 @@
 """Every file jobtree writes under `state/` validates against the published JSON Schema of its kind.
 
-The shape of a Lease or a Reservation is written down twice: as the published schema
-(`schemas/json/*.schema.json`, what editors, CI and the CRDs read) and by the codec that writes
-the files (`reconciler.state.codec`). This reads every state file of every commit of real
-histories (each worked example and contract scenario as `simulate --git` writes it, and the
-template fleet reconciled pass by pass) and checks each document against the published file, so
-the two cannot drift apart unnoticed.
+The shape of each state file is written down twice: as the published schema
+(`schemas/json/*.schema.json`: lease, reservation, runstatus, budgetstatus, fleetstate,
+observedcluster, ledgerline) and by the code that writes it (`planner.status`,
+`reconciler.state.codec`, `reconciler.state.observed`). This reads every state file of every
+commit of real histories (each worked example and contract scenario as `simulate --git` writes it,
+and the template fleet reconciled pass by pass; tests/cluster/test_journal_fold.py adds a history
+with an observed cluster, a folded swap and a workload outcome) and checks each document against
+the published file, so the two cannot drift apart unnoticed.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 from pathlib import Path
-from typing import Any
 
 import pygit2
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from reconciler.cli.simulate import command as simulate
 from reconciler.state import layout
-from tests.support import REPO, TESTS
-from tests.support.corpus import _FORMATS, _Validator
+from tests.support import TESTS
 from tests.support.git import T0, reconciled
 from tests.support.scenarios import EXAMPLES
+from tests.support.statefiles import check, kind_of, state_files
 
-# state/ kinds and the published schema each document of theirs must validate against
-PUBLISHED = {layout.LEASES: "lease", layout.RESERVATIONS: "reservation"}
-# state/ kinds no published schema describes yet: Run and Budget status are being reworked with
-# the planner's run-status writer (issue 17), whose change publishes their schema; `asOf` and the
-# ledger's event lines are jobtree's own bookkeeping; the pictures are SVG drawn from the others
-# (tests/reconciler/state/test_pictures.py reads them). A kind in neither list fails the test.
-UNPUBLISHED = {
-    layout.RUN_STATUS,
-    layout.BUDGET_STATUS,
-    layout.FLEET,
-    layout.LEDGER,
-    layout.FLEET_MAP,
-    layout.TIMELINE,
-}
 SCENARIOS = sorted([*EXAMPLES.glob("*.yaml"), *(TESTS / "scenarios" / "contract").glob("*.yaml")])
-
-
-@functools.cache
-def validator(kind: str) -> Any:
-    schema = json.loads((REPO / "schemas" / "json" / f"{kind}.schema.json").read_text())
-    _Validator.check_schema(schema)
-    return _Validator(schema, format_checker=_FORMATS)
-
-
-def kind_of(path: str) -> str:
-    for prefix in (*PUBLISHED, *UNPUBLISHED):
-        if path == prefix or path.startswith(prefix):
-            return prefix
-    raise AssertionError(
-        f"{path}: a state file of no known kind; publish its schema or list it in UNPUBLISHED"
-    )
-
-
-def state_files(repo: pygit2.Repository) -> dict[str, bytes]:
-    """Every distinct state file of every commit on main (by path and content)."""
-    out: dict[tuple[str, str], bytes] = {}
-    for commit in repo.walk(repo.references["refs/heads/main"].target):
-        try:
-            state = commit.tree["state"]
-        except KeyError:
-            continue
-        stack = [("state/", repo[state.id])]
-        while stack:
-            base, tree = stack.pop()
-            for entry in tree:
-                path = f"{base}{entry.name}"
-                if entry.type_str == "tree":
-                    stack.append((path + "/", repo[entry.id]))
-                else:
-                    out[(path, str(entry.id))] = repo[entry.id].data
-    return {f"{path}@{oid[:12]}": data for (path, oid), data in sorted(out.items())}
-
-
-def check(files: dict[str, bytes]) -> list[str]:
-    problems = []
-    for name, data in files.items():
-        path = name.split("@")[0]
-        kind = kind_of(path)
-        if kind not in PUBLISHED:
-            continue
-        for doc in yaml.safe_load_all(data):
-            for error in validator(PUBLISHED[kind]).iter_errors(doc):
-                problems.append(f"{name}: {'/'.join(map(str, error.absolute_path))}: {error.message}")
-    return problems
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.stem for p in SCENARIOS])
@@ -113,3 +48,20 @@ def test_every_state_file_a_reconcile_writes_validates_against_its_published_sch
     files = state_files(repo)
     assert {kind_of(name.split("@")[0]) for name in files} >= {layout.LEASES, layout.RUN_STATUS}
     assert check(files) == []
+
+
+def test_the_check_names_the_file_and_field_its_published_schema_rejects() -> None:
+    problems = check(
+        {
+            "state/status/runs/t/r1.yaml@1": b"run: t/r1\nstatus:\n  phase: Bogus\n",
+            "state/ledger/2026-03-02.jsonl@2": b'{"at": "2026-03-02T09:00:00Z", "event": "Nope", "run": "t/r1"}\n',
+            "state/fleet.yaml@3": b"asOf: null\ncordoned: []\nunfunded: [t/r1]\n",
+            "state/fleet.svg@4": b"<html/>",
+        }
+    )
+    assert "state/status/runs/t/r1.yaml@1: status/phase: 'Bogus' is not one of" in "\n".join(problems)
+    assert any(p.startswith("state/ledger/2026-03-02.jsonl@2: : ") for p in problems)
+    assert any(p.startswith("state/fleet.yaml@3: unfunded/0: 't/r1' does not match") for p in problems)
+    assert "state/fleet.svg@4: not an SVG document (html)" in problems
+    with pytest.raises(AssertionError, match="state/new.yaml: a state file of no known kind"):
+        check({"state/new.yaml@5": b"{}\n"})
