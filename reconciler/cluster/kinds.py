@@ -50,6 +50,7 @@ FLEET = Kind(API_VERSION, "FleetConfig", "fleetconfigs", False, status=True)
 # the agent's swaps (§7.4): not in Git, so never pruned by apply; reconcile marks them Folded
 JOURNAL = Kind(API_VERSION, "JournalEntry", "journalentries", False, status=True)
 COORDINATION_LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases", True)  # the agent's leader election
+EVENT = Kind("v1", "Event", "events", True)  # the agent's word on a Run it swapped (never pruned: not OWNED)
 
 MIRRORS = (FLEET, BUDGET, RUN, RESERVATION, LEASE)  # the record, mirrored (§7.3), in apply order
 RENDERED = (SERVICE, POD)  # what rendered/<cluster>/ holds, in apply order

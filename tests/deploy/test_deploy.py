@@ -115,6 +115,7 @@ CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] 
     ("cluster/agent/swap.py", "carry_out", "merge_patch", "kinds.NODE"): (AGENT, (kinds.NODE,), ""),
     ("cluster/agent/swap.py", "carry_out", "get", "kinds.RUN"): (AGENT, (kinds.RUN,), ""),
     ("cluster/agent/swap.py", "carry_out", "merge_patch", "kinds.RUN"): (AGENT, (kinds.RUN,), "status"),
+    ("cluster/agent/swap.py", "_events", "create", "kinds.EVENT"): (AGENT, (kinds.EVENT,), ""),
     ("cluster/agent/swap.py", "_leases", "delete", "kinds.LEASE"): (AGENT, (kinds.LEASE,), ""),
     ("cluster/agent/swap.py", "_leases", "apply", "kinds.LEASE"): (AGENT, (kinds.LEASE,), ""),
     ("cluster/agent/swap.py", "_leases", "apply", "kinds.LEASE/status"): (AGENT, (kinds.LEASE,), "status"),

@@ -9,8 +9,10 @@ one idempotent, so an entry left in `Intent` by a killed agent is finished by th
 (Intent), the pods on the spare's GPUs (fillers, the spare's placeholder) deleted at once, the
 replacement pods created (a second attempt gets AlreadyExists and changes nothing), the pods on the
 fenced nodes deleted with no grace period (their kubelet is gone), the fenced nodes cordoned, the
-Lease mirrors and run statuses updated, and the entry marked `Applied`. Touches only what the entry
-names; funded work elsewhere is never evicted (the decision uses only the spare's slots and fills).
+Lease mirrors and run statuses updated, and the entry marked `Applied`; then, as a courtesy to
+whoever runs `kubectl describe run` or `kubectl get events`, one Event per run it changed. Touches
+only what the entry names; funded work elsewhere is never evicted (the decision uses only the
+spare's slots and fills).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from planner.reasons import Role
 from planner.world import Failover, Lease, World, run_key
 from reconciler.cluster import journal, kinds, mirrors, stamp
 from reconciler.cluster.api import Api
-from reconciler.cluster.errors import AlreadyExists
+from reconciler.cluster.errors import AlreadyExists, ClusterError
 from reconciler.cluster.journal import Fenced
 
 Obj = dict[str, Any]
@@ -150,6 +152,40 @@ def carry_out(
         if api.get(kinds.RUN, name, ns) is not None:
             api.merge_patch(kinds.RUN, name, patch, ns, "status")
     journal.mark(api, entry["metadata"]["name"], journal.APPLIED, now)
+    _events(api, entry, fleet, now)
+
+
+EVENT_REASON = "NodeFailure"
+COMPONENT = "jobtree-agent"
+
+
+def _events(api: Api, entry: Obj, fleet: str, now: int) -> None:
+    """One core Event per run the swap changed, on its Run mirror, named after the entry so a repeat
+    creates none. Best effort: the journal entry is the record, so a refused Event changes nothing."""
+    at = records.time_text(now)
+    entry_id = str(entry["metadata"]["name"])
+    for change in entry["spec"].get("status") or []:
+        namespace, run = str(change["run"]).split("/", 1)
+        body = {
+            "apiVersion": kinds.EVENT.api_version,
+            "kind": kinds.EVENT.kind,
+            "metadata": {"name": f"{run}.{entry_id}"[:253], "namespace": namespace,
+                         "labels": {stamp.MANAGED_BY: stamp.MANAGER, stamp.FLEET: fleet}},
+            "involvedObject": {"apiVersion": kinds.RUN.api_version, "kind": kinds.RUN.kind, "name": run,
+                               "namespace": namespace},
+            "reason": EVENT_REASON,
+            "message": f"{change['message']} (journal entry {entry_id})",
+            "type": "Normal" if change["phase"] == "Running" else "Warning",
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "firstTimestamp": at,
+            "lastTimestamp": at,
+            "count": 1,
+        }  # fmt: skip
+        try:
+            api.create(kinds.EVENT, body)
+        except ClusterError:  # AlreadyExists: a repeat of the step; anything else: the entry still stands
+            pass
 
 
 def _leases(api: Api, spec: Obj, fleet: str) -> None:

@@ -36,6 +36,7 @@ def test_an_out_of_service_node_moves_its_group_to_the_spare_keeping_ranks_and_e
         api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
         until(lambda: server.get("v1", "Pod", "r1-g1-n4", "t"), what="the replacement pod on the spare")
         until(lambda: applied(server))
+        until(lambda: events(server), what="the Event on the run")
     moved = server.get("v1", "Pod", "r1-g1-n4", "t")
     assert failed is not None and moved is not None
     assert env(moved) == env(failed)  # same rank base (8), world size (16), run, group: zero topology change
@@ -58,6 +59,19 @@ def test_an_out_of_service_node_moves_its_group_to_the_spare_keeping_ranks_and_e
     assert opened["name"] in mirrors and not any(c["name"] in mirrors for c in entry["spec"]["closed"])
     run = server.get(API, "Run", "r1", "t")
     assert run is not None and run["status"]["message"] == "group 1 swapped to spare after node failure"
+    # `kubectl describe run r1` / `kubectl get events` say so too, naming the journal entry
+    assert events(server) == [
+        ("Normal", "NodeFailure", "Run/r1",
+         f"group 1 swapped to spare after node failure (journal entry {entry['metadata']['name']})"),
+    ]  # fmt: skip
+
+
+def events(server: KubeApiServer) -> list[tuple[str, str, str, str]]:
+    """The core Events in namespace t: type, reason, the object they are about, message."""
+    return sorted(
+        (e["type"], e["reason"], f"{e['involvedObject']['kind']}/{e['involvedObject']['name']}", e["message"])
+        for e in server.list("v1", "Event", "t")
+    )
 
 
 def not_ready(agent: Agent, name: str) -> bool:
@@ -194,6 +208,8 @@ def test_with_no_usable_spare_a_run_fails_requeues_or_shrinks_and_funded_work_is
     assert r2_pod is not None and kept is not None and kept["metadata"]["uid"] == r2_pod["metadata"]["uid"]
     (entry,) = entries(server)
     assert entry["spec"]["opened"] == []  # nothing was moved onto r2's funded GPUs
+    (event,) = until(lambda: events(server), what="the Event on the run")
+    assert event[:3] == (("Normal" if phase == "Running" else "Warning"), "NodeFailure", "Run/r1")
 
 
 def test_a_group_whose_node_and_spare_fail_together_has_no_spare_and_its_run_fails(
