@@ -25,6 +25,21 @@ epoch = functools.lru_cache(maxsize=100_000)(parse_time)  # RFC 3339 text to epo
 
 Row = tuple[Any, ...]
 
+# Status fields that move with the clock alone, not with a decision (GPU-hours, meters, `asOf`): a
+# state file whose other fields are unchanged holds the same decisions, and the mirrors leave them out.
+CLOCK_FIELDS = frozenset(
+    {"asOf", "meters", "hours", "ownedGPUHours", "borrowedGPUHours", "consumedGPUHours", "spareGPUHours"}
+)
+
+
+def without_clock(value: Any) -> Any:
+    """`value` without the fields in `CLOCK_FIELDS`, at any depth."""
+    if isinstance(value, dict):
+        return {k: without_clock(v) for k, v in value.items() if k not in CLOCK_FIELDS}
+    if isinstance(value, list):
+        return [without_clock(v) for v in value]
+    return value
+
 
 def instant(value: Any) -> int:
     """Epoch seconds of an RFC 3339 text, or of a datetime a YAML loader made of one."""

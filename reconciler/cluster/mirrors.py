@@ -4,8 +4,8 @@ Runs (spec and status) and Reservations in their namespaces, Budgets (cluster-sc
 the open Leases of runs placed on the cluster, and the fleet's settings as a cluster-scoped
 `FleetConfig` named after the fleet (its status: the cluster and the commit last applied in full).
 Each mirror is the object the state file already holds, or the spec model and its status file;
-statuses leave out what moves with the clock alone (GPU-hours: `CLOCK_FIELDS`, as the state commit
-does), so a pass that changed one run rewrites that run's mirrors, not every running one's.
+statuses leave out what moves with the clock alone (GPU-hours: `planner.records.CLOCK_FIELDS`, as
+the state commit does), so a pass that changed one run rewrites that run's mirrors, not every running one's.
 Pure: models and state documents in, manifests out; stamping and applying are `stamp` and `sync`'s.
 """
 
@@ -16,26 +16,13 @@ from typing import Any
 
 import yaml
 
+from planner import records
 from schemas import API_VERSION
 from schemas.budget import Budget
 from schemas.fleet import FleetSpec
 from schemas.run import Run
 
-# Status fields that move with the clock, not with a decision (`reconciler.state.nexttree.VOLATILE`,
-# which a test keeps equal): kept in Git, left out of the mirrors.
-CLOCK_FIELDS = frozenset(
-    {"asOf", "meters", "hours", "ownedGPUHours", "borrowedGPUHours", "consumedGPUHours", "spareGPUHours"}
-)
 Obj = dict[str, Any]
-
-
-def without_clock(value: Any) -> Any:
-    """`value` without the fields in `CLOCK_FIELDS`, at any depth."""
-    if isinstance(value, dict):
-        return {k: without_clock(v) for k, v in value.items() if k not in CLOCK_FIELDS}
-    if isinstance(value, list):
-        return [without_clock(v) for v in value]
-    return value
 
 
 def _meta(name: str, namespace: str | None, labels: dict[str, str], notes: dict[str, str]) -> Obj:
@@ -98,7 +85,7 @@ def without_nulls(value: Any) -> Any:
 
 def _status(doc: Obj | None) -> Obj:
     """A state document's status as mirrored: no clock-only field, no null."""
-    status: Obj = without_nulls(without_clock((doc or {}).get("status") or {}))
+    status: Obj = without_nulls(records.without_clock((doc or {}).get("status") or {}))
     return status
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from planner import manifests
+from planner import manifests, records
 from planner.plan import Plan
 from reconciler.git import packs as gitpack
 from reconciler.perf import forkmap
@@ -27,20 +27,9 @@ from reconciler.state import codec as statefiles
 from reconciler.state import layout
 from reconciler.state import memo as passmemo
 
-# Fields that change with the clock alone, not with a decision.
-VOLATILE = frozenset(
-    {"asOf", "meters", "hours", "ownedGPUHours", "borrowedGPUHours", "consumedGPUHours", "spareGPUHours"}
-)
+VOLATILE = records.CLOCK_FIELDS  # fields that change with the clock alone, not with a decision
 LEDGER = layout.LEDGER
 _BLOB_MODE = 0o100644  # a regular file, as Git writes it
-
-
-def _stable(data: Any) -> Any:
-    if isinstance(data, dict):
-        return {k: _stable(v) for k, v in data.items() if k not in VOLATILE}
-    if isinstance(data, list):
-        return [_stable(v) for v in data]
-    return data
 
 
 def _same_decisions(old: bytes, new: bytes) -> bool:
@@ -49,7 +38,7 @@ def _same_decisions(old: bytes, new: bytes) -> bool:
         b = statefiles.documents(new)
     except yaml.YAMLError:
         return False  # a damaged state file is always worth rewriting
-    return bool(_stable(a) == _stable(b))
+    return bool(records.without_clock(a) == records.without_clock(b))
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,12 +197,12 @@ def _same(
 # Kinds whose unchanged files are told by a fingerprint of their source (the memo keeps no copy).
 _PRINTED = statefiles.PICTURES | {statefiles.RENDERED}
 
-# Kinds whose files hold no VOLATILE field (tests/test_statefiles.py checks it).
+# Kinds whose files hold no VOLATILE field (tests/reconciler/state/test_statefiles.py checks it).
 _NO_VOLATILE = frozenset({statefiles.LEASES, statefiles.RESERVATION})
 
 
 def _same_stable(a: Any, b: Any) -> bool:
-    """`_stable(a) == _stable(b)`, without building either."""
+    """`without_clock(a) == without_clock(b)`, without building either."""
     if isinstance(a, dict):
         if not isinstance(b, dict):
             return False

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from reconciler.cluster import connect, mirrors, retry, sync
 from reconciler.cluster.changes import Record
@@ -287,9 +288,20 @@ def test_a_cluster_that_cannot_be_reached_is_named_and_nothing_else_is_claimed(
 
 
 def test_mirrors_leave_out_exactly_the_fields_the_state_commit_treats_as_clock_only() -> None:
+    from planner.records import CLOCK_FIELDS
     from reconciler.state import nexttree
 
-    assert mirrors.CLOCK_FIELDS == nexttree.VOLATILE
+    for name in sorted(CLOCK_FIELDS):  # a move of one of them alone is no decision, in Git or in a mirror
+        before = {"kind": "Lease", "status": {"closed": False, "funding": {name: 1.0}, name: 1.0}}
+        after = {"kind": "Lease", "status": {"closed": False, "funding": {name: 2.0}, name: 2.0}}
+        assert mirrors.recorded({**before, "apiVersion": "v1", "metadata": {"name": "x"}, "spec": {}})[
+            "status"
+        ] == {"closed": False, "funding": {}}
+        assert nexttree._same_decisions(yaml.safe_dump(before).encode(), yaml.safe_dump(after).encode())
+    changed = {"kind": "Lease", "status": {"closed": True}}
+    assert not nexttree._same_decisions(
+        yaml.safe_dump(changed).encode(), b"kind: Lease\nstatus: {closed: false}\n"
+    )
 
 
 def test_a_reservation_whose_eta_becomes_unknown_loses_the_field_instead_of_being_refused(
