@@ -53,6 +53,12 @@ class Replica:
         self.campaign.start()
         return self
 
+    def halt(self) -> None:
+        """A clean stop (SIGTERM): the worker and the campaign end, and the lead is given up."""
+        self.stop.set()
+        self.agent.wake.put(time.monotonic())
+        self.campaign.join(timeout=5)
+
     def crash(self) -> None:
         """The pod dies: nothing released, nothing finished (its threads just stop acting)."""
         self.elector.release = lambda: False  # type: ignore[method-assign]  # a dead pod releases nothing
@@ -70,10 +76,7 @@ def replicas(*made: Replica) -> Iterator[tuple[Replica, ...]]:
         yield tuple(r.start() for r in made)
     finally:
         for r in made:
-            r.stop.set()
-            r.agent.wake.put(time.monotonic())
-        for r in made:
-            r.campaign.join(timeout=5)
+            r.halt()
 
 
 def test_two_replicas_one_leader_one_swap_and_the_other_takes_over_when_it_goes(
@@ -92,9 +95,7 @@ def test_two_replicas_one_leader_one_swap_and_the_other_takes_over_when_it_goes(
         assert len(server.list(API, "JournalEntry")) == 1
         assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
         assert not other.agent.led
-        lead.stop.set()  # a clean stop (SIGTERM) gives the lead up at once
-        lead.agent.wake.put(time.monotonic())
-        lead.campaign.join(timeout=5)
+        lead.halt()  # a clean stop (SIGTERM) gives the lead up at once
         until(lambda: other.elector.is_leader, timeout=3.0, what="the other replica to lead within the lease")
         clock.now += 60
         api(fleet).patch_node("n1", {"spec": {"taints": [OUT_OF_SERVICE]}})
