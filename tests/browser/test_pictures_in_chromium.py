@@ -59,6 +59,11 @@ def rgb(hex_colour: str) -> tuple[int, int, int]:
     return int(hex_colour[1:3], 16), int(hex_colour[3:5], 16), int(hex_colour[5:7], 16)
 
 
+def tree_at(fleet: Path, instant: str) -> pygit2.Tree:
+    """The files of the fleet as the pass at `instant` left them."""
+    return pygit2.Repository(str(fleet)).revparse_single(pass_at(fleet, instant)).peel(pygit2.Commit).tree
+
+
 def colours_of(svg: bytes) -> dict[str, str]:
     """Each run's colour as the legend gives it (swatch, then the run's name)."""
     found = re.findall(
@@ -80,18 +85,13 @@ def test_the_lottery_examples_pictures_draw_every_run_in_its_colour(tmp_path: Pa
     assert rgb("#eceff1") in drawn  # free GPUs
     timeline = shown("lottery-timeline", tree["state/timeline.svg"].data)
     assert {rgb(c) for c in runs.values()} <= timeline  # the conflict set's chips
-    unknown = repo.revparse_single(pass_at(fleet, "2026-03-02T09:25:00Z")).peel(pygit2.Commit).tree
+    unknown = tree_at(fleet, "2026-03-02T09:25:00Z")
     shown("unknown-eta-timeline", unknown["state/timeline.svg"].data)
 
 
 def test_a_swap_and_a_cordoned_node_are_drawn(tmp_path: Path) -> None:
     fleet = history(EXAMPLES / "03-spares-fill-failure.yaml", tmp_path / "03")
-    tree = (
-        pygit2.Repository(str(fleet))
-        .revparse_single(pass_at(fleet, "2026-03-02T09:05:00Z"))
-        .peel(pygit2.Commit)
-        .tree
-    )
+    tree = tree_at(fleet, "2026-03-02T09:05:00Z")
     svg = tree["state/fleet.svg"].data
     drawn = shown("swap-fleet", svg)
     assert {rgb(c) for c in colours_of(svg).values()} <= drawn
@@ -100,12 +100,7 @@ def test_a_swap_and_a_cordoned_node_are_drawn(tmp_path: Path) -> None:
 
 def test_a_window_aligned_reservation_is_drawn_with_its_window(tmp_path: Path) -> None:
     fleet = history(EXAMPLES / "05-future-window.yaml", tmp_path / "05")
-    tree = (
-        pygit2.Repository(str(fleet))
-        .revparse_single(pass_at(fleet, "2026-03-02T15:00:00Z"))
-        .peel(pygit2.Commit)
-        .tree
-    )
+    tree = tree_at(fleet, "2026-03-02T15:00:00Z")
     drawn = shown("window-timeline", tree["state/timeline.svg"].data)
     assert rgb("#6a1b9a") in drawn  # the window's edge and its label
 
