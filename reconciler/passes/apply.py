@@ -142,10 +142,17 @@ def apply_commit(
     return ApplyOutcome(sha, done, dry_run)
 
 
+# the owned files apply reads (never the ledger, which only grows, nor the pictures)
+MIRRORED = (
+    layout.RUN_STATUS, layout.BUDGET_STATUS, layout.RESERVATIONS, layout.LEASES, layout.FLEET,
+    layout.OBSERVED, layout.RENDERED,
+)  # fmt: skip
+
+
 def records_of(repo: gitread.Repository, sha: str, spec: Spec) -> dict[str, changes.Record]:
     """What the commit `sha` holds for each configured cluster."""
-    files = gitread.read_files(repo, sha, [layout.STATE, layout.RENDERED])
-    docs = {path: statefiles.documents(data) for path, data in files.items() if _mirrored(path)}
+    files = gitread.read_files(repo, sha, MIRRORED)
+    docs = {path: statefiles.documents(data) for path, data in files.items() if path.endswith(".yaml")}
     run_status = {
         _stem(p, layout.RUN_STATUS): d[0] for p, d in docs.items() if p.startswith(layout.RUN_STATUS) and d
     }
@@ -192,11 +199,6 @@ def records_of(repo: gitread.Repository, sha: str, spec: Spec) -> dict[str, chan
             tuple(n for n in cordoned if nodes is None or n in nodes),
         )  # fmt: skip
     return out
-
-
-def _mirrored(path: str) -> bool:
-    """Owned files apply reads: the YAML ones (not the ledger, not the pictures)."""
-    return not path.startswith(layout.LEDGER) and path.endswith(".yaml")
 
 
 def _stem(path: str, prefix: str) -> str:
