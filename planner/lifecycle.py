@@ -17,15 +17,23 @@ def fold_journal(ctx: Pass) -> None:
     """Swaps the in-cluster agent carried out since the last pass (§7.5), folded in as observed
     facts at the instants they happened, before anything else: leases closed and opened, nodes
     cordoned, run status changed. An entry folded before changes nothing (its leases are in the
-    state already), so a swap is committed exactly once and never planned twice."""
+    state already, so neither are its cordons and statuses applied again over what came since), so
+    a swap is committed exactly once and never planned twice."""
+    by_name = {x.name: x for x in ctx.leases if x.open}
     for entry in sorted(ctx.world.journal, key=lambda f: (f.at, f.entry)):
-        by_name = {x.name: x for x in ctx.leases if x.open}
+        changed = not entry.closed and not entry.opened  # an entry of cordons alone: nothing tells
         for name, kind in entry.closed:
-            lease = by_name.get(name)
-            if lease is not None:
+            lease = by_name.pop(name, None)
+            if lease is not None and lease.open:  # an earlier entry's close may have taken it with it
                 ctx.close_lease(lease, kind, at=entry.at, journal=entry.entry)
+                changed = True
         for lease in entry.opened:
-            ctx.adopt_lease(lease.copy(), entry.entry)
+            adopted = lease.copy()
+            if ctx.adopt_lease(adopted, entry.entry):
+                by_name[adopted.name] = adopted
+                changed = True
+        if not changed:
+            continue  # folded by an earlier pass: what came since (a later status, an uncordon) stands
         ctx.cordon.update(n for n in entry.cordon if n not in ctx.world.state.cordoned)
         for change in entry.status:
             rec = ctx.records.get(change.run)

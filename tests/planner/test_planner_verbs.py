@@ -6,6 +6,7 @@ lifecycle), each worked out by hand from DESIGN.md, so the core is tested where 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -365,3 +366,23 @@ def test_a_pass_folds_the_agents_swap_in_at_its_instant_once_and_never_swaps_aga
               first.state, journal=(done,))
     )  # fmt: skip
     assert again.events == [] and again.state.leases == first.state.leases
+
+
+def test_an_entry_folded_before_leaves_what_came_since_its_fold_alone() -> None:
+    # the fold's commit was pushed but the entry was not yet marked Folded; since then the run's
+    # status moved on: folding the entry again does not set it back
+    done = failover.decide(_spared_run_on_a_failing_node(T0 + 30), "swap-1")
+    first = plan(_spared_run_on_a_failing_node(T0 + 300, (done,)))
+    assert "A-n00" in first.state.cordoned
+    later = dataclasses.replace(
+        first.state,
+        runs={
+            **first.state.runs,
+            "t/r": dataclasses.replace(first.state.runs["t/r"], message="later message"),
+        },
+        cordoned=frozenset(),
+    )
+    base = _spared_run_on_a_failing_node(T0 + 600, (done,))
+    again = plan(World(base.now, base.settings, base.budgets, base.runs, base.nodes, later, journal=(done,)))
+    assert again.events == []
+    assert again.runs["t/r"]["message"] == "later message"
