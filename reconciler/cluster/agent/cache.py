@@ -103,17 +103,21 @@ class Cache:
             self.relist()
 
     def run(self, stop: threading.Event, beat: Callable[[], None] = lambda: None) -> None:
-        """List, then watch until `stop`; a failure is kept in `error` and retried after a pause."""
+        """List, then watch until `stop`; a failure is kept in `error` and retried after a pause, as
+        is a kind not served yet (its CRD not installed: an empty list, and nothing to watch)."""
         pause = 0.2
         while not stop.is_set():
             beat()
             try:
                 self.watch_once()
-                self.error, pause = "", 0.2
+                self.error = ""
+                if self._version:
+                    pause = 0.2
+                    continue
             except ClusterError as err:
                 self.error = str(err)
-                stop.wait(pause)
-                pause = min(pause * 2, 10.0)
+            stop.wait(pause)
+            pause = min(pause * 2, 10.0)
 
     def _tell(self, kind: str, obj: Obj) -> None:
         obj.setdefault("apiVersion", self.kind.api_version)

@@ -1,0 +1,43 @@
+"""The agent's list-then-watch caches against the API test server, through the official client."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reconciler.cluster import connect, kinds
+from reconciler.cluster.agent.cache import Cache
+from tests.support import REPO
+from tests.support.agents import until
+from tests.support.clusterfleet import FAST
+from tests.support.kubeapi import KubeApiServer, write_kubeconfig
+
+
+def test_a_kind_not_served_yet_is_listed_again_after_a_growing_pause_then_followed_once_served(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", {"east": server})))
+    api = connect.api(connect.Target("east", "east", "acme", policy=FAST))
+    cache = Cache(api, kinds.JOURNAL)
+    stop = threading.Event()
+    mark = server.requests.mark()
+    worker = threading.Thread(target=cache.run, args=(stop,), daemon=True)
+    worker.start()
+    try:
+        assert cache.synced.wait(5.0) and cache.items() == []  # empty, not an error
+        time.sleep(1.0)
+        lists = [r for r in server.requests.since(mark) if r.path.endswith("/journalentries")]
+        assert 1 <= len(lists) <= 4  # 0.2 s, 0.4 s, 0.8 s apart: not one list per round trip
+        server.seed(yaml.safe_load((REPO / "schemas" / "crds" / "journalentries.yaml").read_text()))
+        entry = {"apiVersion": "rq.davidlangworthy.io/v1", "kind": "JournalEntry", "metadata": {"name": "e1"},
+                 "spec": {"cluster": "east", "at": "2026-03-02T09:00:00Z",
+                          "fenced": [{"node": "n1", "cause": "OutOfService"}]}}  # fmt: skip
+        server.seed(entry)
+        until(lambda: cache.get("e1"), timeout=15.0, what="the entry once the kind is served")
+    finally:
+        stop.set()
+        worker.join(timeout=5)
