@@ -170,11 +170,15 @@ def _creates_pod(request: Any) -> bool:
     return request.method == "PATCH" and "/pods/" in request.path
 
 
-def marked(server: KubeApiServer, since: int) -> bool:
-    """Whether a journal entry's status was written since `since` (the agent marks it Applied last):
-    read from the request log, so waiting costs the server nothing."""
-    return any(r.method == "PATCH" and r.path.endswith("/status") and "/journalentries/" in r.path
-               and r.code == 200 for r in server.requests.since(since))  # fmt: skip
+def finished(server: KubeApiServer, since: int) -> bool:
+    """Whether a swap's last writes were answered since `since`: its journal entry marked Applied,
+    then the Event on its run. Read from the request log, so waiting costs the server nothing."""
+    seen = server.requests.since(since)
+    marked = any(r.method == "PATCH" and r.path.endswith("/status") and "/journalentries/" in r.path
+                 and r.code == 200 for r in seen)  # fmt: skip
+    return marked and any(
+        r.method == "POST" and r.path.endswith("/events") and r.code in (201, 409) for r in seen
+    )
 
 
 def one_round(failures: int, round_trips: int) -> dict[str, Any]:
@@ -221,7 +225,12 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
                 for node in chosen[:failures]:
                     mark = server.requests.mark()
                     latencies.append(taint_to_pod(server, core, node))
-                    wait(lambda m=mark: marked(server, m), 60.0, "the swap's entry Applied", 0.002)
+                    wait(
+                        lambda m=mark: finished(server, m),
+                        60.0,
+                        "the swap's entry Applied and its Event",
+                        0.002,
+                    )
                 metrics = scrape(port)
                 out["agentRssMB"] = _rss_mb(agent.pid)
             finally:
