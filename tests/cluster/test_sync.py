@@ -229,8 +229,15 @@ def test_a_refused_request_is_retried_and_the_cluster_ends_exactly_as_recorded(
 
 def test_a_request_slower_than_the_timeout_is_retried(east: KubeApiServer) -> None:
     east.faults.add(Fault.slow(1.5, method="PATCH", times=1))
+    mark = east.requests.mark()
     done = apply(east, record(a_pod("r1-g0-n1")), t=target(timeout=0.5))
     assert done.ok, done.errors
+    time.sleep(1.5)  # the slow one is logged once the server answers it, after the client gave up
+    seen = east.requests.since(mark)
+    (slow,) = [r for r in seen if r.fault]
+    assert [r.path for r in seen if r.method == "PATCH"].count(
+        slow.path
+    ) == 2  # given up on after 0.5 s, retried
     assert [p["metadata"]["name"] for p in east.list("v1", "Pod")] == ["r1-g0-n1"]
 
 
