@@ -126,14 +126,20 @@ def state_of(obj: Obj) -> str:
 def read(api: Api, fleet: str, cluster: str | None = None) -> list[Obj]:
     """Every entry of `fleet` (on `cluster`, when given), oldest first; `JournalUnreadable` names an
     entry that is not a JournalEntry jobtree can act on. A cluster without the CRD has none."""
+    items = listed(api, fleet, cluster)
+    for item in items:
+        check(item, api.cluster)
+    return items
+
+
+def listed(api: Api, fleet: str, cluster: str | None = None) -> list[Obj]:
+    """Every entry of `fleet` (on `cluster`, when given) as listed, unchecked, oldest first."""
     if not api.serves(kinds.JOURNAL):
         return []
-    selector = f"{stamp.MANAGED_BY}={stamp.MANAGER},{stamp.FLEET}={fleet}"
+    selector = stamp.selector(fleet)
     if cluster is not None:
         selector += f",{CLUSTER_LABEL}={cluster}"
     items, _ = api.list_all(kinds.JOURNAL, selector)
-    for item in items:
-        check(item, api.cluster)
     return sorted(items, key=lambda o: (str(o["spec"]["at"]), o["metadata"]["name"]))
 
 

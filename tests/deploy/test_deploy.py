@@ -92,8 +92,8 @@ CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] 
     # the kind a CRD being established serves: each of schemas/crds/
     ("cluster/sync.py", "_established", "serves", "_served_kind(crd)"): (RECONCILE, JOBTREE_CRS, ""),
     # the journal is read and marked by reconcile (fold, §7.5) and by the agent (§7.4)
-    ("cluster/journal.py", "read", "serves", "kinds.JOURNAL"): (RECONCILE, (kinds.JOURNAL,), ""),
-    ("cluster/journal.py", "read", "list_all", "kinds.JOURNAL"): (RECONCILE, (kinds.JOURNAL,), ""),
+    ("cluster/journal.py", "listed", "serves", "kinds.JOURNAL"): (RECONCILE, (kinds.JOURNAL,), ""),
+    ("cluster/journal.py", "listed", "list_all", "kinds.JOURNAL"): (RECONCILE, (kinds.JOURNAL,), ""),
     ("cluster/journal.py", "mark", "apply", "kinds.JOURNAL/status"): (RECONCILE, (kinds.JOURNAL,), "status"),
     ("cluster/folding.py", "settle", "delete", "kinds.JOURNAL"): (
         RECONCILE,
@@ -103,8 +103,6 @@ CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] 
     # the agent (§7.4): its caches list and watch each kind it keeps
     ("cluster/agent/cache.py", "relist", "list_all", "self.kind"): (AGENT, WATCHED, ""),
     ("cluster/agent/cache.py", "watch_once", "watch", "self.kind"): (AGENT, WATCHED, ""),
-    ("cluster/agent/loop.py", "finish_intents", "serves", "kinds.JOURNAL"): (AGENT, (kinds.JOURNAL,), ""),
-    ("cluster/agent/loop.py", "finish_intents", "list_all", "kinds.JOURNAL"): (AGENT, (kinds.JOURNAL,), ""),
     ("cluster/agent/main.py", "fleet_name", "serves", "kinds.FLEET"): (AGENT, (kinds.FLEET,), ""),
     ("cluster/agent/main.py", "fleet_name", "list_all", "kinds.FLEET"): (AGENT, (kinds.FLEET,), ""),
     # a swap's steps: the entry, the pods, the cordon, the Lease mirrors, the run's status
@@ -124,15 +122,16 @@ CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] 
 # Calls the table cannot name by call site: whose -> (apiGroup, resource, verbs, why).
 PLANNED: dict[str, list[tuple[str, str, tuple[str, ...], str]]] = {
     AGENT: [
-        # `journal.mark` is called by both; the table names reconcile, the agent marks Applied
+        # `journal.mark` and `journal.listed` are called by both; the table names reconcile's
         ("rq.davidlangworthy.io", "journalentries/status", ("patch",), "Intent -> Applied"),
+        ("rq.davidlangworthy.io", "journalentries", ("list",), "Intent entries finished on taking the lead"),
         # leader.py calls through `self._view()`, which the call finder cannot name
         ("coordination.k8s.io", "leases", ("get", "create", "patch"), "leader election (a Role)"),
     ],
 }
 
-# whose calls a file makes: the agent's own modules (to come) are named so; the rest is reconcile's
-AGENT_FILES = ("agent", "leader")
+# whose calls a file makes: the agent's own modules (cluster/agent/) are named so; the rest is reconcile's
+AGENT_FILES = ("agent",)
 
 # ------------------------------------------------------------------------------------ reading
 

@@ -25,13 +25,16 @@ EAST = "east"
 
 
 class Clock:
-    """A wall clock a test moves by hand (epoch seconds)."""
+    """A clock a test moves by hand (a wall clock's epoch seconds, or a replica's monotonic one)."""
 
     def __init__(self, now: float) -> None:
         self.now = now
 
     def __call__(self) -> float:
         return self.now
+
+    def step(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def an_agent(cluster: str = EAST, fleet: str = "acme", clock: Callable[[], float] = time.time,

@@ -46,25 +46,22 @@ class Observer(Protocol):
 
 
 class Quiet:
-    """An observer that keeps only counts (tests, and the default)."""
+    """An observer that keeps only the count of Intent entries finished (tests, and the default)."""
 
     def __init__(self) -> None:
-        self.swaps: list[float] = []
-        self.declines: list[str] = []
         self.finished = 0
-        self.awaiting = 0
 
     def swapped(self, seconds: float) -> None:
-        self.swaps.append(seconds)
+        pass
 
     def declined(self, reason: str) -> None:
-        self.declines.append(reason)
+        pass
 
     def finished_intent(self) -> None:
         self.finished += 1
 
     def awaiting_fold(self, count: int) -> None:
-        self.awaiting = count
+        pass
 
     def beat(self, loop: str) -> None:
         pass
@@ -87,7 +84,7 @@ class Agent:
     _settings: tuple[str, agent_world.Fleet | None] = ("", None)  # (resourceVersion, parsed)
 
     def __post_init__(self) -> None:
-        mine = f"{stamp.MANAGED_BY}={stamp.MANAGER},{stamp.FLEET}={self.fleet}"
+        mine = stamp.selector(self.fleet)
         for name, kind, selector in (
             ("nodes", kinds.NODE, ""),
             ("pods", kinds.POD, mine),
@@ -125,11 +122,11 @@ class Agent:
                 self.wake.put(time.monotonic())
             else:
                 self.gone.discard(name)
-                if _fenced_now(obj, self) is not None:
+                obs, _ = observations.node_obs(obj, {}, self.cluster)
+                if obs is not None and is_fenced(obs, int(self.clock()), self._grace()):
                     self.wake.put(time.monotonic())
         elif kind == kinds.JOURNAL:
-            waiting = [o for o in self.caches["journal"].items() if journal.state_of(o) != journal.FOLDED]
-            self.observer.awaiting_fold(len(waiting))
+            self.observer.awaiting_fold(len(journal.unfolded(self.caches["journal"].items())))
 
     # ------------------------------------------------------------------------------ acting
 
@@ -161,11 +158,8 @@ class Agent:
 
     def finish_intents(self) -> int:
         """Carry out every entry of this cluster left in `Intent` (each step is idempotent)."""
-        entries, _ = self.api.list_all(
-            kinds.JOURNAL, f"{stamp.FLEET}={self.fleet},{journal.CLUSTER_LABEL}={self.cluster}"
-        ) if self.api.serves(kinds.JOURNAL) else ([], "")  # fmt: skip
         done = 0
-        for entry in sorted(entries, key=lambda o: (str(o["spec"]["at"]), o["metadata"]["name"])):
+        for entry in journal.listed(self.api, self.fleet, self.cluster):
             if journal.state_of(entry) != journal.INTENT:
                 continue
             journal.check(entry, self.cluster)
@@ -285,13 +279,6 @@ class Agent:
                 if end >= now - 1:
                     ends.append(end - now)
         return max(0.05, min([1.0, *ends]))
-
-
-def _fenced_now(raw: Obj, agent: Agent) -> str | None:
-    obs, _ = observations.node_obs(raw, {}, agent.cluster)
-    if obs is None:
-        return None
-    return _cause(obs) if is_fenced(obs, int(agent.clock()), agent._grace()) else None
 
 
 def _cause(obs: NodeObs) -> str:

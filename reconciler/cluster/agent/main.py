@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reconciler.cluster import connect, kinds, stamp
-from reconciler.cluster.agent import health, leader
+from reconciler.cluster.agent import cache, health, leader
 from reconciler.cluster.agent.loop import LOG, Agent
 from reconciler.cluster.api import Api
 from reconciler.cluster.errors import ClusterError
@@ -68,8 +68,9 @@ class Reporter:
         self.metrics.awaiting_fold.set(count)
 
     def beat(self, loop: str) -> None:
-        # a watch beats each time its stream (at most WATCH_SECONDS long) ends; the worker every 5 s
-        self.beats.beat(loop, within=None if loop == "worker" else 400.0)
+        # a watch beats each time its stream (at most WATCH_SECONDS long) ends; the worker at least
+        # every second (its wait is capped at 1 s), so it keeps the default limit
+        self.beats.beat(loop, within=None if loop == "worker" else cache.WATCH_SECONDS + 100.0)
 
 
 def fleet_name(api: Api, wanted: str | None) -> str:

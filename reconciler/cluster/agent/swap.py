@@ -145,7 +145,7 @@ def carry_out(
     for node in spec.get("cordon") or []:
         if api.get(kinds.NODE, node) is not None:
             api.merge_patch(kinds.NODE, node, {"spec": {"unschedulable": True}})
-    _leases(api, spec, fleet)
+    _leases(api, entry, fleet)
     for change in spec.get("status") or []:
         ns, name = change["run"].split("/", 1)
         patch = {"status": {"phase": change["phase"], "message": change["message"]}}
@@ -188,14 +188,12 @@ def _events(api: Api, entry: Obj, fleet: str, now: int) -> None:
             pass
 
 
-def _leases(api: Api, spec: Obj, fleet: str) -> None:
+def _leases(api: Api, entry: Obj, fleet: str) -> None:
     """The Lease mirrors: the closed ones go (mirrors hold open leases), the opened ones are applied
     as apply would mirror them from Git, so the fold's apply finds them unchanged."""
-    for item in spec.get("closed") or []:
+    for item in entry["spec"].get("closed") or []:
         api.delete(kinds.LEASE, item["name"], item["namespace"])
-    for item in spec.get("opened") or []:
-        doc = {"metadata": {"name": item["name"], "namespace": item["namespace"]}, "spec": item["spec"]}
-        lease = records.lease_from(doc)
+    for lease in journal.failover_of(entry).opened:
         body, status = stamp.stamped(mirrors.recorded(records.lease_obj(lease)), fleet)
         api.apply(kinds.LEASE, body)
         if status is not None:

@@ -15,24 +15,12 @@ from kubernetes import client, config
 
 from reconciler.cluster.agent import leader
 from reconciler.cluster.api import Api
+from tests.support.agents import Clock, until
 from tests.support.clusterfleet import FAST
 from tests.support.kubeapi import Fault, KubeApiServer, write_kubeconfig
 
 NAMESPACE, NAME = "jobtree-system", "jobtree-agent-east"
 MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
-
-
-class Clock:
-    """A replica's monotonic clock, stepped by the test."""
-
-    def __init__(self, start: float) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def step(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture
@@ -320,14 +308,14 @@ def test_run_hands_over_on_a_clean_stop(kubeconfig: Path) -> None:
         for e, stop in zip(electors, stops, strict=True)
     ]  # fmt: skip
     threads[0].start()
-    _until(lambda: events == ["agent-a started"])
+    until(lambda: events == ["agent-a started"])
     threads[1].start()
     time.sleep(0.3)
     assert events == ["agent-a started"] and electors[0].is_leader and not electors[1].is_leader
 
     stops[0].set()
     threads[0].join(timeout=5)
-    _until(lambda: len(events) == 3)  # well before the 3 s duration: a released the lease
+    until(lambda: len(events) == 3)  # well before the 3 s duration: a released the lease
 
     assert events == ["agent-a started", "agent-a stopped", "agent-b started"]
     stops[1].set()
@@ -364,12 +352,3 @@ def test_run_stops_acting_by_the_renew_deadline_when_renewals_hang(
     server.faults.clear()
     stop.set()
     thread.join(timeout=5)
-
-
-def _until(condition: object, seconds: float = 5.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.01)
-    raise AssertionError("timed out waiting")

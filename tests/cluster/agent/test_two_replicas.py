@@ -87,7 +87,7 @@ def test_two_replicas_one_leader_one_swap_and_the_other_takes_over_when_it_goes(
     clock = Clock(T0 + 60)
     with replicas(Replica("a", replica_api(), clock), Replica("b", replica_api(), clock)) as (a, b):
         first = until(lambda: [r for r in (a, b) if r.elector.is_leader], what="a leader")
-        assert len(first) == 1 and not all(r.elector.is_leader for r in (a, b))
+        assert len(first) == 1
         lead, other = (a, b) if a.elector.is_leader else (b, a)
         api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
         until(lambda: applied(server), what="the swap")
