@@ -5,7 +5,7 @@ yet moves to `Folded`, naming the commit that holds it; an entry Folded `retenti
 more (the fleet's `reservations.retention`, the planner's rule for closed leases) is deleted. A
 pass that stopped before this step (a crash after the push) folds the entry again, which changes
 nothing in Git, and marks it then. Decides nothing about the swap (`planner.failover`), reads no
-Git; raises what `journal.read` and the writes raise.
+Git; raises what the writes raise.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from reconciler.cluster.api import Api
 
 
 def settle(
-    api: Api, fleet: str, cluster: str, folded: Iterable[str], commit: str, now: int, retention: int
+    api: Api, entries: list[journal.Obj], folded: Iterable[str], commit: str, now: int, retention: int
 ) -> list[str]:
-    """Mark the entries `folded` Folded by `commit` at `now`, delete those Folded `retention`
-    seconds ago or more; one line per write, for people."""
-    entries = journal.read(api, fleet, cluster)
+    """Of the cluster's journal `entries` (as apply read them, before its writes: only reconcile
+    moves an entry to Folded), mark the ones `folded` Folded by `commit` at `now`, and delete those
+    Folded `retention` seconds ago or more; one line per write, for people."""
     by_name = {e["metadata"]["name"]: e for e in entries}
     out = []
     for name in sorted(set(folded)):

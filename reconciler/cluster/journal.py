@@ -164,19 +164,19 @@ def unfolded(entries: Iterable[Obj]) -> list[Obj]:
     return [e for e in entries if state_of(e) != FOLDED]
 
 
-def protected(entries: Iterable[Obj]) -> set[kinds.Key]:
-    """Objects apply must neither write nor delete while their entry is not Folded: the pods the
-    agent created and deleted, and the Lease mirrors it opened and closed."""
-    keys: set[kinds.Key] = set()
-    for e in unfolded(entries):
-        spec = e["spec"]
-        pods = spec.get("pods") or {}
-        for ref in pods.get("delete") or []:
-            keys.add(("Pod", ref["namespace"], ref["name"]))
-        for pod in pods.get("create") or []:
-            keys.add(kinds.key(pod))
-        for item in [*(spec.get("closed") or []), *(spec.get("opened") or [])]:
-            keys.add(("Lease", item["namespace"], item["name"]))
+def protected(entry: Obj) -> set[kinds.Key]:
+    """Objects apply must neither write nor delete while `entry` is not Folded: the pods the agent
+    created and deleted, and the Lease mirrors it opened and closed."""
+    if state_of(entry) == FOLDED:
+        return set()
+    spec = entry["spec"]
+    pods = spec.get("pods") or {}
+    keys: set[kinds.Key] = {("Pod", ref["namespace"], ref["name"]) for ref in pods.get("delete") or []}
+    keys |= {kinds.key(pod) for pod in pods.get("create") or []}
+    keys |= {
+        ("Lease", item["namespace"], item["name"])
+        for item in [*(spec.get("closed") or []), *(spec.get("opened") or [])]
+    }
     return keys
 
 

@@ -27,6 +27,8 @@ from reconciler.cluster.changes import Change, Changes, Live, Record
 from reconciler.cluster.connect import Target
 from reconciler.cluster.errors import ClusterError, Unreachable
 
+Obj = dict[str, Any]
+
 SETTLE = 60.0  # seconds to wait for deleted pods to terminate, and for new CRDs to be established
 
 
@@ -45,6 +47,7 @@ class Applied:
     unreachable: bool = False
     refused: bool = False  # nothing sent: the journal could not be read (a swap must not be undone)
     folded: list[str] = field(default_factory=list)  # journal entries marked Folded, and deleted, after
+    entries: list[Obj] = field(default_factory=list)  # the journal as read before the writes (for the fold)
     unchanged: int = 0
     reads: int = 0
     writes: int = 0
@@ -106,7 +109,8 @@ def sync(api: Api, target: Target, record: Record, dry_run: bool = False, settle
     reads, writes = api.counts.reads, api.counts.writes
     try:
         live = read_live(api)
-        guarded = _guarded(api, target)
+        out.entries = _journal(api, target)
+        guarded = _guarded(out.entries)
         plan = changes.compare(record, target.fleet, live, guarded)
         out.held, out.conflicts, out.unchanged = list(plan.held), list(plan.conflicts), plan.unchanged
         out.guarded = list(plan.guarded)
@@ -118,7 +122,7 @@ def sync(api: Api, target: Target, record: Record, dry_run: bool = False, settle
     except Unreachable as err:
         out.unreachable = True
         out.errors.append(str(err))
-    except JournalUnread as err:
+    except journal.JournalUnreadable as err:
         out.refused = True
         out.errors.append(str(err))
     except ClusterError as err:
@@ -127,27 +131,25 @@ def sync(api: Api, target: Target, record: Record, dry_run: bool = False, settle
     return out
 
 
-class JournalUnread(ClusterError):
-    """The journal could not be read: nothing may be sent to this cluster (§7.5)."""
-
-
-def _guarded(api: Api, target: Target) -> dict[kinds.Key, str]:
-    """What the journal's unfolded entries protect, as read now: key -> the entry (the oldest
-    entry names a key two protect). `JournalUnread` when an entry cannot be read or the list fails."""
+def _journal(api: Api, target: Target) -> list[Obj]:
+    """The journal as read now; `JournalUnreadable` when an entry cannot be read or the list fails."""
     try:
-        entries = journal.read(api, target.fleet, target.name)
-    except journal.JournalUnreadable as err:
-        raise JournalUnread(str(err)) from None
-    except Unreachable:
+        return journal.read(api, target.fleet, target.name)
+    except (journal.JournalUnreadable, Unreachable):
         raise
     except ClusterError as err:
-        raise JournalUnread(
+        raise journal.JournalUnreadable(
             f"{target.name}: the journal (JournalEntry objects) could not be listed ({err}); nothing "
             "applied, so that no swap the agent made is undone: the next pass retries"
         ) from None
+
+
+def _guarded(entries: list[Obj]) -> dict[kinds.Key, str]:
+    """What the journal's unfolded entries protect: key -> the entry (the oldest entry names a key
+    two protect)."""
     out: dict[kinds.Key, str] = {}
     for entry in journal.unfolded(entries):
-        for key in sorted(journal.protected([entry])):
+        for key in sorted(journal.protected(entry)):
             out.setdefault(key, entry["metadata"]["name"])
     return out
 

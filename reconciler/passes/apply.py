@@ -129,7 +129,7 @@ def apply_commit(
         if fold is not None and not dry_run and applied.ok:
             try:
                 applied.folded = folding.settle(
-                    api, target.fleet, target.name, fold.entries.get(target.name, ()), sha, fold.now,
+                    api, applied.entries, fold.entries.get(target.name, ()), sha, fold.now,
                     spec.fleet.reservations.retention,
                 )  # fmt: skip
             except errors.ClusterError as err:  # the next pass folds again (no change) and marks them
