@@ -9,7 +9,6 @@ when a cluster could not be reached or not applied in full (each named on stderr
 from __future__ import annotations
 
 import sys
-import time
 
 import click
 
@@ -29,22 +28,18 @@ def command(repo: str, only: str | None, dry_run: bool, branch: str | None, quie
     rendered/<cluster>/) to each cluster jobtree.yaml configures, and prune what this fleet put
     there that the head no longer holds. Nothing is planned and nothing is committed:
     `jobtree reconcile --apply` plans, commits, pushes, then applies."""
+    from reconciler.cli.reconcile import progress
     from reconciler.git import errors
     from reconciler.git import read as gitread
     from reconciler.passes import apply as applying
     from reconciler.passes.reconcile import configured_branch
-
-    start = time.monotonic()
-
-    def say(text: str) -> None:
-        if not quiet:
-            click.echo(f"[{time.monotonic() - start:6.2f}s] {text}", err=True)
 
     try:
         git = gitread.open_repo(repo)
         rev = f"refs/heads/{branch or configured_branch(git)}"
         if git.references.get(rev) is None:
             raise click.UsageError(f"there is no branch {rev.removeprefix('refs/heads/')!r} in {repo}")
+        say = (lambda _: None) if quiet else progress()
         outcome = applying.apply_commit(git, rev, only=only, dry_run=dry_run, say=say)
     except errors.NotARepository as err:
         raise click.UsageError(str(err)) from err

@@ -121,7 +121,7 @@ def run(
                 apply=apply,
                 remote=remote,
                 branch=branch,
-                say=None if quiet else _progress(),
+                say=None if quiet else progress(),
                 early=early,
                 lock_wait=writerlock.WAIT,  # a pass of another process (the webhook's, a cron's) on this clone
             )
@@ -196,7 +196,7 @@ def problem_lines(diagnostics: list[Diagnostic], limit: int = DIAGNOSTICS_SHOWN)
     return lines
 
 
-def _progress() -> Callable[[str], None]:
+def progress() -> Callable[[str], None]:
     """Progress lines on stderr, each with the seconds since the pass began."""
     start = time.monotonic()
 

@@ -171,15 +171,12 @@ def compare(record: Record, fleet: str, live: Live, guarded: Mapping[Key, str] |
             changed = _hash(have) != _hash(d.body)
             if changed:
                 target.append(Change(CHANGE, d.kind, d.key, d))
-            if d.status is not None and stamp.digest(have.get("status") or {}) != stamp.digest(d.status):
+            if d.status is not None and not _same_status(have, d.status):
                 target.append(Change(STATUS, d.kind, d.key, d))
             elif not changed:
                 out.unchanged += 1
     have = live.objects.get(settings.key)
-    if have is None or (
-        stamp.fleet_of(have) == fleet
-        and stamp.digest(have.get("status") or {}) != stamp.digest(settings.status or {})
-    ):
+    if have is None or (stamp.fleet_of(have) == fleet and not _same_status(have, settings.status or {})):
         out.commit = Change(STATUS, settings.kind, settings.key, settings)
     for key, have in sorted(live.objects.items()):
         if key not in wanted and key not in record.kept and stamp.fleet_of(have) == fleet:
@@ -200,6 +197,11 @@ def compare(record: Record, fleet: str, live: Live, guarded: Mapping[Key, str] |
     return out
 
 
+def _same_status(have: Obj, status: Obj) -> bool:
+    """Whether the live object's status is `status` (compared by digest)."""
+    return stamp.digest(have.get("status") or {}) == stamp.digest(status)
+
+
 def _guard(out: Changes, d: Desired, have: Obj | None, entry: str) -> None:
     """An object an unfolded journal entry protects: left as the agent made it (said when the
     record differs), so a swap the record does not hold yet is never undone."""
@@ -207,7 +209,7 @@ def _guard(out: Changes, d: Desired, have: Obj | None, entry: str) -> None:
         have is not None
         and not (have.get("metadata") or {}).get("deletionTimestamp")
         and _hash(have) == _hash(d.body)
-        and (d.status is None or stamp.digest(have.get("status") or {}) == stamp.digest(d.status))
+        and (d.status is None or _same_status(have, d.status))
     )
     if same:
         out.unchanged += 1

@@ -31,11 +31,6 @@ class Kind:
         tail = f"/{subresource}" if subresource else ""
         return f"{self.collection(namespace if self.namespaced else None)}/{name}{tail}"
 
-    @property
-    def label(self) -> str:
-        """How people name the kind in messages: `Pod`, `Run`, `Lease (gpuleases)`."""
-        return self.kind if self.plural == f"{self.kind.lower()}s" else f"{self.kind} ({self.plural})"
-
 
 NODE = Kind("v1", "Node", "nodes", False)
 NAMESPACE = Kind("v1", "Namespace", "namespaces", False)

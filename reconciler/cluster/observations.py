@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
+from planner import records
 from planner.reasons import Role
 from planner.world import REQUIRED_LABELS, Lease, NodeObs, WorkloadEvent
 from schemas import GROUP
@@ -161,6 +161,6 @@ def _epoch(text: Any) -> int | None:
     if not isinstance(text, str) or not text:
         return None
     try:
-        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+        return records.epoch(text)
     except ValueError:
         return None

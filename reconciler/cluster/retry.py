@@ -37,15 +37,12 @@ class Backoff:
         )  # jitter: clients that failed together do not return together
 
 
-def call(
-    request: Callable[[], T],
-    policy: Backoff,
-    sleep: Callable[[float], None] = time.sleep,
-    chance: random.Random | None = None,
-) -> T:
+_CHANCE = random.Random()  # the jitter's rolls (a client's own: nothing to replay)
+
+
+def call(request: Callable[[], T], policy: Backoff) -> T:
     """`request()`, again after a delay while it raises a temporary `ClusterError`, at most
     `policy.attempts` times; the last error (temporary or not) is raised as it came."""
-    rolls = chance or random.Random()
     attempt = 1
     while True:
         try:
@@ -54,5 +51,5 @@ def call(
             last = policy.unreachable if isinstance(err, Unreachable) else policy.attempts
             if not err.temporary or attempt >= last:
                 raise
-            sleep(policy.delay(attempt, err.delay, rolls))
+            time.sleep(policy.delay(attempt, err.delay, _CHANCE))
             attempt += 1

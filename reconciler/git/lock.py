@@ -28,9 +28,7 @@ from reconciler.git.errors import LockBusy, NotARepository, PermanentGitError
 LOCK_NAME = "jobtree.lock"
 WAIT = 60.0  # seconds `reconcile` and the webhook wait for another pass on the same clone to end
 _POLL = 0.2  # seconds between looks at a held lock
-_HELD: dict[
-    Path, str
-] = {}  # the lock files this process holds now, with what each holds (threads take turns)
+_HELD: set[Path] = set()  # the lock files this process holds now (threads take turns)
 # Git's lock files in the Git dir a writer holds while it writes: the index, refs, and what a fetch
 # writes (FETCH_HEAD, and `shallow` in a shallow clone); under `refs/` every `*.lock` too.
 GIT_LOCKS = (
@@ -90,7 +88,7 @@ def writer_lock(
         yield path
     finally:
         if taken:
-            _HELD.pop(path, None)
+            _HELD.discard(path)
             try:
                 if path.read_text() == taken[0]:
                     path.unlink()
@@ -127,7 +125,7 @@ def _take(path: Path, taken: list[str]) -> int | None:
             since = _take_over_if_stale(path)
             dead_since = since if since is not None else dead_since
             continue
-        _HELD[path] = mine
+        _HELD.add(path)
         return dead_since
     raise _busy(path)
 

@@ -12,14 +12,9 @@ from typing import Protocol
 
 from planner import invariants, records
 from planner import plan as planner_plan
-from planner.world import Failover, FleetState, NodeObs, Settings, WorkloadEvent, World
+from planner.world import Failover, FleetState, NodeObs, WorkloadEvent, World
 from reconciler.spec.validated import Spec
-from schemas.fleet import FleetSpec
 from schemas.layout import INVENTORY_FILE, SPEC_FILES
-
-
-def settings(fleet: FleetSpec) -> Settings:
-    return records.settings_of(fleet)
 
 
 class Cluster(Protocol):
@@ -98,7 +93,7 @@ def run_pass(
     frozen_runs, frozen_budgets = frozen(spec, state)
     world = World(
         now,
-        settings(spec.fleet),
+        records.settings_of(spec.fleet),
         (*spec.budgets, *spec.kept),
         tuple(spec.runs),
         nodes,
