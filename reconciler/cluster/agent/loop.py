@@ -67,6 +67,9 @@ class Quiet:
         pass
 
 
+LOOK_EVERY = 1.0  # seconds: the worker's look between events (grace ends; leadership re-checked)
+
+
 @dataclass(slots=True)
 class Agent:
     """One cluster's agent for one fleet. `leading()` says whether this replica may act now."""
@@ -131,12 +134,13 @@ class Agent:
     # ------------------------------------------------------------------------------ acting
 
     def work(self, stop: threading.Event) -> None:
-        """Act on every wake-up while leading; between them sleep until the next NotReady grace ends (a second at most)."""
+        """Act on every wake-up while leading, and once a second between them (so a NotReady node
+        whose grace ended, which no event announces, is seen within a second of it)."""
         self.synced(stop)
         while not stop.is_set():
             self.observer.beat("worker")
             try:
-                seen = self.wake.get(timeout=self._until_next_grace())
+                seen = self.wake.get(timeout=LOOK_EVERY)
                 while not self.wake.empty():  # one decision covers every fence seen so far
                     self.wake.get_nowait()
             except queue.Empty:
@@ -264,21 +268,6 @@ class Agent:
     def _grace(self) -> int | None:
         fleet = self.settings()
         return fleet.settings.not_ready_grace if fleet is not None else None
-
-    def _until_next_grace(self) -> float:
-        """Seconds until the next NotReady node's grace ends (at most 1: leadership is re-checked)."""
-        grace = self._grace()
-        if grace is None:
-            return 1.0
-        now = self.clock()
-        ends = []
-        for raw in self.caches["nodes"].items():
-            obs, _ = observations.node_obs(raw, {}, self.cluster)
-            if obs is not None and not obs.ready and obs.not_ready_since is not None:
-                end = obs.not_ready_since + grace
-                if end >= now - 1:
-                    ends.append(end - now)
-        return max(0.05, min([1.0, *ends]))
 
 
 def _cause(obs: NodeObs) -> str:

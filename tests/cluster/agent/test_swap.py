@@ -120,7 +120,7 @@ def test_not_ready_moves_a_group_only_once_the_fleets_grace_has_passed(
         clock.now += 250
         assert agent.act(0.0) is None  # 250 s of 300 s
         assert server.requests.writes(since=mark) == [] and entries(server) == []
-        clock.now += 60  # 310 s: the worker wakes by itself when the grace ends
+        clock.now += 60  # 310 s: no event comes; the worker's once-a-second look finds the grace ended
         until(lambda: applied(server), timeout=15.0, what="the swap after the grace, carried out to its end")
     (entry,) = entries(server)
     assert entry["spec"]["fenced"] == [{"node": "n1", "cause": "NotReady"}]
