@@ -24,11 +24,10 @@ from reconciler.passes import provenance
 from reconciler.state import layout
 from tests.support import agentswap
 from tests.support.builders import a_budget, a_run
-from tests.support.clusterfleet import T0, ClusterFleet, fleet_config, manifest, node, pods
+from tests.support.clusterfleet import API, T0, ClusterFleet, fleet_config, manifest, node, pods
 from tests.support.kubeapi import KubeApiServer
 from tests.support.statefiles import check, kind_of, state_files
 
-API = "rq.davidlangworthy.io/v1"
 SWAP_AT = T0 + 30  # 09:00:30
 DAY = "2026-03-02"
 RETENTION = 3600

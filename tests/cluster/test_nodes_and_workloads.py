@@ -8,37 +8,21 @@ emptiest first, then by name.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from kubernetes import client, config
 
-from tests.support.builders import a_budget, a_run
-from tests.support.clusterfleet import T0, ClusterFleet, fleet_config, manifest, node, pods
+from tests.support.clusterfleet import (
+    OUT_OF_SERVICE,
+    T0,
+    ClusterFleet,
+    a_fleet,
+    api,
+    manifest,
+    node,
+    pods,
+    sixteen,
+)
 from tests.support.kubeapi import KubeApiServer
-
-OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
-
-
-def a_fleet(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nodes: int, **runs: dict[str, Any]
-) -> ClusterFleet:
-    server.seed(*(node(f"n{i}") for i in range(1, nodes + 1)))
-    files = {
-        "jobtree.yaml": fleet_config({"t": "org:t"}, [{"name": "east", "context": "east"}]),
-        "budgets/t.yaml": manifest(a_budget("t", "org:t").envelope("h100", 32).build()),
-        **{f"runs/t/{name}.yaml": manifest(doc) for name, doc in runs.items()},
-    }
-    return ClusterFleet(tmp_path, {"east": server}, monkeypatch, files)
-
-
-def sixteen(name: str, spares: int = 0) -> dict[str, Any]:
-    run = a_run(f"t/{name}", "org:t").gpus(16).groups(8)
-    return (run.spares(spares) if spares else run).build()
-
-
-def api(fleet: ClusterFleet) -> client.CoreV1Api:
-    return client.CoreV1Api(config.new_client_from_config(str(fleet.kubeconfig), context="east"))
 
 
 def closures(fleet: ClusterFleet, run: str) -> list[tuple[int, str, str, str | None]]:

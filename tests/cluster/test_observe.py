@@ -12,7 +12,7 @@ from planner.reasons import OpenReason, Role
 from planner.world import Lease, NodeObs, Payer, WorkloadEvent
 from reconciler.cluster import connect, observe
 from reconciler.cluster.errors import Unreachable
-from tests.support.clusterfleet import FAST, node
+from tests.support.clusterfleet import FAST, OUT_OF_SERVICE, node
 from tests.support.kubeapi import KubeApiServer, write_kubeconfig
 
 GFD = {
@@ -108,7 +108,7 @@ def test_a_node_labelled_with_another_clusters_name_is_left_out_and_named(east: 
 def test_health_is_ready_and_its_transition_time_the_cordon_the_out_of_service_taint_and_deletion(
     east: KubeApiServer,
 ) -> None:
-    taint = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
+    taint = OUT_OF_SERVICE
     east.seed(
         node("ready"),
         node("down", ready=False),

@@ -13,12 +13,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from kubernetes import client, config
 
 from reconciler.cli import main
 from reconciler.passes import provenance
 from tests.support.builders import a_budget, a_run
-from tests.support.clusterfleet import T0, ClusterFleet, fleet_config, manifest, node, pods
+from tests.support.clusterfleet import T0, ClusterFleet, api, fleet_config, manifest, node, pods
 from tests.support.kubeapi import Fault, KubeApiServer
 
 R1_PODS = ["r1-g0-n1", "r1-g1-n2"]
@@ -134,8 +133,7 @@ def test_a_pod_deleted_by_hand_comes_back_with_the_next_apply(
 ) -> None:
     fleet.reconcile(T0)
     before = server.get("v1", "Pod", "r1-g0-n1", "t")
-    core = client.CoreV1Api(config.new_client_from_config(str(fleet.kubeconfig), context="east"))
-    core.delete_namespaced_pod("r1-g0-n1", "t")
+    api(fleet).delete_namespaced_pod("r1-g0-n1", "t")
     assert pods(server) == ["r1-g1-n2"]
     again = fleet.reconcile(T0 + 60)
     assert again.commit is None  # a vanished pod is no decision: its lease stays open

@@ -24,9 +24,9 @@ import yaml
 from reconciler.cluster import kinds
 from reconciler.cluster.api import Api
 from tests.acceptance.test_packaging import PACKAGED
+from tests.support import REPO
 from tests.support.git import RECONCILE_CLI, bare_remote, cli_env
 
-REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 BASE = DEPLOY / "base"
 WORKFLOW = REPO / ".github" / "workflows" / "kind.yml"

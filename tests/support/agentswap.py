@@ -18,10 +18,9 @@ from reconciler.cluster.api import Api
 from reconciler.git import read as gitread
 from reconciler.spec import commit as speccache
 from tests.support.agents import act_once
-from tests.support.clusterfleet import ClusterFleet
+from tests.support.clusterfleet import OUT_OF_SERVICE, ClusterFleet
 
 Obj = dict[str, Any]
-OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
 
 
 def target_api(fleet: ClusterFleet, cluster: str) -> tuple[connect.Target, Api]:

@@ -6,6 +6,8 @@ whose jobtree.yaml names each server's context in `clusters`. Nodes are seeded i
 cluster's kubelets and GPU Feature Discovery would publish them (`nodes`), a pass is
 `reconcile_once` on the clone (`reconcile`), and `apply` is the verb's pass alone. Every object
 stays readable from the server (`server.get`, `server.list`) and from the clone (`file`).
+`a_fleet(...)` is the small fleet the node and agent tests share (`sixteen` its 16-GPU runs,
+`api` the official client on it, `OUT_OF_SERVICE` the taint that fences a node).
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from typing import Any
 import pygit2
 import pytest
 import yaml
+from kubernetes import client, config
 
 from reconciler.cluster import retry
 from reconciler.git import read as gitread
 from reconciler.passes import apply as applying
 from reconciler.passes.reconcile import Outcome, reconcile_once
 from schemas.common import parse_time
+from tests.support.builders import a_budget, a_run
 from tests.support.git import HUMAN, write_tree
 from tests.support.kubeapi import KubeApiServer, write_kubeconfig
 
@@ -165,3 +169,28 @@ def pods(server: KubeApiServer, fleet: str = "acme") -> list[str]:
         for p in server.list("v1", "Pod")
         if (p["metadata"].get("labels") or {}).get("rq.davidlangworthy.io/fleet") == fleet
     )
+
+
+# The fleet the node and agent tests share: tenant t (org:t), a 32-GPU H100 envelope, cluster east.
+OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
+
+
+def a_fleet(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nodes: int, **runs: dict[str, Any]
+) -> ClusterFleet:
+    server.seed(*(node(f"n{i}") for i in range(1, nodes + 1)))
+    files = {
+        "jobtree.yaml": fleet_config({"t": "org:t"}, [{"name": "east", "context": "east"}]),
+        "budgets/t.yaml": manifest(a_budget("t", "org:t").envelope("h100", 32).build()),
+        **{f"runs/t/{name}.yaml": manifest(doc) for name, doc in runs.items()},
+    }
+    return ClusterFleet(tmp_path, {"east": server}, monkeypatch, files)
+
+
+def sixteen(name: str, spares: int = 0) -> dict[str, Any]:
+    run = a_run(f"t/{name}", "org:t").gpus(16).groups(8)
+    return (run.spares(spares) if spares else run).build()
+
+
+def api(fleet: ClusterFleet) -> client.CoreV1Api:
+    return client.CoreV1Api(config.new_client_from_config(str(fleet.kubeconfig), context="east"))

@@ -21,13 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
 from tests.support.agents import Clock, act_once, an_agent
 from tests.support.builders import a_run
-from tests.support.clusterfleet import T0
+from tests.support.clusterfleet import API, OUT_OF_SERVICE, T0, a_fleet, api, sixteen
 from tests.support.kubeapi import KubeApiServer
 
-API = "rq.davidlangworthy.io/v1"
 NODES = [f"n{i}" for i in range(1, 7)]
 failures = st.lists(
     st.tuples(st.sampled_from(NODES), st.sampled_from(["taint", "delete"])), min_size=1, max_size=4

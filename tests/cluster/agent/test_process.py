@@ -20,14 +20,11 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from reconciler.cluster.agent import main
-from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
 from tests.support.agents import until
-from tests.support.clusterfleet import T0, pods
+from tests.support.clusterfleet import API, OUT_OF_SERVICE, T0, a_fleet, api, pods, sixteen
 from tests.support.git import cli_env, free_port
 from tests.support.kubeapi import KubeApiServer
 from tests.support.kubeapi.kubeconfig import kubeconfig
-
-API = "rq.davidlangworthy.io/v1"
 
 
 def get(port: int, path: str) -> tuple[int, str]:

@@ -16,9 +16,8 @@ import pytest
 from reconciler.cluster import connect
 from reconciler.cluster.agent.loop import Agent, Quiet
 from reconciler.cluster.api import Api
-from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
 from tests.support.agents import Clock, an_agent, applied, running, until
-from tests.support.clusterfleet import API, FAST, T0, pods
+from tests.support.clusterfleet import API, FAST, OUT_OF_SERVICE, T0, a_fleet, api, pods, sixteen
 from tests.support.kubeapi import KubeApiServer
 
 WRITES = 11

@@ -14,10 +14,21 @@ from pathlib import Path
 import pytest
 
 from reconciler.cluster.agent.loop import Agent
-from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
 from tests.support.agents import Clock, act_once, an_agent, applied, entries, running, until
 from tests.support.builders import a_budget, a_run
-from tests.support.clusterfleet import API, T0, ClusterFleet, fleet_config, manifest, node, pods
+from tests.support.clusterfleet import (
+    API,
+    OUT_OF_SERVICE,
+    T0,
+    ClusterFleet,
+    a_fleet,
+    api,
+    fleet_config,
+    manifest,
+    node,
+    pods,
+    sixteen,
+)
 from tests.support.kubeapi import Fault, KubeApiServer
 
 

@@ -21,9 +21,8 @@ from reconciler.cluster.agent import leader
 from reconciler.cluster.agent.loop import Agent, Quiet
 from reconciler.cluster.api import Api
 from tests.cluster.agent.test_restart import DyingApi, Killed
-from tests.cluster.test_nodes_and_workloads import OUT_OF_SERVICE, a_fleet, api, sixteen
 from tests.support.agents import Clock, applied, until
-from tests.support.clusterfleet import API, FAST, T0, pods
+from tests.support.clusterfleet import API, FAST, OUT_OF_SERVICE, T0, a_fleet, api, pods, sixteen
 from tests.support.kubeapi import KubeApiServer
 
 LEASE = ("default", "jobtree-agent-acme-east")
