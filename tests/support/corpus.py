@@ -126,10 +126,16 @@ _FORMATS.checks("date-time")(_rfc3339)
 _Validator = validators.extend(Draft202012Validator, {"pattern": _ecma_pattern})
 
 
-@functools.cache
 def schema_validator(model: type[BaseModel]) -> Any:
     """The published schema of a model's kind, asserting formats (date-time) as the models do."""
-    kind = "Inventory" if model is Inventory else next(k for k, m in KINDS.items() if m is model)
+    return kind_validator(
+        "Inventory" if model is Inventory else next(k for k, m in KINDS.items() if m is model)
+    )
+
+
+@functools.cache
+def kind_validator(kind: str) -> Any:
+    """The published schema of `kind` (a `schemas.publish.SCHEMAS` name), asserting formats as the models do."""
     schema = publish.json_schema(kind)
     Draft202012Validator.check_schema(schema)
     return _Validator(schema, format_checker=_FORMATS)

@@ -1,14 +1,14 @@
 """Every file under `state/` in a fleet repository's history, and its check against the published JSON Schema of its kind.
 
 `state_files(repo)` reads every distinct state file of every commit on main; `check(files)`
-validates each document (each line of a ledger day) against `schemas/json/<kind>.schema.json`
-and each picture as an SVG document, and returns the problems in words. A path of no known kind
+validates each document (each line of a ledger day) against its kind's published JSON Schema
+(`tests.support.corpus.kind_validator`; the committed `schemas/json/` files equal it, which
+tests/schemas checks) and each picture as an SVG document, and returns the problems in words. A path of no known kind
 fails the caller's test: a new state file must publish its schema first.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 from xml.etree import ElementTree
@@ -17,27 +17,19 @@ import pygit2
 import yaml
 
 from reconciler.state import layout
-from tests.support import REPO
-from tests.support.corpus import _FORMATS, _Validator
+from tests.support.corpus import kind_validator
 
 # state/ kinds and the published schema each document of theirs must validate against
 PUBLISHED = {
-    layout.LEASES: "lease",
-    layout.RESERVATIONS: "reservation",
-    layout.RUN_STATUS: "runstatus",
-    layout.BUDGET_STATUS: "budgetstatus",
-    layout.FLEET: "fleetstate",
-    layout.OBSERVED: "observedcluster",
-    layout.LEDGER: "ledgerline",  # each line
+    layout.LEASES: "Lease",
+    layout.RESERVATIONS: "Reservation",
+    layout.RUN_STATUS: "RunStatus",
+    layout.BUDGET_STATUS: "BudgetStatus",
+    layout.FLEET: "FleetState",
+    layout.OBSERVED: "ObservedCluster",
+    layout.LEDGER: "LedgerLine",  # each line
 }
 PICTURES = {layout.FLEET_MAP, layout.TIMELINE}  # SVG drawn from the others: checked as SVG documents
-
-
-@functools.cache
-def validator(kind: str) -> Any:
-    schema = json.loads((REPO / "schemas" / "json" / f"{kind}.schema.json").read_text())
-    _Validator.check_schema(schema)
-    return _Validator(schema, format_checker=_FORMATS)
 
 
 def kind_of(path: str) -> str:
@@ -86,6 +78,6 @@ def check(files: dict[str, bytes]) -> list[str]:
                 problems.append(f"{name}: not an SVG document ({root.tag})")
             continue
         for doc in documents(kind, data):
-            for error in validator(PUBLISHED[kind]).iter_errors(doc):
+            for error in kind_validator(PUBLISHED[kind]).iter_errors(doc):
                 problems.append(f"{name}: {'/'.join(map(str, error.absolute_path))}: {error.message}")
     return problems
