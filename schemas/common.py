@@ -22,6 +22,8 @@ RFC3339_PATTERN = (
 )
 DURATION_PATTERN = "^([0-9]+h([0-9]+m)?([0-9]+s)?|[0-9]+m([0-9]+s)?|[0-9]+s)$"
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_LABEL = DNS_LABEL_PATTERN[1:-1]
+RUN_KEY_PATTERN = f"^{_LABEL}/{_LABEL}$"  # a run as `<namespace>/<name>`
 OWNER_PATTERN = r"^[^ \t\n\r\f\v]+$"
 
 _RFC3339 = re.compile(RFC3339_PATTERN)
@@ -109,6 +111,7 @@ Duration = Annotated[
     ),
 ]
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
+RunKey = Annotated[str, Field(pattern=RUN_KEY_PATTERN)]
 Owner = Annotated[str, Field(min_length=1, max_length=253, pattern=OWNER_PATTERN)]
 NonNegInt = Annotated[int, Field(ge=0, strict=True), BeforeValidator(integral)]
 NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]

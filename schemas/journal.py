@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from schemas.common import ClusterMetadata, Model, Timestamp
+from schemas.common import ClusterMetadata, Model, RunKey, Timestamp
 from schemas.lease import CLOSURE_PATTERN, LeaseSpec
+from schemas.state import Phase
 
 State = Literal["Intent", "Applied", "Folded"]
 Fence = Literal["Deleted", "OutOfService", "NotReady", "Gone"]
@@ -39,8 +40,8 @@ class OpenedLease(Model):
 
 
 class RunStatusChange(Model):
-    run: str = Field(pattern=r"^[^/]+/[^/]+$")
-    phase: str
+    run: RunKey
+    phase: Phase
     message: str
     cause: str = ""
 

@@ -22,7 +22,8 @@ CLOSURE_REASONS = (
     "WorkloadFailed",
     "RunDeleted",
 )
-CLOSURE_PATTERN = r"^(" + "|".join(CLOSURE_REASONS) + r"|RandomPreempt\(0x[0-9a-f]{16}\))$"
+LOTTERY_CLOSURE = r"RandomPreempt\(0x[0-9a-f]{16}\)"  # a lottery cut, with the draw's seed
+CLOSURE_PATTERN = "^(" + "|".join((*CLOSURE_REASONS, LOTTERY_CLOSURE)) + ")$"
 
 
 class Slice(Model):

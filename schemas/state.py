@@ -9,17 +9,18 @@ kinds' own documents (`schemas.lease`, `schemas.reservation`); the pictures are 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, RootModel
 
-from schemas.common import Model, NonNegInt, NonNegNumber, Owner, Timestamp
-from schemas.lease import CLOSURE_REASONS, Payer, Role
+from schemas.common import RUN_KEY_PATTERN, Model, NonNegInt, NonNegNumber, Owner, RunKey, Timestamp
+from schemas.lease import CLOSURE_REASONS, LOTTERY_CLOSURE, OpenReason, Payer, Role
 
-RunKey = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
-Phase = Literal["Pending", "Waiting", "Running", "Succeeded", "Failed"]
+Phase = Literal["Pending", "Waiting", "Running", "Succeeded", "Failed"]  # planner.reasons.Phase asserts it
 # why a lease opened (Start, Grow, Swap, Fill) or closed (a closure reason, or the lottery's draw)
-LEASE_REASON = r"^(Start|Grow|Swap|Fill|" + "|".join(CLOSURE_REASONS) + r"|RandomPreempt\(0x[0-9a-f]{16}\))$"
+LEASE_REASON = (
+    "^(" + "|".join(dict.fromkeys((*get_args(OpenReason), *CLOSURE_REASONS, LOTTERY_CLOSURE))) + ")$"
+)
 
 
 class Width(Model):
@@ -138,7 +139,9 @@ class FleetStateFile(Model):
 
     asOf: Timestamp | None
     cordoned: list[str]
-    unfunded: list[Annotated[str, Field(pattern=r"^[^/]+/[^#]+#[0-9]+$")]]  # <namespace>/<run>#<group>
+    unfunded: list[
+        Annotated[str, Field(pattern=RUN_KEY_PATTERN[:-1] + "#[0-9]+$")]
+    ]  # <namespace>/<run>#<group>
 
 
 class ObservedNode(Model):

@@ -220,7 +220,11 @@ def test_an_entry_that_cannot_be_read_stops_the_apply_naming_it_and_nothing_is_w
         "apiVersion": API,
         "kind": "JournalEntry",
         "metadata": {"name": "swap-bad", "labels": entry["metadata"]["labels"]},
-        "spec": dict(entry["spec"], status=[{"run": "t/r1", "phase": "Exploding", "message": "?"}]),
+        # the CRD admits it (a lease's closure may be a lottery draw), the fold cannot take it (a swap never draws)
+        "spec": dict(
+            entry["spec"],
+            closed=[{"name": "x", "namespace": "t", "closure": "RandomPreempt(0x0123456789abcdef)"}],
+        ),
     }
     server.seed(bad)
     fleet.change({"runs/t/r2.yaml": manifest(a_run("t/r2", "org:t").gpus(8).build())}, "r2\n")
