@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import statistics
@@ -237,10 +238,7 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
                 agent.send_signal(signal.SIGTERM)
                 agent.wait(timeout=30)
             out["swapsCounted"] = _sample(metrics, "jobtree_agent_swaps_total")
-            ranked = sorted(latencies)
-            out["p50"] = round(statistics.median(ranked) * 1000, 1)
-            out["p99"] = round(ranked[max(0, int(len(ranked) * 0.99) - 1)] * 1000, 1)
-            out["max"] = round(ranked[-1] * 1000, 1)
+            out.update(percentiles(latencies))
             fold, _ = jobtree(env, "reconcile", str(repo), "--once", "--push", "--apply", "--quiet")
             out["foldSeconds"] = round(fold, 2)
             out["folded"] = sum(1 for e in server.list(API, "JournalEntry")
@@ -279,6 +277,16 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
+def percentiles(seconds: list[float]) -> dict[str, float]:
+    """p50 (the median), p99 (nearest rank: the ⌈0.99·n⌉-th smallest) and max, in milliseconds."""
+    ranked = sorted(seconds)
+    return {
+        "p50": round(statistics.median(ranked) * 1000, 1),
+        "p99": round(ranked[max(0, math.ceil(len(ranked) * 0.99) - 1)] * 1000, 1),
+        "max": round(ranked[-1] * 1000, 1),
+    }
+
+
 def rows(result: dict[str, Any]) -> list[dict[str, str]]:
     """The `make bench` table rows of a result (`bench.run.Row` fields)."""
     where = f"{result['gpus']:,} GPUs, {result['runs']} runs, {result['pods']:,} pods, one API test server"
@@ -301,8 +309,10 @@ def rows(result: dict[str, Any]) -> list[dict[str, str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--failures", type=int, default=200)
-    parser.add_argument("--round-trips", type=int, default=3)
+    parser.add_argument("--round-trips", type=int, default=3, help="at least 1")
     args = parser.parse_args()
+    if args.failures < 1 or args.round_trips < 1:
+        parser.error("--failures and --round-trips must be at least 1 (a median of nothing is no figure)")
     print(json.dumps(one_round(args.failures, args.round_trips), indent=2))
 
 

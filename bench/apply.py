@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -110,7 +109,7 @@ def a_running_run(repo: Path) -> tuple[str, Path]:
     return f"{namespace}/{name}", repo / "runs" / namespace / f"{name}.yaml"
 
 
-def one_round(fleet: generate.Fleet, workers: str | None) -> dict[str, Any]:
+def one_round(fleet: generate.Fleet) -> dict[str, Any]:
     by_cluster = nodes(fleet)
     with tempfile.TemporaryDirectory(prefix="bench-apply-") as tmp:
         root = Path(tmp)
@@ -168,7 +167,6 @@ def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         pick["writesSpread"] = sorted({s["writes"] for s in ranked})
         out[key] = pick
     out["rounds"] = len(rounds)
-    out["medianFirst"] = statistics.median(r["first"]["seconds"] for r in rounds)
     return out
 
 
@@ -218,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     fleet = generate.build(args.seed, args.scale)
-    rounds = [one_round(fleet, None) for _ in range(max(1, args.repeat))]
+    rounds = [one_round(fleet) for _ in range(max(1, args.repeat))]
     result = median_of(rounds) | {"gpus": fleet.gpus, "runs": len(fleet.runs), "scale": args.scale}
     print(json.dumps(result, sort_keys=True))
     return 0

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from bench import agent as bench_agent
 from bench import apply as bench_apply
@@ -458,13 +458,8 @@ def apply_rows(scale: float, seed: int, available: bool) -> list[Row]:
     command itself, counting requests in the servers' logs)."""
     if not available:
         return [Row("apply", "-", verdict="not available (`jobtree apply` not built yet)")]
-    cmd = [sys.executable, "-m", "bench.apply", "--scale", f"{scale:g}", "--seed", str(seed),
-           "--repeat", str(REPEAT["times"])]  # fmt: skip
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=LIMIT["timeout"] * 4)
-    if done.returncode != 0:
-        last = [line for line in done.stderr.splitlines() if line.strip()][-1:] or ["no output"]
-        return [Row("apply", "-", verdict=f"failed (exit {done.returncode}): {last[0][:160]}")]
-    return [Row(**fields) for fields in bench_apply.rows(json.loads(done.stdout))]
+    cmd = ["bench.apply", "--scale", f"{scale:g}", "--seed", str(seed), "--repeat", str(REPEAT["times"])]
+    return _bench_rows("apply", cmd, bench_apply.rows)
 
 
 def agent_rows(failures: int, available: bool) -> list[Row]:
@@ -472,12 +467,24 @@ def agent_rows(failures: int, available: bool) -> list[Row]:
     test server and `jobtree agent` as a subprocess, and times each swap by the server's clock)."""
     if not available:
         return [Row("agent swap", "-", verdict="not available (`jobtree agent` not built yet)")]
-    cmd = [sys.executable, "-m", "bench.agent", "--failures", str(failures)]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=LIMIT["timeout"] * 4)
+    return _bench_rows("agent swap", ["bench.agent", "--failures", str(failures)], bench_agent.rows)
+
+
+def _bench_rows(
+    name: str, module_args: list[str], rows: Callable[[dict[str, Any]], list[dict[str, Any]]]
+) -> list[Row]:
+    """The rows of a bench module run as `python -m MODULE ARGS` (its JSON on stdout); one row
+    saying why when it fails or runs past its time, so the rows measured before it are kept."""
+    limit = LIMIT["timeout"] * 4
+    try:
+        done = subprocess.run([sys.executable, "-m", *module_args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=limit)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return [Row(name, "-", verdict=f"timed out after {limit:g} s")]
     if done.returncode != 0:
         last = [line for line in done.stderr.splitlines() if line.strip()][-1:] or ["no output"]
-        return [Row("agent swap", "-", verdict=f"failed (exit {done.returncode}): {last[0][:160]}")]
-    return [Row(**fields) for fields in bench_agent.rows(json.loads(done.stdout))]
+        return [Row(name, "-", verdict=f"failed (exit {done.returncode}): {last[0][:160]}")]
+    return [Row(**fields) for fields in rows(json.loads(done.stdout))]
 
 
 def _parent_and_commit(repo: Path, subject: str) -> tuple[str, str]:
