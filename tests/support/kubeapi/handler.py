@@ -133,7 +133,7 @@ class Handler(BaseHTTPRequestHandler):
             if fault.delay:
                 time.sleep(fault.delay)
             if fault.disconnect:
-                services.log.record(self._entry)
+                services.log.record(_with(self._entry, at=time.monotonic()))
                 self._cut()
                 return
             if fault.code is not None:
@@ -302,7 +302,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Cache-Control", "no-cache, private")
         self.send_header("Transfer-Encoding", "chunked")
-        self.server.services.log.record(_with(self._entry, code=200))
+        self.server.services.log.record(_with(self._entry, code=200, at=time.monotonic()))
         self.end_headers()
         limit = fault.drop_after_events if fault is not None else None
         as_table = tables.wants_table(accept)
