@@ -139,17 +139,21 @@ class Pass:
     ) -> Lease:
         name = lease_name(run, group, role, node, payer, self.now)
         lease = Lease(name, run, group, role, node, slots, payer, self.now, reason, rank=rank)
-        self.leases.append(lease)
-        self.by_run[run].append(lease)
-        if role == Role.BORROWED:
-            self._fills[node].append(lease)
-        self._allocated.pop(run, None)
-        self.topo.occupy(lease)
-        self.events.append(Event(self.now, Ledger.START, lease, reason.value))
-        rec = self.records.get(run)
-        if rec is not None and group >= rec.next_group:
-            rec.next_group = group + 1
+        self._take(lease, Event(self.now, Ledger.START, lease, reason.value))
         return lease
+
+    def _take(self, lease: Lease, opened: Event) -> None:
+        """A lease opened now or adopted from the journal: held, its slots occupied, its event logged."""
+        self.leases.append(lease)
+        self.by_run[lease.run].append(lease)
+        if lease.role == Role.BORROWED:
+            self._fills[lease.node].append(lease)
+        self._allocated.pop(lease.run, None)
+        self.topo.occupy(lease)
+        self.events.append(opened)
+        rec = self.records.get(lease.run)
+        if rec is not None and lease.group >= rec.next_group:
+            rec.next_group = lease.group + 1
 
     def close_lease(
         self,
@@ -181,20 +185,9 @@ class Pass:
     def adopt_lease(self, lease: Lease, journal: str) -> bool:
         """A lease the in-cluster agent opened ahead of Git (§7.5), taken into the pass as it was
         opened; False when the pass already holds it (the entry was folded before)."""
-        if any(x.name == lease.name for x in self.by_run.get(lease.run, ())) or any(
-            x.name == lease.name for x in self.leases if not x.open and x.run == lease.run
-        ):
+        if any(x.name == lease.name for x in self.leases if x.run == lease.run):
             return False
-        self.leases.append(lease)
-        self.by_run[lease.run].append(lease)
-        if lease.role == Role.BORROWED:
-            self._fills[lease.node].append(lease)
-        self._allocated.pop(lease.run, None)
-        self.topo.occupy(lease)
-        self.events.append(Event(lease.start, Ledger.START, lease, str(lease.reason), None, journal))
-        rec = self.records.get(lease.run)
-        if rec is not None and lease.group >= rec.next_group:
-            rec.next_group = lease.group + 1
+        self._take(lease, Event(lease.start, Ledger.START, lease, str(lease.reason), None, journal))
         return True
 
     def fills_on(self, node: str, slots: tuple[int, ...]) -> list[Lease]:

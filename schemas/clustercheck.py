@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from schemas import diagnostics as codes
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import FleetConfig, Inventory
-from schemas.layout import FLEET_FILE, INVENTORY_FILE
+from schemas.layout import INVENTORY_FILE
 from schemas.load import Loaded
 
 SHOWN = 5  # names listed in one message
@@ -79,7 +79,7 @@ def warnings(
             continue
         out.append(
             Diagnostic(
-                FLEET_FILE if config.doc.path == FLEET_FILE else config.doc.path,
+                config.doc.path,
                 line,
                 col,
                 codes.CLUSTER_UNMATCHED,
