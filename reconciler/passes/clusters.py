@@ -13,6 +13,7 @@ cluster when none is configured.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -23,6 +24,9 @@ from reconciler.spec.validated import Spec
 from reconciler.state import layout, nexttree
 from reconciler.state import observed as observedfiles
 
+# one parse per observed file's bytes: the PR report builds four views of the same two trees
+_decoded = functools.lru_cache(maxsize=4)(observedfiles.decode)
+
 
 class Configured:
     """The clusters of jobtree.yaml as one pass observed them (the pipeline's `Cluster`)."""
@@ -30,7 +34,7 @@ class Configured:
     def __init__(self, names: Sequence[str], recorded: Mapping[str, bytes]) -> None:
         self.names = list(names)
         self.before = {
-            c: observedfiles.decode(recorded[layout.observed_file(c)])
+            c: _decoded(recorded[layout.observed_file(c)])
             for c in self.names
             if layout.observed_file(c) in recorded
         }
