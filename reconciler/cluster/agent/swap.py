@@ -24,7 +24,7 @@ from typing import Any
 from planner import failover, manifests, records
 from planner.reasons import Role
 from planner.world import Failover, Lease, World, run_key
-from reconciler.cluster import journal, kinds, mirrors, stamp
+from reconciler.cluster import journal, kinds, mirrors, observations, stamp
 from reconciler.cluster.api import Api
 from reconciler.cluster.errors import AlreadyExists, ClusterError
 from reconciler.cluster.journal import Fenced
@@ -67,10 +67,10 @@ def prepare(
     doomed = {key: _node(body) for key, body in old.items() if _differs(new.get(key), body)}
     runs = {x.run for x in before}
     for pod in live_pods:  # what the cluster really runs on the fenced nodes, rendered or not
-        meta = pod.get("metadata") or {}
-        run = f"{meta.get('namespace')}/{(meta.get('labels') or {}).get(f'{stamp.GROUP}/run', '')}"
-        if _node(pod) in down and run in runs and (meta.get("namespace"), meta.get("name")) not in new:
-            doomed[(str(meta["namespace"]), str(meta["name"]))] = _node(pod)
+        seen = observations.pod_obs(pod)
+        key = (str((pod.get("metadata") or {}).get("namespace")), seen.name if seen else "")
+        if seen is not None and seen.node in down and seen.run in runs and key not in new:
+            doomed[key] = seen.node
     namespaces = {x.name: x.namespace for x in before}
     deletes = [(ns, name, node) for (ns, name), node in sorted(doomed.items())]
     entry = journal.entry(decided, cluster, fleet, fenced, namespaces, deletes, creates)

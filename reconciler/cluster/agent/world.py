@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from planner import records
 from planner.reasons import Role
@@ -26,6 +26,7 @@ from schemas.fleet import FleetSpec
 from schemas.run import Run
 
 Obj = dict[str, Any]
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,25 +124,26 @@ def build(
 
 
 def _run(obj: Obj) -> Run | None:
-    meta = obj.get("metadata") or {}
-    doc = {
-        "apiVersion": obj.get("apiVersion"),
-        "kind": "Run",
-        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
-        "spec": obj.get("spec"),
-    }
-    try:
-        return Run.model_validate(doc, strict=False)
-    except ValidationError:
-        return None
+    return _model(Run, obj, namespaced=True)
 
 
 def _budget(obj: Obj) -> Budget | None:
+    return _model(Budget, obj, namespaced=False)
+
+
+def _model(model: type[M], obj: Obj, namespaced: bool) -> M | None:
+    """The spec model of a mirror (its name, namespace and spec: what jobtree mirrored from Git);
+    None when it does not read."""
     meta = obj.get("metadata") or {}
-    doc = {"apiVersion": obj.get("apiVersion"), "kind": "Budget", "metadata": {"name": meta.get("name")},
-           "spec": obj.get("spec")}  # fmt: skip
+    name = {"name": meta.get("name"), **({"namespace": meta.get("namespace")} if namespaced else {})}
+    doc = {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": model.__name__,
+        "metadata": name,
+        "spec": obj.get("spec"),
+    }
     try:
-        return Budget.model_validate(doc, strict=False)
+        return model.model_validate(doc, strict=False)
     except ValidationError:
         return None
 
