@@ -39,7 +39,6 @@ import tempfile
 import threading
 import time
 import urllib.request
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from kubernetes import client, config
 
 from bench.apply import git, jobtree
 from bench.gitdaemon import free_port, git_daemon
+from schemas.common import parse_time
 from tests.support.kubeapi import KubeApiServer, write_kubeconfig
 
 API = "rq.davidlangworthy.io/v1"
@@ -132,12 +132,8 @@ def kubelets(server: KubeApiServer, stop: threading.Event) -> None:
         for namespace, name in server.kubelet.terminating_pods():
             pod = server.get("v1", "Pod", name, namespace)
             when = ((pod or {}).get("metadata") or {}).get("deletionTimestamp")
-            if pod is not None and when and _epoch(when) <= now:
+            if pod is not None and when and parse_time(when) <= now:
                 server.kubelet.finish_termination(namespace, name)
-
-
-def _epoch(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def taint_to_pod(server: KubeApiServer, core: client.CoreV1Api, node: str, passes: Any = None) -> float:
