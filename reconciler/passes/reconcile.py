@@ -197,12 +197,21 @@ def plan_once(
         raise _noted(FleetInvalid(stops, spec.diagnostics), warnings)
     recorded = clusters.observed_files(memo.blobs, lambda oid: gitread.read_blob(repo, oid))
     cluster = (observer or _observe_now)(spec, state, recorded, now)
+    # what configured clusters showed: swaps to fold, files and message lines to commit, entries to mark
     swaps: tuple[Failover, ...] = ()
+    seen: nexttree.Observed | None = None
+    lines: tuple[str, ...] = ()
+    folded: dict[str, tuple[str, ...]] = {}
     if isinstance(cluster, clusters.Configured):
         warnings += cluster.warnings
         for note in cluster.notes:
             say(note)
-        swaps = cluster.failovers()
+        swaps, seen, lines, folded = (
+            cluster.failovers(),
+            cluster.record(now),
+            tuple(cluster.lines()),
+            cluster.folded(),
+        )
     try:
         result = pipeline.run_pass(spec, cluster, state, now, journal=swaps)
     except pipeline.InvariantViolation as err:
@@ -213,15 +222,12 @@ def plan_once(
     # 5. next tree: only what changed is rendered; files changed by hand are written back; what
     # was observed of configured clusters is committed with the decisions made from it
     at_head = {path: _held(head, path) for path in start.files}
-    seen = cluster.record(now) if isinstance(cluster, clusters.Configured) else None
     tree = nexttree.next_tree(result, memo, lambda oid: gitread.read_blob(repo, oid), at_head, seen)
     say(
         f"rendered {len(tree.blobs)} files, {len(tree.contents)} written anew, "
         f"{len(tree.meaningful)} with changed decisions"
         + (f", {_files(len(tree.restored))} changed by hand written back" if tree.restored else "")
     )
-    lines = tuple(cluster.lines()) if isinstance(cluster, clusters.Configured) else ()
-    folded = cluster.folded() if isinstance(cluster, clusters.Configured) else {}
     return Planned(head, spec, tree, result, source, parsed, start, now, tuple(warnings), lines, folded)
 
 
