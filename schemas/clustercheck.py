@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from schemas import diagnostics as codes
+from schemas import messages
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import FleetConfig, Inventory
 from schemas.layout import INVENTORY_FILE
 from schemas.load import Loaded
-
-SHOWN = 5  # names listed in one message
 
 
 def warnings(
@@ -42,7 +41,7 @@ def warnings(
                 1,
                 1,
                 codes.INVENTORY_NOT_READ,
-                f"{INVENTORY_FILE} is not read: jobtree.yaml configures clusters ({_listed(names)}), whose "
+                f"{INVENTORY_FILE} is not read: jobtree.yaml configures clusters ({messages.listed(names)}), whose "
                 "nodes are observed from Kubernetes (state/observed/<cluster>.yaml records them); delete "
                 "the file, or remove `clusters` to plan on it again",
                 "inventory",
@@ -59,7 +58,7 @@ def warnings(
             continue
         line, col = config.doc.where(("spec", "clusters", i, "name"))
         others = sorted(known)
-        held = f"; the repository knows {_listed(others)}" if others else ""
+        held = f"; the repository knows {messages.listed(others)}" if others else ""
         out.append(
             Diagnostic(
                 config.doc.path,
@@ -83,7 +82,7 @@ def warnings(
                 line,
                 col,
                 codes.CLUSTER_UNMATCHED,
-                f"{where} matches no cluster in clusters ({_listed(names)}): no pass applies its pods or "
+                f"{where} matches no cluster in clusters ({messages.listed(names)}): no pass applies its pods or "
                 "prunes them; name the cluster they run on, or let a pass without it remove the folder",
                 "FleetConfig",
                 "warning",
@@ -98,8 +97,3 @@ def _inventory_clusters(inventory: Inventory | None) -> set[str]:
     out = {b.cluster for b in inventory.domains}
     out |= {n.labels["cluster"] for n in inventory.nodes if n.labels.get("cluster")}
     return out
-
-
-def _listed(names: list[str]) -> str:
-    shown = ", ".join(names[:SHOWN])
-    return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")

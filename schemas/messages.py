@@ -21,6 +21,12 @@ _PATTERNS = {
 }
 
 
+def listed(names: typing.Sequence[str], shown: int = 5) -> str:
+    """`a, b, c, d, e and 3 more`: the first `shown` names, and how many are left unsaid."""
+    text = ", ".join(names[:shown])
+    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def field_path(loc: Loc) -> str:
     """`("spec", "envelopes", 1, "start")` as `spec.envelopes[1].start`."""
     out = ""

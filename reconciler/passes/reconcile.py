@@ -53,6 +53,7 @@ from reconciler.spec import parsed as specprefetch
 from reconciler.spec import validated
 from reconciler.state import memo as passmemo
 from reconciler.state import message, nexttree
+from schemas import messages
 from schemas.common import format_time
 from schemas.diagnostics import Diagnostic
 from schemas.layout import FLEET_FILE, INVENTORY_FILE
@@ -337,7 +338,7 @@ def _repair(repo: gitread.Repository, branch: str, say: Say) -> list[str]:
         say(f"restored {_files(len(rewound))} a killed pass left half written")
     warnings = []
     if owned:  # jobtree owns these folders: whatever changed them, the commit is what holds
-        named = ", ".join(owned[:5]) + (f" and {len(owned) - 5} more" if len(owned) > 5 else "")
+        named = messages.listed(owned)
         copied = f"; a copy of each as it was is in {copies}" if copies else ""
         warnings.append(  # a person's file may be among them
             f"jobtree: put back {_files(len(owned))} under state/ and rendered/ as {branch} "

@@ -16,7 +16,7 @@ from typing import Any
 
 from planner.world import NodeObs, WorkloadEvent
 from reconciler.state import codec, layout
-from schemas import API_VERSION
+from schemas import API_VERSION, messages
 
 KIND = "ObservedCluster"
 WORKLOAD = "Workload"  # the ledger event of a workload outcome observed from pods
@@ -141,6 +141,5 @@ def changes(cluster: str, before: Sequence[NodeObs], after: Sequence[NodeObs]) -
         return []
     parts = []
     for kind, names in kinds.items():
-        shown = ", ".join(names[:NAMED]) + (f" and {len(names) - NAMED} more" if len(names) > NAMED else "")
-        parts.append(f"{kind} {shown}")
+        parts.append(f"{kind} {messages.listed(names, NAMED)}")
     return [f"observed {cluster}: " + "; ".join(parts)]
