@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner import manifests
+from planner import manifests, records
 from planner.world import FleetState
 from reconciler.passes import pipeline
 from reconciler.passes.embedded import EmbeddedCluster
@@ -151,8 +151,8 @@ class Simulation:
             inventory = self.scenario.spec.inventory.model_dump(exclude_none=True)
             spec_files = {**self.files(), "inventory/nodes.yaml": statefiles.dump(inventory)}
             self.history.record(now, spec_files, result, self.spec_cache.fleet.git.author)
-        self.ledger += [ev.as_json(statefiles.time_text) for ev in result.events]
-        self.ledger += [m.as_json(statefiles.time_text) for m in result.moves]
+        self.ledger += [ev.as_json(records.time_text) for ev in result.events]
+        self.ledger += [m.as_json(records.time_text) for m in result.moves]
         if result.events:
             self.timeline.append(f"{format_time(now)}  pass: " + _summary(result.events))
 
@@ -180,7 +180,7 @@ class Simulation:
             + [{"node": node, "message": msg} for node, msg in (res.node_problems if res else [])],
             "reservations": {k: statefiles.reservation_obj(r) for k, r in sorted(st.reservations.items())},
             "budgets": dict(sorted(res.budgets.items())) if res else {},
-            "leases": [statefiles.lease_obj(x) for x in st.leases if x.open],
+            "leases": [records.lease_obj(x) for x in st.leases if x.open],
         }
 
     def play(self) -> dict[str, Any]:

@@ -35,16 +35,8 @@ def dump_all(objs: list[Any]) -> bytes:
     return yamlout.dumps_all(objs).encode()
 
 
-time_text, epoch, lease_obj, lease_from = (
-    records.time_text,
-    records.epoch,
-    records.lease_obj,
-    records.lease_from,
-)
-
-
 def _t(v: int | None) -> str | None:
-    return time_text(v) if v is not None else None
+    return records.time_text(v) if v is not None else None
 
 
 _ts = records.instant
@@ -55,7 +47,7 @@ def reservation_obj(r: Reservation) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "runRef": {"namespace": ns, "name": name},
         "intendedSlice": {"domains": list(r.domains), "nodes": list(r.nodes)},
-        "earliestStart": None if r.earliest_start is None else time_text(r.earliest_start),
+        "earliestStart": None if r.earliest_start is None else records.time_text(r.earliest_start),
     }
     if r.paying is not None:
         spec["payingEnvelope"] = {
@@ -73,22 +65,23 @@ def reservation_obj(r: Reservation) -> dict[str, Any]:
         }
         | ({"remedyGPUs": list(r.remedy_gpus)} if r.remedy_gpus else {}),
         "conflictSet": [
-            {"run": c.run, "probability": c.probability, "since": time_text(c.since)} for c in r.conflicts
+            {"run": c.run, "probability": c.probability, "since": records.time_text(c.since)}
+            for c in r.conflicts
         ],
     }
     if r.seed:
         status["seed"] = r.seed
     if r.ended is not None:
-        status["ended"] = time_text(r.ended)
+        status["ended"] = records.time_text(r.ended)
     meta: dict[str, Any] = {
         "name": name,
         "namespace": ns,
-        "annotations": {"rq.davidlangworthy.io/created": time_text(r.created)},
+        "annotations": {"rq.davidlangworthy.io/created": records.time_text(r.created)},
     }
     if r.window is not None:
-        meta["annotations"]["rq.davidlangworthy.io/window"] = time_text(r.window)
+        meta["annotations"]["rq.davidlangworthy.io/window"] = records.time_text(r.window)
     if r.basis is not None:
-        meta["annotations"]["rq.davidlangworthy.io/forecast-from"] = time_text(r.basis)
+        meta["annotations"]["rq.davidlangworthy.io/forecast-from"] = records.time_text(r.basis)
     return {
         "apiVersion": API_VERSION,
         "kind": "Reservation",
@@ -285,7 +278,7 @@ def file_object(kind: str, key: Any) -> Any:
     """The YAML object a file holds (a list of documents for lease and rendered files)."""
     if kind == LEASES:
         payers: dict[Row, Payer] = {}
-        return [lease_obj(lease_of(row, payers)) for row in key]
+        return [records.lease_obj(lease_of(row, payers)) for row in key]
     if kind == RESERVATION:
         return reservation_obj(reservation_of(key))
     if kind == RENDERED:
@@ -348,7 +341,7 @@ def load(kind: str, data: bytes) -> Any:
 def piece(kind: str, obj: Any) -> Any:
     """What `decode` takes from a state file holding `obj`, as plain rows."""
     if kind == LEASES:
-        return tuple(lease_row(lease_from(o)) for o in obj if o)
+        return tuple(lease_row(records.lease_from(o)) for o in obj if o)
     if kind == RESERVATION:
         return reservation_row(reservation_from(obj))
     if kind == RUN:
@@ -408,8 +401,8 @@ def ledger_lines(plan: Plan, observed: Sequence[tuple[int, dict[str, Any]]] = ()
     out: dict[str, list[str]] = defaultdict(list)
     encode = json.JSONEncoder(sort_keys=True).encode  # what json.dumps(..., sort_keys=True) writes
     rows = list(observed)
-    rows += [(ev.at, ev.as_json(time_text)) for ev in plan.events]
-    rows += [(m.at, m.as_json(time_text)) for m in plan.moves]
+    rows += [(ev.at, ev.as_json(records.time_text)) for ev in plan.events]
+    rows += [(m.at, m.as_json(records.time_text)) for m in plan.moves]
     for at, row in rows:
-        out[layout.ledger_file(time_text(at)[:10])].append(encode(row))
+        out[layout.ledger_file(records.time_text(at)[:10])].append(encode(row))
     return {p: ("\n".join(lines) + "\n").encode() for p, lines in out.items()}

@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from planner import records
 from planner.world import NodeObs, WorkloadEvent
 from reconciler.state import codec, layout
 from schemas import API_VERSION, messages
@@ -36,7 +37,7 @@ def encode(cluster: str, nodes: Iterable[NodeObs]) -> bytes:
         if not node.ready:
             row["ready"] = False
             if node.not_ready_since is not None:
-                row["notReadySince"] = codec.time_text(node.not_ready_since)
+                row["notReadySince"] = records.time_text(node.not_ready_since)
         if node.cordoned:
             row["cordoned"] = True
         if node.out_of_service:
@@ -65,7 +66,7 @@ def decode(data: bytes) -> tuple[NodeObs, ...]:
                 cordoned=bool(row.get("cordoned", False)),
                 out_of_service=bool(row.get("outOfService", False)),
                 deleted=bool(row.get("deleted", False)),
-                not_ready_since=codec.epoch(since) if since else None,
+                not_ready_since=records.epoch(since) if since else None,
             )  # fmt: skip
         )
     return tuple(out)
@@ -83,7 +84,7 @@ def workload_rows(at: int, events: Iterable[tuple[str, WorkloadEvent]]) -> list[
     rows = []
     for cluster, ev in events:
         row: dict[str, Any] = {
-            "at": codec.time_text(at),
+            "at": records.time_text(at),
             "event": WORKLOAD,
             "run": ev.run,
             "outcome": OUTCOMES[ev.event],
@@ -97,7 +98,7 @@ def workload_rows(at: int, events: Iterable[tuple[str, WorkloadEvent]]) -> list[
 
 def workload_from_ledger(lines: bytes, at: int) -> list[tuple[str, WorkloadEvent]]:
     """The workload outcomes a pass at `at` wrote to a ledger day (its `Workload` rows), in order."""
-    want = codec.time_text(at)
+    want = records.time_text(at)
     back = {phase: event for event, phase in OUTCOMES.items()}
     out = []
     for line in lines.splitlines():

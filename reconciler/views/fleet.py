@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from planner import records
 from planner.world import Lease, NodeObs, Reservation
 from reconciler.git import errors
 from reconciler.git import read as gitread
@@ -229,7 +230,7 @@ class Fleet:
     def leases(self, run: str) -> list[Lease]:
         """Every lease of the run in `state/` (open, and closed within retention), oldest first."""
         docs = self._yaml(layout.lease_file(run), codec.LEASES) or []
-        return sorted((codec.lease_from(d) for d in docs), key=lambda x: (x.start, x.group, x.name))
+        return sorted((records.lease_from(d) for d in docs), key=lambda x: (x.start, x.group, x.name))
 
     def budget_status(self, name: str) -> dict[str, Any]:
         obj = self._yaml(layout.budget_status_file(name), codec.BUDGET)
