@@ -24,7 +24,9 @@ class Request:
     user_agent: str = ""
     watch: bool = False
     fault: str = ""
-    at: float = 0.0  # time.monotonic() when the answer was ready (the change made, for a write; a cut: when cut)
+    at: float = (
+        0.0  # time.monotonic() when the answer was ready (the change made, for a write; a cut: when cut)
+    )
 
     @property
     def is_write(self) -> bool:
