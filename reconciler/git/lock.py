@@ -1,4 +1,4 @@
-"""One writer per clone (around steps 1-6 of a pass): an O_EXCL lock file in the Git dir; it never touches Git objects.
+"""One writer per clone (around steps 1-6 of a pass): a lock file in the Git dir, made whole or not at all; it never touches Git objects.
 
 `<gitdir>/jobtree.lock` holds `pid=<pid> host=<host> since=<unix time>`. A second writer waits for
 it up to the seconds it was given (`reconcile` and the webhook give `WAIT`: a pass or several),
@@ -12,6 +12,7 @@ only it could have held them, and Git would refuse every later update while they
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
@@ -104,30 +105,58 @@ def _take(path: Path, taken: list[str]) -> int | None:
     dead_since: int | None = None
     for _ in range(3):
         with _signals_held():
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                fd = -1
-            except OSError as err:  # a read-only or full Git dir: nothing can be committed here
-                raise PermanentGitError(
-                    f"cannot create {path} ({err.strerror}): jobtree writes its lock, commits and cache in "
-                    "the clone's Git directory; reconcile in a clone you can write to"
-                ) from None
-            if fd >= 0:
-                try:
-                    with os.fdopen(fd, "w") as fh:
-                        fh.write(mine)
-                except BaseException:
-                    path.unlink(missing_ok=True)
-                    raise
+            made = _place(path, mine)
+            if made:
                 taken.append(mine)  # from here on the caller lets it go
-        if fd < 0:
+        if not made:
             since = _take_over_if_stale(path)
             dead_since = since if since is not None else dead_since
             continue
         _HELD.add(path)
         return dead_since
     raise _busy(path)
+
+
+def _place(path: Path, content: str) -> bool:
+    """Put the lock file at `path` holding `content`, whole or not at all (False: one is there).
+
+    The content is written to a draft first and hard-linked into place (the link fails when the
+    lock exists, as O_EXCL does), so even a kill -9 never leaves an empty lock that no later pass
+    could tell from a writer starting; a killed writer's draft is removed by the next one."""
+    draft = path.with_name(f"{LOCK_NAME}.{os.getpid()}.{threading.get_ident()}.draft")
+    try:
+        with os.fdopen(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), "w") as fh:
+            fh.write(content)
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            return False
+        except OSError as err:
+            if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                raise
+            return _create(path, content)  # a filesystem without hard links: O_EXCL, then write
+        return True
+    except OSError as err:  # a read-only or full Git dir: nothing can be committed here
+        raise PermanentGitError(
+            f"cannot create {path} ({err.strerror}): jobtree writes its lock, commits and cache in "
+            "the clone's Git directory; reconcile in a clone you can write to"
+        ) from None
+    finally:
+        draft.unlink(missing_ok=True)
+        for left in path.parent.glob(f"{LOCK_NAME}.*.draft"):  # drafts of writers killed mid-take
+            pid = left.name.split(".")[2]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                left.unlink(missing_ok=True)
+
+
+def _create(path: Path, content: str) -> bool:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as fh:
+        fh.write(content)
+    return True
 
 
 @contextmanager

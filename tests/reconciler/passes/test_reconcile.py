@@ -374,6 +374,29 @@ def test_a_lock_left_by_a_killed_writer_is_taken_over(tmp_path: Path) -> None:
     assert reconcile_once(path, now=T0).commit is not None
 
 
+KILLED_TAKING_THE_LOCK = """
+import os, signal, sys
+from pathlib import Path
+from reconciler.git import lock
+os.link = lambda *_: os.kill(os.getpid(), signal.SIGKILL)  # killed after the draft, before the link
+lock._place(Path(sys.argv[1]) / "jobtree.lock", "pid=1 host=h since=0\\n")
+"""
+
+
+def test_a_writer_killed_as_it_takes_the_lock_leaves_no_empty_lock_and_its_draft_goes(tmp_path: Path) -> None:
+    # the fault: a kill -9 between creating the lock file and writing it left an empty lock, which
+    # every later pass took for "a writer that is starting" and waited on
+    bare_remote(tmp_path)
+    path = tmp_path / "work"
+    repo = clone(tmp_path / "fleet.git", path)
+    killed = subprocess.run([sys.executable, "-c", KILLED_TAKING_THE_LOCK, repo.path], env=cli_env())
+    assert killed.returncode == -signal.SIGKILL
+    gitdir = Path(repo.path)
+    assert not (gitdir / "jobtree.lock").exists() and list(gitdir.glob("jobtree.lock.*.draft"))
+    assert reconcile_once(path, now=T0).commit is not None  # at once, no wait
+    assert list(gitdir.glob("jobtree.lock*")) == []
+
+
 def test_a_reconcile_started_while_another_process_reconciles_the_clone_waits_then_runs(
     tmp_path: Path,
 ) -> None:
@@ -748,7 +771,7 @@ def test_a_git_directory_that_cannot_be_written_is_one_clear_error(
     real_open = os.open
 
     def read_only(path: object, flags: int, *args: object) -> int:
-        if str(path).endswith("jobtree.lock"):
+        if os.path.basename(str(path)).startswith("jobtree.lock"):  # the lock, or its draft
             raise OSError(30, "Read-only file system")
         return real_open(path, flags, *args)  # type: ignore[arg-type]  # os.open's overloads; passed through
 
