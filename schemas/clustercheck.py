@@ -50,6 +50,12 @@ def warnings(
         )
     if seen is None:
         return out
+
+    def unmatched(line: int, col: int, message: str) -> Diagnostic:
+        return Diagnostic(
+            config.doc.path, line, col, codes.CLUSTER_UNMATCHED, message, "FleetConfig", "warning"
+        )
+
     known = dict(seen)
     for cluster in _inventory_clusters(inventory):
         known.setdefault(cluster, INVENTORY_FILE)
@@ -59,35 +65,17 @@ def warnings(
         line, col = config.doc.where(("spec", "clusters", i, "name"))
         others = sorted(known)
         held = f"; the repository knows {messages.listed(others)}" if others else ""
-        out.append(
-            Diagnostic(
-                config.doc.path,
-                line,
-                col,
-                codes.CLUSTER_UNMATCHED,
-                f"cluster {name} matches no node and no rendered folder: no observed or inventory node "
-                f"carries cluster={name}, and there is no rendered/{name}/{held}; check the spelling "
-                "(a new cluster matches once a pass has observed it)",
-                "FleetConfig",
-                "warning",
-            )  # fmt: skip
-        )
+        out.append(unmatched(line, col,
+            f"cluster {name} matches no node and no rendered folder: no observed or inventory node "
+            f"carries cluster={name}, and there is no rendered/{name}/{held}; check the spelling "
+            "(a new cluster matches once a pass has observed it)"))  # fmt: skip
     line, col = config.doc.where(("spec", "clusters"))
     for folder, where in sorted(seen.items()):
         if folder in names or not where.startswith("rendered/"):
             continue
-        out.append(
-            Diagnostic(
-                config.doc.path,
-                line,
-                col,
-                codes.CLUSTER_UNMATCHED,
-                f"{where} matches no cluster in clusters ({messages.listed(names)}): no pass applies its pods or "
-                "prunes them; name the cluster they run on, or let a pass without it remove the folder",
-                "FleetConfig",
-                "warning",
-            )  # fmt: skip
-        )
+        out.append(unmatched(line, col,
+            f"{where} matches no cluster in clusters ({messages.listed(names)}): no pass applies its pods or "
+            "prunes them; name the cluster they run on, or let a pass without it remove the folder"))  # fmt: skip
     return out
 
 
