@@ -21,6 +21,7 @@ from tests.support.clusterfleet import (
     node,
     pods,
     sixteen,
+    spared_fleet,
 )
 from tests.support.kubeapi import KubeApiServer
 
@@ -53,7 +54,7 @@ def test_a_deleted_node_fails_over_its_group_onto_the_hot_spare_and_the_pod_move
     server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # r1: group 0 on n1, group 1 on n2; their 8-GPU spares after them, on n3 and n4
-    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n2", "r1-g1-spare-n4"]
     server.kubelet.set_phase(
@@ -77,7 +78,7 @@ def test_a_deleted_node_fails_over_its_group_onto_the_hot_spare_and_the_pod_move
 def test_a_node_tainted_out_of_service_fails_over_and_is_cordoned_by_jobtree(
     server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
     mark = server.requests.mark()

@@ -187,6 +187,11 @@ def a_fleet(
     return ClusterFleet(tmp_path, {"east": server}, monkeypatch, files)
 
 
+def spared_fleet(server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterFleet:
+    """Four nodes and r1: 16 GPUs in groups of 8 (on n1 and n2 once placed), 8-GPU spares (n3, n4)."""
+    return a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+
+
 def sixteen(name: str, spares: int = 0) -> dict[str, Any]:
     run = a_run(f"t/{name}", "org:t").gpus(16).groups(8)
     return (run.spares(spares) if spares else run).build()

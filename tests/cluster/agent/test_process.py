@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reconciler.cluster.agent import main
 from tests.support.agents import until
-from tests.support.clusterfleet import API, OUT_OF_SERVICE, T0, a_fleet, api, pods, sixteen
+from tests.support.clusterfleet import API, OUT_OF_SERVICE, T0, api, pods, spared_fleet
 from tests.support.git import cli_env, free_port
 from tests.support.kubeapi import KubeApiServer
 from tests.support.kubeapi.kubeconfig import kubeconfig
@@ -50,7 +50,7 @@ def samples(port: int) -> dict[str, float]:
 def test_the_agent_process_leads_swaps_counts_and_hands_over_on_sigterm(
     server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     port = free_port()
     log = tmp_path / "agent.log"
@@ -86,7 +86,7 @@ def test_the_agent_process_leads_swaps_counts_and_hands_over_on_sigterm(
 def test_an_agent_started_before_the_fleet_is_applied_waits_not_ready_then_serves(
     server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
     port = free_port()
     agent = subprocess.Popen(
         [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",

@@ -17,7 +17,15 @@ from reconciler.cluster import connect
 from reconciler.cluster.agent.loop import Agent, Quiet
 from reconciler.cluster.api import Api
 from tests.support.agents import Clock, an_agent, applied, running, until
-from tests.support.clusterfleet import API, FAST, OUT_OF_SERVICE, T0, a_fleet, api, pods, sixteen
+from tests.support.clusterfleet import (
+    API,
+    FAST,
+    OUT_OF_SERVICE,
+    T0,
+    api,
+    pods,
+    spared_fleet,
+)
 from tests.support.kubeapi import KubeApiServer
 
 WRITES = 11
@@ -46,7 +54,7 @@ class DyingApi(Api):
 def test_a_swap_killed_after_any_number_of_writes_is_finished_by_the_next_agent(
     server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, survived: int
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
     target = connect.Target("east", "east", "acme", policy=FAST)

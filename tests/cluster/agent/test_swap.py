@@ -28,6 +28,7 @@ from tests.support.clusterfleet import (
     node,
     pods,
     sixteen,
+    spared_fleet,
 )
 from tests.support.kubeapi import Fault, KubeApiServer
 
@@ -39,7 +40,7 @@ def env(pod: dict) -> dict[str, str]:
 def test_an_out_of_service_node_moves_its_group_to_the_spare_keeping_ranks_and_environment(
     server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n2", "r1-g1-spare-n4"]
     failed = server.get("v1", "Pod", "r1-g1-n2", "t")
@@ -105,7 +106,7 @@ def graced_fleet(server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.Monk
 def test_a_cordon_never_moves_anything(
     server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     with running(an_agent(clock=Clock(T0 + 60))) as agent:
         api(fleet).patch_node("n1", {"spec": {"unschedulable": True}})
@@ -166,7 +167,7 @@ def test_fillers_on_the_spare_are_deleted_before_the_replacement_is_created_and_
 def test_a_spare_only_node_that_fails_loses_the_spare_and_nothing_else(
     server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in server.list("v1", "Pod", "t")}
     with running(an_agent(clock=Clock(T0 + 60))):
@@ -227,7 +228,7 @@ def test_a_group_whose_node_and_spare_fail_together_has_no_spare_and_its_run_fai
     server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # n2 holds group 1, n4 its spare: both out of service in one decision; group 0 still swaps nothing
-    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     agent = an_agent(clock=Clock(T0 + 60))
     api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
@@ -249,7 +250,7 @@ def test_a_group_whose_node_and_spare_fail_together_has_no_spare_and_its_run_fai
 def test_a_dropped_node_watch_and_a_refused_pod_creation_still_end_in_one_swap(
     server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     dropped = server.faults.add(Fault.drop_watch(0, path="/api/v1/nodes"))  # cut before its first event
     refused = server.faults.add(Fault.respond(500, method="POST", path="/api/v1/namespaces/t/pods", times=8))

@@ -22,7 +22,15 @@ from reconciler.cluster.agent.loop import Agent, Quiet
 from reconciler.cluster.api import Api
 from tests.cluster.agent.test_restart import DyingApi, Killed
 from tests.support.agents import Clock, applied, until
-from tests.support.clusterfleet import API, FAST, OUT_OF_SERVICE, T0, a_fleet, api, pods, sixteen
+from tests.support.clusterfleet import (
+    API,
+    FAST,
+    OUT_OF_SERVICE,
+    T0,
+    api,
+    pods,
+    spared_fleet,
+)
 from tests.support.kubeapi import KubeApiServer
 
 LEASE = ("default", "jobtree-agent-acme-east")
@@ -81,7 +89,7 @@ def replicas(*made: Replica) -> Iterator[tuple[Replica, ...]]:
 def test_two_replicas_one_leader_one_swap_and_the_other_takes_over_when_it_goes(
     server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     clock = Clock(T0 + 60)
     with replicas(Replica("a", replica_api(), clock), Replica("b", replica_api(), clock)) as (a, b):
@@ -105,7 +113,7 @@ def test_two_replicas_one_leader_one_swap_and_the_other_takes_over_when_it_goes(
 def test_a_new_leader_finishes_the_swap_its_crashed_predecessor_left_in_intent(
     server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     clock = Clock(T0 + 60)
     dying = Replica("a", DyingApi(replica_api(), 2), clock)  # dies after the entry and one pod delete
