@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench schemas clean compiled pictures docs
+.PHONY: demo test lint bench schemas clean compiled pictures docs corev1
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -49,6 +49,12 @@ docs: $(STAMP)
 schemas: $(STAMP)
 	$(BIN)/python -m schemas.publish
 	cp schemas/crds/*.yaml deploy/crds/  # the copies deploy/crds/kustomization.yaml lists (tests/deploy)
+
+# core/v1's PodSpec as a JSON Schema (schemas/vendor/core-v1-podspec.schema.json), derived from the
+# OpenAPI document of the k8s.io/kubernetes Go module (fetched once through the Go module proxy, then
+# read from the module cache). Needs Go; validation reads the committed file, never the network.
+corev1: $(STAMP)
+	$(BIN)/python tools/corev1.py
 
 clean:
 	rm -rf $(VENV)

@@ -5,15 +5,23 @@ Pure: builds plain dicts from leases and run specs. Applying them is the reconci
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
 from typing import Any
 
 from planner.reasons import Role
 from planner.world import Lease
 from schemas import GROUP
+from schemas.podtemplate import (
+    DEFAULT_IMAGE,
+    ENV_PREFIX,
+    GPU_RESOURCE,
+    PodTemplate,
+    ShortTemplate,
+    gpu_container,
+    owned_key,
+)
 from schemas.run import Run
-
-DEFAULT_IMAGE = "registry.k8s.io/pause:3.9"
 
 
 def pod_name(run: str, group: int, node: str, role: str) -> str:
@@ -88,7 +96,9 @@ def _pod(
     ns, name = run.split("/", 1)
     gpus = sum(x.gpus for x in leases)
     template = spec.spec.template if spec is not None else None
-    image = template.image if template is not None else DEFAULT_IMAGE
+    full = template if isinstance(template, PodTemplate) else None
+    short = template if isinstance(template, ShortTemplate) else None
+    image = short.image if short is not None else DEFAULT_IMAGE
     first = sorted(leases, key=lambda x: x.name)[0]
     env = [
         {"name": "JOBTREE_RUN", "value": run},
@@ -104,45 +114,70 @@ def _pod(
         ]
     else:
         env.append({"name": "JOBTREE_WORLD_SIZE", "value": str(world)})
-    if template is not None:
-        env += [{"name": e.name, "value": e.value} for e in template.env]
+    if short is not None:  # jobtree's own variables win: a template's JOBTREE_* is dropped (validate warns)
+        env += [{"name": e.name, "value": e.value} for e in short.env if not e.name.startswith(ENV_PREFIX)]
     container: dict[str, Any] = {
         "name": "workload" if role != Role.SPARE else "spare",
         "image": image,
         "env": env,
     }
+    body: dict[str, Any] = {"containers": [container]}
     if role == Role.SPARE:
         container["command"] = ["sleep", "infinity"]
+        if full is not None and full.spec.get("tolerations"):
+            body["tolerations"] = copy.deepcopy(full.spec["tolerations"])  # to start where the workload may
+    elif full is not None:
+        body = _from_template(full, env, gpus)
     else:
-        if template is not None and template.command:
-            container["command"] = list(template.command)
-        if template is not None and template.args:
-            container["args"] = list(template.args)
-        container["resources"] = {"limits": {"nvidia.com/gpu": gpus}, "requests": {"nvidia.com/gpu": gpus}}
+        if short is not None and short.command:
+            container["command"] = list(short.command)
+        if short is not None and short.args:
+            container["args"] = list(short.args)
+        container["resources"] = {"limits": {GPU_RESOURCE: gpus}, "requests": {GPU_RESOURCE: gpus}}
     pname = _pod_name(run, group, node, role)
+    labels = {
+        f"{GROUP}/run": name,
+        f"{GROUP}/group-index": str(group),
+        f"{GROUP}/role": role,
+        f"{GROUP}/lease": first.name[:63],
+        "app.kubernetes.io/managed-by": "jobtree",
+    }
+    annotations = {f"{GROUP}/leases": ",".join(sorted(x.name for x in leases))}
+    if full is not None and role != Role.SPARE:
+        labels = {**_theirs(full.metadata.labels), **labels}
+        annotations = {**_theirs(full.metadata.annotations), **annotations}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": pname,
-            "namespace": ns,
-            "labels": {
-                f"{GROUP}/run": name,
-                f"{GROUP}/group-index": str(group),
-                f"{GROUP}/role": role,
-                f"{GROUP}/lease": first.name[:63],
-                "app.kubernetes.io/managed-by": "jobtree",
-            },
-            "annotations": {f"{GROUP}/leases": ",".join(sorted(x.name for x in leases))},
-        },
+        "metadata": {"name": pname, "namespace": ns, "labels": labels, "annotations": annotations},
         "spec": {
+            **body,
             "nodeName": node,
             "hostname": pname[:63].rstrip("-."),
             "subdomain": name,
             "restartPolicy": "Never",
-            "containers": [container],
         },
     }
+
+
+def _theirs(pairs: dict[str, str]) -> dict[str, str]:
+    """A template's labels or annotations without the keys jobtree sets (validate warns of those)."""
+    return {k: v for k, v in pairs.items() if not owned_key(k)}
+
+
+def _from_template(template: PodTemplate, env: list[dict[str, str]], gpus: int) -> dict[str, Any]:
+    """A full template's pod spec, with jobtree's part set in the GPU container: its JOBTREE_* variables
+    first (the template's own after them, minus any JOBTREE_* it set) and its GPUs as request and limit.
+    The fields jobtree sets on every pod (`podtemplate.OWNED_SPEC`) are the caller's to overwrite. A copy:
+    the parsed template never changes."""
+    body = copy.deepcopy(template.spec)
+    container = body["containers"][gpu_container(template)]
+    theirs = [e for e in container.get("env", []) if not str(e.get("name", "")).startswith(ENV_PREFIX)]
+    container["env"] = [*env, *theirs]
+    resources = container.setdefault("resources", {})
+    for part in ("limits", "requests"):
+        resources[part] = {**(resources.get(part) or {}), GPU_RESOURCE: gpus}
+    return body
 
 
 _pod_name = pod_name
@@ -182,5 +217,8 @@ def keep_frozen(
 
 
 def pod_gpus(manifest: dict[str, Any]) -> int:
-    limits = manifest["spec"]["containers"][0].get("resources", {}).get("limits", {})
-    return int(limits.get("nvidia.com/gpu", 0))
+    """The GPUs a pod asks for: the GPU limit of its containers (only the GPU container has one)."""
+    return sum(
+        int(c.get("resources", {}).get("limits", {}).get(GPU_RESOURCE, 0))
+        for c in manifest["spec"]["containers"]
+    )

@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
+from schemas.kubenames import DNS_LABEL_PATTERN, Annotations, DnsLabel, DnsSubdomain, Labels
+
 # Every published pattern is plain ECMA-262 / RE2 / Rust-regex: no look-around, ASCII classes only
 # (`[0-9]`, not `\d`, which is Unicode-aware in Python and Rust), so editors, Kubernetes and
 # pydantic agree on what they accept.
@@ -21,7 +23,6 @@ RFC3339_PATTERN = (
     f"T{_HOUR}:{_MINSEC}:{_MINSEC}([.][0-9]+)?(Z|[+-]{_HOUR}:{_MINSEC})$"
 )
 DURATION_PATTERN = "^([0-9]+h([0-9]+m)?([0-9]+s)?|[0-9]+m([0-9]+s)?|[0-9]+s)$"
-DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _LABEL = DNS_LABEL_PATTERN[1:-1]
 RUN_KEY_PATTERN = f"^{_LABEL}/{_LABEL}$"  # a run as `<namespace>/<name>`
 OWNER_PATTERN = r"^[^ \t\n\r\f\v]+$"
@@ -110,7 +111,6 @@ Duration = Annotated[
         }
     ),
 ]
-DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
 RunKey = Annotated[str, Field(pattern=RUN_KEY_PATTERN)]
 Owner = Annotated[str, Field(min_length=1, max_length=253, pattern=OWNER_PATTERN)]
 NonNegInt = Annotated[int, Field(ge=0, strict=True), BeforeValidator(integral)]
@@ -132,18 +132,21 @@ class Model(BaseModel):
 
 
 class Metadata(Model):
+    """Metadata of a namespaced kind: names, labels and annotations as Kubernetes accepts them (a
+    name is a DNS-1123 label, as the pods and Services jobtree names after it must be)."""
+
     name: DnsLabel
     namespace: DnsLabel | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
+    labels: Labels = Field(default_factory=dict)
+    annotations: Annotations = Field(default_factory=dict)
 
 
 class ClusterMetadata(Model):
-    """Metadata of a cluster-scoped kind (Budget, FleetConfig, Scenario)."""
+    """Metadata of a cluster-scoped kind (Budget, FleetConfig, Scenario): the name a DNS-1123 subdomain."""
 
-    name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
+    name: DnsSubdomain
+    labels: Labels = Field(default_factory=dict)
+    annotations: Annotations = Field(default_factory=dict)
 
 
 class RunRef(Model):

@@ -47,6 +47,7 @@ DUPLICATE_KEY = "JT011"
 DUPLICATE_OBJECT = "JT012"
 TENANT = "JT020"
 OWNER_MISMATCH = "JT021"
+TENANT_UNFUNDED = "JT022"  # warning: a tenant whose owner has no Budget
 PARENT_CYCLE = "JT030"
 UNKNOWN_OWNER = "JT031"
 ENVELOPE_NAME = "JT032"
@@ -56,9 +57,15 @@ AGGREGATE = "JT035"
 MALLEABLE = "JT040"
 ALIGNMENT = "JT041"
 AFTER = "JT042"
+POD_TEMPLATE = (
+    "JT043"  # the pod template: its GPU container, names and mounts (error); a field jobtree sets (warning)
+)
+GROUP_SIZE = "JT044"  # groupGPUs larger than the run
 LOCATION = "JT050"
 INVENTORY = "JT060"
 INVENTORY_NOT_READ = "JT061"  # warning: inventory/nodes.yaml while clusters are configured (it is not read)
-SPARES = "JT070"  # warning: a group's hot spares cannot cover one of its nodes failing
+SPARES = "JT070"  # warning: a group's hot spares cannot cover one of its nodes failing, or far exceed it
+SPONSORS = "JT071"  # warning: sponsors named while allowBorrow is false
+FLAVOR = "JT072"  # warning: a gpuType no node of the fleet has
 CLUSTER_NAME = "JT080"  # two clusters[] entries with one name
 CLUSTER_UNMATCHED = "JT081"  # warning: a cluster name no node or rendered folder matches, or the reverse

@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
-from schemas.common import ClusterMetadata, DnsLabel, Duration, Fraction, Model, NonNegInt, Owner, integral
+from schemas.common import ClusterMetadata, Duration, Fraction, Model, NonNegInt, Owner, integral
+from schemas.kubenames import DNS_SUBDOMAIN_PATTERN, DnsLabel, QualifiedName
 
 TEAM_PATTERN = r"^@?[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?$"
 # Bounds that keep a typo from expanding into billions of nodes or slots (validation itself walks
@@ -23,22 +24,14 @@ class Tenant(Model):
     team: str | None = Field(default=None, pattern=TEAM_PATTERN)
 
 
-# A Kubernetes label key: an optional DNS-subdomain prefix and `/`, then a name of up to 63 characters.
-LABEL_KEY_PATTERN = (
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-)
-LabelKey = Annotated[str, Field(pattern=LABEL_KEY_PATTERN, max_length=316)]
-
-
 class TopologyLabels(Model):
     """The node label key each topology key is read from (default: the key itself), e.g. gpu.flavor: nvidia.com/gpu.product."""
 
-    region: LabelKey = "region"
-    cluster: LabelKey = "cluster"
-    fabric_domain: LabelKey = Field(default="fabric.domain", alias="fabric.domain")
-    gpu_flavor: LabelKey = Field(default="gpu.flavor", alias="gpu.flavor")
-    rack: LabelKey = "rack"
+    region: QualifiedName = "region"
+    cluster: QualifiedName = "cluster"
+    fabric_domain: QualifiedName = Field(default="fabric.domain", alias="fabric.domain")
+    gpu_flavor: QualifiedName = Field(default="gpu.flavor", alias="gpu.flavor")
+    rack: QualifiedName = "rack"
 
     def keys(self) -> dict[str, str]:
         """Topology key -> the node label key it is read from."""
@@ -96,10 +89,16 @@ class FleetSpec(Model):
     git: GitSettings = Field(default_factory=GitSettings)
 
 
+class FleetMetadata(ClusterMetadata):
+    """The fleet's name is also the value of the fleet label on every object it applies (§7.1): at most 63."""
+
+    name: Annotated[str, Field(pattern=DNS_SUBDOMAIN_PATTERN, max_length=63)]
+
+
 class FleetConfig(Model):
     apiVersion: Literal["rq.davidlangworthy.io/v1"]
     kind: Literal["FleetConfig"]
-    metadata: ClusterMetadata
+    metadata: FleetMetadata
     spec: FleetSpec = Field(default_factory=FleetSpec)
 
 

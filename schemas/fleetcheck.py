@@ -7,13 +7,13 @@ and decides nothing about GPUs; an invalid object is excluded and reported, its 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
 
-from schemas import clustercheck, rules, strays
+from schemas import advice, clustercheck, rules, strays
 from schemas import diagnostics as codes
 from schemas.budget import Budget
 from schemas.diagnostics import Diagnostic
@@ -100,6 +100,9 @@ def check_fleet(
     parsed: Mapping[str, list[Document]] | None = None,
     memo: dict[str, tuple[list[Document], list[_Entry]]] | None = None,
     clusters_seen: Mapping[str, str] | None = None,
+    *,
+    flavors_seen: Mapping[str, Collection[str]] | None = None,
+    now: int | None = None,
 ) -> ValidatedFleet:
     """Validate a fleet repository given as relative POSIX path -> file bytes.
 
@@ -107,7 +110,8 @@ def check_fleet(
     they skip YAML entirely and are checked exactly like the rest. With `memo` (kept by the caller
     between calls), a path handed over as the very same document list is not validated again.
     `clusters_seen`: the cluster names `state/observed/` and `rendered/` hold, and where (for the
-    JT081 warning; `clustercheck`).
+    JT081 warning; `clustercheck`). `flavors_seen`: the GPU flavors of each observed cluster, and
+    `now`: the instant budget windows are judged at, for the warnings (`advice`; None: not judged).
     """
     entries: list[_Entry] = []
     parsed = parsed or {}
@@ -139,14 +143,18 @@ def check_fleet(
         entries[i] = replace(extra, loaded=None, diagnostics=[*extra.diagnostics, duplicate])
     config = entries[configs[0]].loaded if configs else None
     tenants, note = _tenancy(entries, config, FLEET_FILE in files or FLEET_FILE in parsed)
+    salvaged = _salvaged_owners(entries)
     found = rules.check(
         config,
         [e.loaded for e in entries if e.loaded is not None and e.kind == "Budget"],
         [e.loaded for e in entries if e.loaded is not None and e.kind == "Run"],
         tenants=tenants,
-        known_owners=_salvaged_owners(entries),
+        known_owners=salvaged,
         tenancy_note=note,
     )
+    owners = salvaged | {
+        e.loaded.model.spec.owner for e in entries if e.loaded is not None and e.kind == "Budget"
+    }
     inventory = _inventory(entries, found)
     objects: list[ObjectVerdict] = []
     for e in entries:
@@ -186,7 +194,19 @@ def check_fleet(
         objects=objects,
         warnings=sorted(
             [
-                *rules.spare_warnings(runs, kept_inventory),
+                *advice.warnings(
+                    valid_config,
+                    [
+                        e.loaded
+                        for e in entries
+                        if e.kind == "Budget" and e.loaded and (e.path, e.index) in valid
+                    ],
+                    runs,
+                    kept_inventory,
+                    owners=owners,
+                    flavors_seen=flavors_seen,
+                    now=now,
+                ),
                 *clustercheck.warnings(valid_config, present, inventory, clusters_seen),
             ]
         ),
@@ -277,15 +297,26 @@ def _load_inventory(path: str, docs: list[Document]) -> list[_Entry]:
 def _rejected_keys(objects: list[ObjectVerdict]) -> list[str]:
     """Keys of excluded objects, so running work under them is left alone."""
     used = {o.key for o in objects if o.valid}
-    return sorted({key for o in objects if not o.valid and (key := excluded_key(o)) not in used})
+    keys = {excluded_key(o) for o in objects if not o.valid}
+    return sorted(key for key in keys if key is not None and key not in used)
 
 
-def excluded_key(o: ObjectVerdict) -> str:
-    """The key an excluded object goes by: its own, or, for a file that did not parse, one named by
-    its path (runs/<ns>/<name>.yaml, budgets/<name>.yaml)."""
+# A name part a key may hold: one jobtree may have accepted (and written state files under) before.
+# Never '/', never '.' or '..' alone: a key names files under state/, so `../x` must never become one.
+_KEY_PART = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
+
+
+def excluded_key(o: ObjectVerdict) -> str | None:
+    """The key an excluded object goes by: its own, or, when it has none a state file can be named
+    after (a file that did not parse, a name like `../x`), one named by its path (runs/<ns>/<name>.yaml,
+    budgets/<name>.yaml); None when neither is a name: the object is only reported."""
     if o.kind == "Run" and o.name and not o.namespace and o.path.count("/") == 2:
         o = replace(o, namespace=o.path.split("/")[1])  # salvaged name: the folder is the namespace
-    return o.key if o.name else _key_from_path(o.kind, o.path)
+    parts = [p for p in (o.namespace, o.name) if p is not None]
+    if o.name and all(_KEY_PART.match(p) for p in parts):
+        return o.key
+    key = _key_from_path(o.kind, o.path)
+    return key if all(_KEY_PART.match(p) for p in key.split(" ", 1)[1].split("/")) else None
 
 
 def _key_from_path(kind: str, path: str) -> str:

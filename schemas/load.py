@@ -19,6 +19,7 @@ from schemas.diagnostics import Diagnostic
 from schemas.fleet import FleetConfig, Inventory
 from schemas.layout import FLEET_FILE, INVENTORY_FILE
 from schemas.lease import Lease
+from schemas.podtemplate import FORM_TAGS
 from schemas.reservation import Reservation
 from schemas.run import Run
 from schemas.scenario import Scenario
@@ -87,6 +88,7 @@ def _clean_loc(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
 
 
 _BRANCHES = {"int", "str", "float", "bool", "list", "dict", "none", "constrained-int", "constrained-str"}
+_BRANCHES |= set(FORM_TAGS)  # the pod template's two forms
 
 
 def validate_document(doc: Document, model: type[BaseModel]) -> tuple[Any | None, list[Diagnostic]]:
@@ -99,13 +101,29 @@ def validate_document(doc: Document, model: type[BaseModel]) -> tuple[Any | None
         seen: set[tuple[int, int, str]] = set()
         for err in exc.errors(include_url=False):
             loc = _clean_loc(err["loc"], doc.data)
-            line, col = doc.where(loc)
-            message = messages.describe({**err, "loc": loc}, model)
-            if (line, col, message) in seen:
-                continue
-            seen.add((line, col, message))
-            out.append(Diagnostic(doc.path, line, col, codes.SCHEMA, message, obj))
+            for at, message in _located(err, loc, model):
+                line, col = doc.where(at)
+                if (line, col, message) in seen:
+                    continue
+                seen.add((line, col, message))
+                out.append(Diagnostic(doc.path, line, col, codes.SCHEMA, message, obj))
         return None, out
+
+
+def _located(
+    err: Any, loc: tuple[str | int, ...], model: type[BaseModel]
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """One pydantic error as (field path, sentence): a rule that checked a whole mapping (labels, a pod
+    spec against core/v1) lists each problem below it, each reported at its own line."""
+    problems = (err.get("ctx") or {}).get("problems")
+    if not problems:
+        return [(loc, messages.describe({**err, "loc": loc}, model))]
+    out = []
+    for sub, text in problems:
+        at = (*loc, *sub)
+        where = messages.field_path(at if "{where}" in text else loc)
+        out.append((at, text.replace("{where}", where) if "{where}" in text else f"{where}: {text}"))
+    return out
 
 
 def _short(value: Any) -> str:

@@ -12,11 +12,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from schemas.common import DNS_LABEL_PATTERN, OWNER_PATTERN
+from schemas.common import OWNER_PATTERN
+from schemas.kubenames import DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN
 
 Loc = tuple[str | int, ...]
 _PATTERNS = {
     DNS_LABEL_PATTERN: "lowercase letters, digits and '-', starting and ending with a letter or digit",
+    DNS_SUBDOMAIN_PATTERN: "lowercase letters, digits, '-' and '.', each dot-separated part starting and ending "
+    "with a letter or digit",
     OWNER_PATTERN: "an owner such as org:example:team, with no spaces",
 }
 

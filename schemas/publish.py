@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from schemas import API_VERSION, GROUP
+from schemas import API_VERSION, GROUP, podtemplate
 from schemas.fleet import Inventory
 from schemas.journal import JournalEntry
 from schemas.load import KINDS
@@ -141,7 +141,7 @@ OPEN_STATUS = ("Budget", "Run", "FleetConfig")  # status written by jobtree, kep
 
 def json_schema(kind: str) -> dict[str, Any]:
     """The published JSON Schema of one kind (the model's own, plus $schema, $id and a title)."""
-    schema = SCHEMAS[kind].model_json_schema()
+    schema = podtemplate.published(SCHEMAS[kind].model_json_schema())
     schema["$schema"] = DRAFT
     schema["$id"] = f"{ID_BASE}/{kind.lower()}.schema.json"
     schema["title"] = kind
@@ -160,14 +160,28 @@ def _inline(node: Any, defs: dict[str, Any]) -> Any:
     return node
 
 
+# What a CRD schema cannot hold: key rules (label and annotation keys are the API server's own to
+# check), and the mark of a core/v1 PodSpec (kept whole, as any object: the API server checks pods).
+_NOT_STRUCTURAL = ("propertyNames", podtemplate.CORE_V1_MARK)
+
+
 def structural(node: Any) -> Any:
     """JSON Schema to a Kubernetes structural schema: nullable for Optional, enum for const,
-    int-or-string for times and durations, no titles, defaults or additionalProperties: false."""
+    int-or-string for times and durations, one object for a choice of forms (the pod template), no
+    titles, defaults, key rules or additionalProperties: false."""
     if isinstance(node, list):
         return [structural(v) for v in node]
     if not isinstance(node, dict):
         return node
-    node = {k: v for k, v in node.items() if k not in ("title", "default", "$schema", "$id")}
+    node = {
+        k: v for k, v in node.items() if k not in ("title", "default", "$schema", "$id", *_NOT_STRUCTURAL)
+    }
+    forms = node.pop("oneOf", None)
+    if isinstance(forms, list):  # the pod template's two forms: one object holding the fields of both
+        merged: dict[str, Any] = {}
+        for form in forms:
+            merged.update(form.get("properties", {}))
+        node = {**node, "type": "object", "properties": merged}
     branches = node.get("anyOf")
     if isinstance(branches, list):
         non_null = [b for b in branches if b != {"type": "null"}]

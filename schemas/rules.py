@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from schemas import diagnostics as codes
+from schemas import podtemplate
 from schemas.budget import Budget
 from schemas.common import format_time
 from schemas.cycles import cyclic_edges
@@ -244,7 +245,8 @@ def _tenancy(found: Findings, obj: Loaded, tenants: Mapping[str, Tenant], note: 
 
 
 def run_rules(found: Findings, obj: Loaded) -> None:
-    """`after` never names the run itself; malleable widths are ordered and step-aligned."""
+    """`after` never names the run itself; groups fit the run; malleable widths are ordered and
+    step-aligned; the pod template's fields agree with each other (`podtemplate.findings`)."""
     run: Run = obj.model
     spec = run.spec
     for i, name in enumerate(spec.after):
@@ -255,8 +257,20 @@ def run_rules(found: Findings, obj: Loaded) -> None:
                 codes.AFTER,
                 f"run {name} cannot wait for itself; remove {name} from after",
             )
+    group = spec.locality.groupGPUs
+    if group is not None and group > spec.resources.totalGPUs:
+        found.add(
+            obj,
+            ("spec", "locality", "groupGPUs"),
+            codes.GROUP_SIZE,
+            f"groupGPUs {group} is larger than totalGPUs {spec.resources.totalGPUs}, so no whole group fits the run; "
+            f"set groupGPUs to {spec.resources.totalGPUs} or a divisor of it",
+        )
     if spec.malleable is not None:
         _malleable_rules(found, obj)
+    for finding in podtemplate.findings(spec.template):
+        if finding.severity == "error":
+            found.add(obj, ("spec", "template", *finding.at), codes.POD_TEMPLATE, finding.message)
 
 
 def _malleable_rules(found: Findings, obj: Loaded) -> None:
@@ -405,46 +419,3 @@ def _dup_node(found: Findings, doc: Document, at: Path, name: str, first: str) -
         f"node {name} is already defined by {first}; rename one so every node name is unique",
         name="inventory",
     )
-
-
-def spare_warnings(runs: Sequence[Loaded], inventory: Inventory | None) -> list[Diagnostic]:
-    """Warnings (the run stays valid) for groups whose hot spares cannot cover a node failing: a
-    swap needs the spare's GPUs to cover the group's GPUs on the failed node (§4.8), and a group can
-    have min(group size, GPUs per node) of them on one node of its flavor in the inventory."""
-    per_node: dict[str, int] = {}
-    for block in inventory.domains if inventory is not None else ():
-        per_node[block.flavor] = max(per_node.get(block.flavor, 0), block.gpusPerNode)
-    for entry in inventory.nodes if inventory is not None else ():
-        flavor = entry.labels.get("gpu.flavor")
-        if flavor:
-            per_node[flavor] = max(per_node.get(flavor, 0), entry.gpus)
-    out = []
-    for run in runs:
-        spec = run.model.spec
-        spares = spec.sparesPerGroup
-        node = per_node.get(spec.resources.gpuType, 0)
-        if spares <= 0 or node <= 0:
-            continue
-        group = spec.locality.groupGPUs or (
-            spec.malleable.stepGPUs if spec.malleable else spec.resources.totalGPUs
-        )
-        exposed = min(group, node)
-        if spares >= exposed:
-            continue
-        data = run.doc.data.get("spec", {}) if isinstance(run.doc.data, dict) else {}
-        field = "spares" if isinstance(data, dict) and "spares" in data else "sparesPerGroup"
-        line, col = run.doc.where(("spec", field))
-        out.append(
-            Diagnostic(
-                run.doc.path,
-                line,
-                col,
-                codes.SPARES,
-                f"sparesPerGroup {spares} cannot cover a node failing: a group of {group} GPUs can have "
-                f"{exposed} of them on one {node}-GPU {spec.resources.gpuType} node, and a swap needs "
-                f"spares for all of them; set sparesPerGroup to {exposed} (or use smaller groups)",
-                run.key,
-                "warning",
-            )  # fmt: skip
-        )
-    return out

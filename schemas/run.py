@@ -6,7 +6,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 
-from schemas.common import DnsLabel, Duration, Metadata, Model, Owner, integral
+from schemas.common import Duration, Metadata, Model, Owner, integral
+from schemas.kubenames import DnsLabel
+from schemas.podtemplate import ShortTemplate, Template
 
 # No run spans a million GPUs; a larger count is a typo (or an attempt to make planning run out of
 # memory splitting it into groups), so the schema refuses it at the line where it is written.
@@ -42,18 +44,6 @@ class Funding(Model):
     sponsors: list[Owner] = Field(default_factory=list)
 
 
-class EnvVar(Model):
-    name: str = Field(pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-    value: str = ""
-
-
-class Template(Model):
-    image: str = Field(default="registry.k8s.io/pause:3.9", min_length=1)
-    command: list[str] = Field(default_factory=list)
-    args: list[str] = Field(default_factory=list)
-    env: list[EnvVar] = Field(default_factory=list)
-
-
 def _spares_schema(schema: dict[str, Any]) -> None:
     """The published schema accepts the seeds' `spares` alias too, but never both spellings."""
     schema["properties"]["spares"] = {
@@ -76,7 +66,7 @@ class RunSpec(Model):
     runtime: Runtime = Field(default_factory=Runtime)
     funding: Funding = Field(default_factory=Funding)
     opportunistic: bool = False
-    template: Template = Field(default_factory=Template)
+    template: Template = Field(default_factory=ShortTemplate)
     after: list[DnsLabel] = Field(default_factory=list)
 
     @model_validator(mode="before")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Mapping
 
 import click
@@ -14,6 +15,8 @@ import click
 from reconciler.cli import exitcodes
 from reconciler.spec import files as gitread
 from reconciler.spec import validated
+from schemas import advice
+from schemas.common import parse_time
 from schemas.diagnostics import Diagnostic
 from schemas.fleetcheck import ValidatedFleet
 
@@ -84,15 +87,24 @@ RENDER = {"text": render_text, "github": render_github, "json": render_json}
     show_default=True,
     help="text: path:line:col: CODE message; github: workflow annotations; json: every object's verdict.",
 )
-def command(repo: str, rev: str | None, fmt: str) -> None:
+@click.option(
+    "--now", "now_text", default=None, help="Judge budget windows as of this RFC 3339 time, not the clock."
+)
+def command(repo: str, rev: str | None, fmt: str, now_text: str | None) -> None:
     """Check a fleet repository: schemas, tenancy, budgets and runs. Exit 0 valid, 3 invalid, 2 usage."""
+    try:
+        now = parse_time(now_text) if now_text is not None else int(time.time())
+    except ValueError as err:
+        raise click.UsageError(f"--now {now_text!r}: {err}") from err
     files = read_fleet(repo, rev)
     try:
         seen = gitread.cluster_folders(repo, rev)
+        observed = gitread.observed_files(repo, rev)
     except (gitread.GitReadError, OSError):
-        seen = None  # read_fleet read the spec: a folder it cannot list only skips JT081
+        seen, observed = None, {}  # read_fleet read the spec: a folder it cannot list only skips JT081/JT072
     try:
-        fleet = validated.check(files, clusters_seen=seen)
+        flavors = advice.observed_flavors(observed)
+        fleet = validated.check(files, clusters_seen=seen, flavors_seen=flavors, now=now)
     except Exception as err:  # noqa: BLE001 - the contract is "no traceback on any input"; exit 4 names the bug
         click.echo(
             f"jobtree validate: internal error ({type(err).__name__}: {err}); please report it", err=True

@@ -150,15 +150,17 @@ def _pods(plan: Plan) -> dict[str, dict[str, Any]]:
         t, m = spec.spec.template, spec.spec.malleable
         out[run] = {
             "pods": len(keys),
-            "template": {
-                "image": t.image if t is not None else None,
-                "command": list(t.command) if t is not None else [],
-                "args": list(t.args) if t is not None else [],
-                "env": [[e.name, e.value] for e in t.env] if t is not None else [],
+            "template": {  # the fields of its form (short: image, command, args, env; full: metadata, spec, gpuContainer)
+                **t.model_dump(mode="json"),
                 "worldSize": [m.minTotalGPUs, m.maxTotalGPUs] if m is not None else None,
             },
         }
     return out
+
+
+def _changed(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The template fields that differ (all of both forms' when a run changed form)."""
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
 def _usage(plan: Plan) -> dict[str, dict[str, int]]:
@@ -296,9 +298,7 @@ def compare(
         {
             "run": run,
             "pods": p_after[run]["pods"],
-            "changed": sorted(
-                k for k, v in p_after[run]["template"].items() if p_before[run]["template"][k] != v
-            ),
+            "changed": _changed(p_before[run]["template"], p_after[run]["template"]),
         }
         for run in sorted(set(p_before) & set(p_after))
         if p_before[run]["template"] != p_after[run]["template"]

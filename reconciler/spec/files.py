@@ -150,6 +150,27 @@ OBSERVED_DIR = "state/observed"  # state/observed/<cluster>.yaml: what a pass la
 RENDERED_DIR = "rendered"  # rendered/<cluster>/: what a pass applies to it
 
 
+_REGULAR = (0o100644, 0o100755)  # Git's file modes of a plain file (not a link, not a submodule)
+
+
+def observed_files(repo_path: str | os.PathLike[str], rev: str | None = None) -> dict[str, bytes]:
+    """`state/observed/<cluster>.yaml` files (path -> bytes, each capped as a spec file is): for
+    validate's warnings only (the GPU flavors the observed clusters have)."""
+    out: dict[str, bytes] = {}
+    if rev is None:
+        folder = Path(repo_path) / OBSERVED_DIR
+        for file in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+            if file.is_file() and not file.is_symlink():
+                out[f"{OBSERVED_DIR}/{file.name}"] = _read(file)
+        return out
+    repo, tree = gitread.folder_tree(repo_path, rev)
+    observed = gitread.subtree(repo, tree, OBSERVED_DIR.split("/")) if tree is not None else None
+    for path, obj in gitread.walk(repo, observed) if observed is not None else ():
+        if path.endswith(".yaml") and "/" not in path and obj.filemode in _REGULAR:
+            out[f"{OBSERVED_DIR}/{path}"] = gitread.read_blob(repo, str(obj.id))[: MAX_FILE_BYTES + 1]
+    return out
+
+
 def cluster_folders(repo_path: str | os.PathLike[str], rev: str | None = None) -> dict[str, str]:
     """The cluster names the owned folders hold, each with where (`rendered/<name>/`, else
     `state/observed/<name>.yaml`): for validate's JT081 only; nothing under them is read."""

@@ -10,7 +10,7 @@ and plans nothing.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,13 +48,19 @@ def linked_folder(path: str, data: bytes) -> bool:
 
 def check(files: Mapping[str, bytes], parsed: Mapping[str, list[Document]] | None = None,
           memo: dict[str, Any] | None = None, clusters_seen: Mapping[str, str] | None = None,
+          *, flavors_seen: Mapping[str, Collection[str]] | None = None, now: int | None = None,
           ) -> fleetcheck.ValidatedFleet:  # fmt: skip
     """`fleetcheck.check_fleet`, with spec folders committed as links reported (JT002), as a link
     in place of a file is: Git holds only the target's name, and jobtree reads nothing through it.
-    `clusters_seen`: see `fleetcheck.check_fleet`."""
+    `clusters_seen`, `flavors_seen`, `now`: see `fleetcheck.check_fleet`."""
     links = {path: data for path, data in files.items() if linked_folder(path, data)}
     fleet = fleetcheck.check_fleet(
-        {p: d for p, d in files.items() if p not in links}, parsed, memo, clusters_seen
+        {p: d for p, d in files.items() if p not in links},
+        parsed,
+        memo,
+        clusters_seen,
+        flavors_seen=flavors_seen,
+        now=now,
     )
     if not links:
         return fleet
@@ -86,8 +92,9 @@ def read_spec(
     v = check(files, parsed, memo)
     where: dict[str, str] = {}
     for o in v.objects:
-        if not o.valid:
-            where.setdefault(fleetcheck.excluded_key(o), o.path)
+        key = fleetcheck.excluded_key(o) if not o.valid else None
+        if key is not None:
+            where.setdefault(key, o.path)
     rejected = {key: where[key] for key in v.rejected}
     linked = {path: path for path, data in files.items() if linked_folder(path, data)}
     return Spec(

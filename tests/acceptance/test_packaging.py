@@ -47,6 +47,7 @@ def test_the_wheel_builds_cleanly_carries_schemas_and_crds_and_validates_the_tem
     crds = {p.name for p in (REPO / "schemas" / "crds").glob("*.yaml")}
     assert schemas and {f"schemas/json/{n}" for n in schemas} <= names
     assert crds and {f"schemas/crds/{n}" for n in crds} <= names
+    assert "schemas/vendor/core-v1-podspec.schema.json" in names  # full pod templates are checked against it
     assert not any(n.startswith(("tests/", "bench/")) for n in names)
 
     env_dir = tmp_path / "venv"

@@ -43,7 +43,8 @@ def test_the_seeds_fleet_is_valid_and_plans_every_seed_object(tmp_path: Path) ->
     assert fleet.diagnostics == []
     want_runs = {"j2", "resnet-small", "train-128-cofunded", "train-64-with-spares"}
     assert {r.metadata.name for r in fleet.runs} == want_runs
-    assert {b.metadata.name for b in fleet.budgets} == {"example-vision", "team-a"}
+    want_budgets = {"example-vision", "team-a", "example-sys", "team-b", "rai-sys", "demo-research"}
+    assert {b.metadata.name for b in fleet.budgets} == want_budgets
 
 
 def test_valid_neighbours_of_broken_objects_are_still_planned(tmp_path: Path) -> None:

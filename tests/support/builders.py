@@ -73,6 +73,11 @@ class RunBuilder:
         self.spec["after"] = list(names)
         return self
 
+    def template(self, template: dict[str, Any]) -> RunBuilder:
+        """The pod template: the short form (image, command, args, env) or a full PodTemplateSpec."""
+        self.spec["template"] = copy.deepcopy(template)
+        return self
+
     def build(self) -> dict[str, Any]:
         return copy.deepcopy(self.doc)
 

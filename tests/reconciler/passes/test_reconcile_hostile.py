@@ -128,3 +128,53 @@ def test_a_submodule_in_place_of_rendered_whose_folder_is_missing_is_named_not_a
     again = CliRunner().invoke(command, [str(work), "--once", "--now", "2026-03-02T09:15:00Z", "--quiet"])
     assert again.exit_code == 0, again.stderr
     assert (work / "rendered" / "gb-west" / "rai-llm" / "pretrain-64.yaml").is_file()
+
+
+def test_names_that_climb_out_of_their_folder_are_reported_and_every_neighbour_is_reconciled(
+    tmp_path: Path,
+) -> None:
+    # The fault: a run named `../x` (or in namespace `..`, or a budget named so) made every pass end
+    # in a traceback (`ValueError: invalid path 'state/status/runs/rai-sys/../x.yaml'`): the object was
+    # refused, but its name still named the status file of the run left out, so nothing else was
+    # reconciled until a person removed the file.
+    work, repo = reconciled(tmp_path)
+    before = {x.run: x.slots for x in state_at(repo).leases if x.open}
+    running = (work / RUNNING).read_bytes()
+    hostile = {
+        "runs/media-audio/climber.yaml": running.replace(b"name: whisper-finetune", b"name: ../x"),
+        "runs/media-audio/rooted.yaml": running.replace(b"namespace: media-audio", b'namespace: ".."'),
+        "runs/media-audio/slashed.yaml": running.replace(b"name: whisper-finetune", b"name: ../rai-sys/y"),
+        "budgets/climber.yaml": (work / "budgets/media.yaml")
+        .read_bytes()
+        .replace(b"name: media", b"name: ../../x"),
+    }
+    for rel, data in hostile.items():
+        assert data != running and b".." in data
+        (work / rel).write_bytes(data)
+    neighbour = running.replace(b"whisper-finetune", b"neighbour")
+    (work / "runs/media-audio/neighbour.yaml").write_bytes(neighbour)  # valid: it must still start
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "hostile names")
+
+    checked = CliRunner().invoke(
+        main, ["validate", str(work), "--rev", "HEAD", "--now", "2026-03-02T09:10:00Z"]
+    )
+    assert checked.exit_code == 3, checked.output
+    want = sorted(line for line in checked.output.splitlines() if line.split(":")[0] in hostile)
+    assert [line.split(":")[0] for line in want] == sorted(hostile)
+    assert all(" JT010 metadata." in line for line in want)
+
+    result = CliRunner().invoke(command, [str(work), "--once", "--now", "2026-03-02T09:10:00Z", "--quiet"])
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 0, result.output  # the valid ones were reconciled (DESIGN §5: 3 is validate's)
+    assert sorted(line for line in result.stderr.splitlines() if line.split(":")[0] in hostile) == want
+    after = state_at(repo)
+    assert {x.run: x.slots for x in after.leases if x.open and x.run in before} == before  # nothing moved
+    assert "media-audio/neighbour" in {x.run for x in after.leases if x.open}
+    paths = set(gitread.list_blobs(repo, "main"))
+    assert not [p for p in paths if ".." in p.split("/")], "no file is named after a hostile name"
+    assert {p for p in paths if p.startswith("state/status/runs/media-audio/")} >= {
+        "state/status/runs/media-audio/climber.yaml",  # each run left out goes by its file, and says why
+        "state/status/runs/media-audio/slashed.yaml",
+    }
