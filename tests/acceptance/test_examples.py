@@ -1,13 +1,18 @@
-"""The five public scenarios: every expectation their comments state, worked out from the design."""
+"""The six public scenarios: every expectation their comments state, worked out from the design."""
 
 from __future__ import annotations
 
 import hashlib
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
 from planner.resolve import replay
+from reconciler.cli.simulate import command as simulate_command
 from tests.support.scenarios import EXAMPLES, ended, leases_of, nodes_of, simulate, simulate_bytes, started
 
 
@@ -34,6 +39,14 @@ def lottery() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def window() -> dict[str, Any]:
     return simulate(EXAMPLES / "05-future-window.yaml")
+
+
+NCCL = EXAMPLES / "06-nccl-multinode.yaml"
+
+
+@pytest.fixture(scope="module")
+def nccl() -> dict[str, Any]:
+    return simulate(NCCL)
 
 
 def test_cofunded_run_borrows_its_fourth_group_from_the_sponsor(cofunded: dict[str, Any]) -> None:
@@ -292,6 +305,84 @@ def test_run_starts_when_the_window_opens_before_its_eta(window: dict[str, Any])
         for g in domains
     )
     assert st["reservations"]["rai/big"]["status"]["state"] == "Released"
+
+
+def active_on(state: dict[str, Any], run: str) -> dict[str, int]:
+    return {
+        n: len(x["spec"]["slice"]["nodes"])
+        for x in leases_of(state, run)
+        if not x["status"]["closed"] and x["spec"]["slice"]["role"] == "Active"
+        for n in nodes_of(x)
+    }
+
+
+def test_nccl_job_runs_on_two_nodes_with_its_spare_on_a_third(nccl: dict[str, Any]) -> None:
+    st = nccl["checkpoints"]["T0"]
+    run = st["runs"]["nccl/allreduce"]
+    assert (run["phase"], run["width"]["allocated"]) == ("Running", 16)
+    assert active_on(st, "nccl/allreduce") == {"A-n00": 8, "A-n01": 8}
+    spares = [x for x in leases_of(st, "nccl/allreduce") if x["spec"]["slice"]["role"] == "Spare"]
+    assert [(sorted(nodes_of(x)), len(x["spec"]["slice"]["nodes"])) for x in spares] == [(["A-n02"], 8)]
+
+
+def test_nccl_group_swaps_onto_its_spare_when_a_node_fails(nccl: dict[str, Any]) -> None:
+    st = nccl["checkpoints"]["T1"]
+    run = st["runs"]["nccl/allreduce"]
+    assert (run["width"]["allocated"], run["message"]) == (16, "group 0 swapped to spare after node failure")
+    assert active_on(st, "nccl/allreduce") == {"A-n00": 8, "A-n02": 8}
+    reasons = {e["reason"] for e in ended(nccl["ledger"], "nccl/allreduce", "2026-03-02T09:05:00Z")}
+    assert reasons == {"NodeFailure", "Swap"}
+
+
+def _pods_at(repo: Path, rev: str) -> dict[str, dict[str, Any]]:
+    text = subprocess.run(
+        ["git", "show", f"{rev}:rendered/gpu-a/nccl/allreduce.yaml"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    docs = [d for d in yaml.safe_load_all(text) if d["kind"] == "Pod"]
+    return {d["spec"]["nodeName"]: d for d in docs}
+
+
+def test_nccl_pods_are_the_template_with_jobtrees_part_set(tmp_path: Path) -> None:
+    result = CliRunner().invoke(simulate_command, [str(NCCL), "--git", str(tmp_path / "what-if")])
+    assert result.exit_code == 0, result.output
+    template = yaml.safe_load(NCCL.read_text())["spec"]["steps"][0]["apply"][1]["spec"]["template"]
+    want_logs, want_nccl = template["spec"]["containers"]
+    for rev, workers, spare in (
+        ("HEAD~1", {"A-n00": "0", "A-n01": "8"}, "A-n02"),
+        ("HEAD", {"A-n00": "0", "A-n02": "8"}, None),
+    ):
+        pods = _pods_at(tmp_path / "what-if", rev)
+        for node, rank in workers.items():
+            spec = pods[node]["spec"]
+            assert (spec["restartPolicy"], spec["subdomain"]) == ("Never", "allreduce")
+            assert {k: spec[k] for k in ("securityContext", "tolerations", "volumes")} == {
+                k: template["spec"][k] for k in ("securityContext", "tolerations", "volumes")
+            }
+            logs, nccl_container = spec["containers"]
+            assert logs == want_logs
+            assert nccl_container["resources"] == {
+                "requests": {"cpu": "16", "memory": "256Gi", "nvidia.com/gpu": 8},
+                "limits": {"memory": "256Gi", "nvidia.com/gpu": 8},
+            }
+            env = {e["name"]: e["value"] for e in nccl_container["env"]}
+            assert (env["JOBTREE_RANK_BASE"], env["JOBTREE_WORLD_SIZE"], env["NCCL_DEBUG"]) == (
+                rank,
+                "16",
+                "INFO",
+            )
+            assert (
+                nccl_container["args"] == want_nccl["args"]
+                and nccl_container["volumeMounts"] == want_nccl["volumeMounts"]
+            )
+            assert pods[node]["metadata"]["labels"]["app.kubernetes.io/name"] == "nccl-tests"
+        if spare is not None:
+            assert pods[spare]["spec"]["tolerations"] == template["spec"]["tolerations"]
+            assert "nvidia.com/gpu" not in str(pods[spare]["spec"]["containers"])
+        assert set(pods) == {*workers, *([spare] if spare else [])}
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
