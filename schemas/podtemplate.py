@@ -95,6 +95,8 @@ def _problems(err: Any) -> list[tuple[SubPath, str]]:
         return out
     if keyword == "required":
         return [((*at, kind.property), "{where} is required; add it")]
+    if keyword == "type" and value is None:
+        return [(at, "{where} is empty; give it a value, or remove the line")]
     if keyword == "type":
         want = _WANT.get(str(kind.types[0]), f"a {kind.types[0]}").format(value=value)
         return [(at, f"{{where}} is {shown(value)}; set {want}")]
