@@ -18,6 +18,8 @@ from schemas.budget import Budget
 
 GroupKey = tuple[str, int]  # (run "ns/name", group index)
 OWN, FAMILY, LOAN = "own", "family", "loan"
+# a category as users read it: the Lease label `rq.davidlangworthy.io/funding`, the views' words
+SOURCE_WORDS = {OWN: "own", FAMILY: "family", LOAN: "sponsor"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ Pure bookkeeping of what `pack` decided; the pod manifests for these leases are 
 
 from __future__ import annotations
 
+from planner.accounting import SOURCE_WORDS
 from planner.context import Pass
 from planner.pack import GroupPlan, Piece
 from planner.reasons import OpenReason, Role
@@ -48,6 +49,7 @@ def bind(
                 lease = ctx.open_lease(
                     run, g.index, piece_role, piece.node, slots, _payer(owner, piece, payers), reason,
                     rank if working else None,
+                    SOURCE_WORDS[piece.source.category] if piece.source is not None else None,
                 )  # fmt: skip
                 if working:
                     rank += piece.gpus

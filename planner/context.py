@@ -136,9 +136,12 @@ class Pass:
         payer: Payer,
         reason: OpenReason,
         rank: int | None = None,
+        funding: str | None = None,
     ) -> Lease:
         name = lease_name(run, group, role, node, payer, self.now)
-        lease = Lease(name, run, group, role, node, slots, payer, self.now, reason, rank=rank)
+        lease = Lease(
+            name, run, group, role, node, slots, payer, self.now, reason, rank=rank, funding=funding
+        )
         self._take(lease, Event(self.now, Ledger.START, lease, reason.value))
         return lease
 

@@ -103,8 +103,12 @@ def _swap(ctx: Pass, run: str, group: int, failed: list[Lease]) -> bool:
             ctx.close_lease(fill, Closure.RECLAIMED_BY_SPARE)
         ctx.close_lease(spare, Closure.SWAP)
         if keep:
-            ctx.open_lease(run, group, Role.SPARE, spare.node, keep, spare.payer, OpenReason.SWAP)
-        ctx.open_lease(run, group, Role.ACTIVE, spare.node, take, spare.payer, OpenReason.SWAP, rank)
+            ctx.open_lease(
+                run, group, Role.SPARE, spare.node, keep, spare.payer, OpenReason.SWAP, funding=spare.funding
+            )
+        ctx.open_lease(
+            run, group, Role.ACTIVE, spare.node, take, spare.payer, OpenReason.SWAP, rank, spare.funding
+        )
         rank = rank + len(take) if rank is not None else None
         left -= len(take)
     for lease in failed:

@@ -50,6 +50,9 @@ def instant(value: Any) -> int:
     raise ValueError(f"not a time: {value!r}")
 
 
+FUNDING_LABEL = "rq.davidlangworthy.io/funding"  # own, family or sponsor: how the lease is paid
+
+
 def lease_obj(x: Lease) -> dict[str, Any]:
     """A Lease record (state file and mirror): spec as opened, status once closed."""
     ns, name = x.run.split("/", 1)
@@ -59,10 +62,13 @@ def lease_obj(x: Lease) -> dict[str, Any]:
     st: dict[str, Any] = {"closed": x.ended is not None}
     if x.ended is not None:
         st["ended"], st["closureReason"] = time_text(x.ended), x.closure
+    meta: dict[str, Any] = {"name": x.name, "namespace": ns}
+    if x.funding is not None:
+        meta["labels"] = {FUNDING_LABEL: x.funding}
     return {
         "apiVersion": API_VERSION,
         "kind": "Lease",
-        "metadata": {"name": x.name, "namespace": ns},
+        "metadata": meta,
         "spec": {
             "runRef": {"namespace": ns, "name": name},
             "group": x.group,
@@ -88,7 +94,7 @@ def lease_from(obj: dict[str, Any]) -> Lease:
         Role(spec["slice"]["role"]), node, tuple(int(n.rsplit("#", 1)[1]) for n in nodes),
         Payer(p["owner"], p.get("budget"), p.get("envelope")), instant(spec["interval"]["start"]),
         OpenReason(spec["reason"]), instant(ended) if ended else None, st.get("closureReason"),
-        spec["slice"].get("rank"),
+        spec["slice"].get("rank"), (obj["metadata"].get("labels") or {}).get(FUNDING_LABEL),
     )  # fmt: skip
 
 

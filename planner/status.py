@@ -47,21 +47,22 @@ def run_status(ctx: Pass, key: str, conflicts: list[dict[str, Any]]) -> dict[str
     spec = ctx.specs.get(key)
     leases = ctx.open_leases(key)
     owner = ctx.owner_of(key)
-    owned = borrowed = unfunded = fill = 0
-    sponsors: dict[str, int] = defaultdict(int)
+    owned = unfunded = fill = 0
+    paid: dict[str, dict[str, int]] = {FAMILY: defaultdict(int), LOAN: defaultdict(int)}  # by other owners
     for lease in leases:
         if lease.role == Role.BORROWED:
             fill += lease.gpus
             continue
         if lease.role != Role.ACTIVE:
             continue
+        env = ctx.book.envs.get(lease.payer.env_key or "")
         if (lease.run, lease.group) in ctx.book.unfunded:
             unfunded += lease.gpus
         elif lease.payer.owner == owner:
             owned += lease.gpus
-        else:
-            borrowed += lease.gpus
-            sponsors[lease.payer.owner] += lease.gpus
+        else:  # family shares, a sponsor lends (§4.2): kept apart, as maxBorrowGPUs counts only loans
+            kind = FAMILY if env is not None and ctx.book.category(owner, env) == FAMILY else LOAN
+            paid[kind][lease.payer.owner] += lease.gpus
     allocated = ctx.allocated(key)
     width: dict[str, Any] = {"allocated": allocated}
     if rec.width is not None:  # from the last valid spec: a frozen run keeps showing it
@@ -80,10 +81,13 @@ def run_status(ctx: Pass, key: str, conflicts: list[dict[str, Any]]) -> dict[str
         "width": width,
         "funding": {
             "ownedGPUs": owned,
-            "borrowedGPUs": borrowed,
+            "familyGPUs": sum(paid[FAMILY].values()),
+            "sponsoredGPUs": sum(paid[LOAN].values()),
+            "borrowedGPUs": sum(paid[FAMILY].values()) + sum(paid[LOAN].values()),
             "unfundedGPUs": unfunded,
             "fillGPUs": fill,
-            "sponsors": [{"owner": o, "gpus": n} for o, n in sorted(sponsors.items())],
+            "family": [{"owner": o, "gpus": n} for o, n in sorted(paid[FAMILY].items())],
+            "sponsors": [{"owner": o, "gpus": n} for o, n in sorted(paid[LOAN].items())],
             "ownedGPUHours": round(rec.owned_hours, 3),
             "borrowedGPUHours": round(rec.borrowed_hours, 3),
         },

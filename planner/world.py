@@ -74,12 +74,16 @@ class Lease:
     ended: int | None = None
     closure: str | None = None
     rank: int | None = None  # first rendezvous rank these GPUs serve (None for spares)
+    # how the payer related to the run's owner when the lease opened: own, family or sponsor (the
+    # seeds' "borrowed segments are labelled as such on the emitted leases"); None for fill, and for
+    # leases written before it was recorded
+    funding: str | None = None
 
     def copy(self) -> Lease:
         """A copy the next pass may close (every field holds an immutable value)."""
         return Lease(
             self.name, self.run, self.group, self.role, self.node, self.slots, self.payer, self.start,
-            self.reason, self.ended, self.closure, self.rank,
+            self.reason, self.ended, self.closure, self.rank, self.funding,
         )  # fmt: skip
 
     @property

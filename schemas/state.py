@@ -39,12 +39,21 @@ class Sponsor(Model):
 
 
 class Funding(Model):
-    """Who pays for the run's active GPUs now, and the GPU-hours it has used of each kind."""
+    """Who pays for the run's active GPUs now, and the GPU-hours it has used of each kind.
+
+    Own, family and sponsors apart (§4.2): `familyGPUs` paid by relatives' envelopes that share,
+    `sponsoredGPUs` lent by sponsors (what `maxBorrowGPUs` caps); `borrowedGPUs` is their sum (paid
+    by any other owner); `family` and `sponsors` name each paying owner of that kind. A status
+    written before the split has neither `familyGPUs` nor `family`, and its `sponsors` lists every
+    other paying owner."""
 
     ownedGPUs: NonNegInt
+    familyGPUs: NonNegInt | None = None
+    sponsoredGPUs: NonNegInt | None = None
     borrowedGPUs: NonNegInt
     unfundedGPUs: NonNegInt
     fillGPUs: NonNegInt
+    family: list[Sponsor] | None = None
     sponsors: list[Sponsor]
     ownedGPUHours: NonNegNumber
     borrowedGPUHours: NonNegNumber

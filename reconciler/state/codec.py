@@ -163,12 +163,12 @@ def _payer_row(p: Payer | None) -> Row | None:
 def lease_row(x: Lease) -> Row:
     return (
         x.name, x.run, x.group, str(x.role), x.node, tuple(x.slots), _payer_row(x.payer), x.start,
-        str(x.reason), x.ended, x.closure, x.rank,
+        str(x.reason), x.ended, x.closure, x.rank, x.funding,
     )  # fmt: skip
 
 
 def lease_of(row: Row, payers: dict[Row, Payer] | None = None) -> Lease:
-    name, run, group, role, node, slots, payer, start, reason, ended, closure, rank = row
+    name, run, group, role, node, slots, payer, start, reason, ended, closure, rank, funding = row
     found = payers.get(payer) if payers is not None else None
     if found is None:
         found = Payer(*payer)
@@ -187,6 +187,7 @@ def lease_of(row: Row, payers: dict[Row, Payer] | None = None) -> Lease:
         ended,
         closure,
         rank,
+        funding,
     )
 
 

@@ -72,11 +72,11 @@ def test_malleable_run_stays_at_its_desired_width(played: dict) -> None:
 
 def test_cofunded_run_borrows_from_family_and_its_sponsor(played: dict) -> None:
     funding = played["checkpoints"]["admitted"]["runs"]["rai-sys/train-cofunded"]["funding"]
-    assert (funding["ownedGPUs"], funding["borrowedGPUs"]) == (8, 24)
-    assert funding["sponsors"] == [
-        {"owner": "org:acme:media:vision", "gpus": 16},
-        {"owner": "org:acme:rai", "gpus": 8},
-    ]
+    # 8 of its own, 8 from its parent (family), 16 from its sponsor: maxBorrowGPUs 16 caps only that
+    assert (funding["ownedGPUs"], funding["familyGPUs"], funding["sponsoredGPUs"]) == (8, 8, 16)
+    assert funding["borrowedGPUs"] == 24  # every GPU another owner pays for
+    assert funding["family"] == [{"owner": "org:acme:rai", "gpus": 8}]
+    assert funding["sponsors"] == [{"owner": "org:acme:media:vision", "gpus": 16}]
 
 
 def test_demo_exits_zero_on_the_template(capsys: pytest.CaptureFixture[str]) -> None:

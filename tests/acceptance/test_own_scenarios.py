@@ -54,7 +54,7 @@ def test_a_child_borrows_from_its_parent_and_turns_unfunded_when_the_parent_retu
     first = out["checkpoints"]["borrowing"]["runs"]["c/r1"]
     assert first["phase"] == "Running"
     assert first["funding"]["ownedGPUs"] == 8 and first["funding"]["borrowedGPUs"] == 8
-    assert first["funding"]["sponsors"] == [{"owner": "org:p", "gpus": 8}]
+    assert first["funding"]["family"] == [{"owner": "org:p", "gpus": 8}]
     later = out["checkpoints"]["returned"]["runs"]
     assert later["p/r2"]["phase"] == "Running" and later["p/r2"]["funding"]["ownedGPUs"] == 16
     assert later["c/r1"]["phase"] == "Running"

@@ -34,7 +34,7 @@ def _family(total: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("total", "want_sponsors"),
+    ("total", "want_family"),
     [
         (16, [{"owner": "org:g:p", "gpus": 8}]),
         (24, [{"owner": "org:g:p", "gpus": 8}, {"owner": "org:g:p:s", "gpus": 8}]),
@@ -50,13 +50,16 @@ def _family(total: int) -> dict[str, Any]:
     ids=["parent after own", "sibling after parent", "grandparent before uncle"],
 )
 def test_family_cover_goes_parent_then_sibling_then_further_relatives_nearest_first(
-    total: int, want_sponsors: list[dict[str, Any]]
+    total: int, want_family: list[dict[str, Any]]
 ) -> None:
     run = play(_family(total))["final"]["runs"]["c/r"]
     assert run["phase"] == "Running"
     assert run["funding"]["ownedGPUs"] == 8
-    assert run["funding"]["borrowedGPUs"] == total - 8
-    assert run["funding"]["sponsors"] == want_sponsors
+    # relatives share: family, kept apart from sponsors (nobody lends here)
+    assert (run["funding"]["familyGPUs"], run["funding"]["sponsoredGPUs"]) == (total - 8, 0)
+    assert run["funding"]["borrowedGPUs"] == total - 8  # every GPU another owner pays for
+    assert run["funding"]["family"] == want_family
+    assert run["funding"]["sponsors"] == []
 
 
 def test_an_envelope_shared_with_none_still_pays_its_own_owner() -> None:
@@ -83,7 +86,7 @@ def test_a_sibling_that_shares_with_none_is_skipped_for_the_next_relative() -> N
     )  # fmt: skip
     run = play(doc)["final"]["runs"]["c/r"]
     assert run["phase"] == "Running"
-    assert run["funding"]["sponsors"] == [{"owner": "org:g", "gpus": 8}]
+    assert run["funding"]["family"] == [{"owner": "org:g", "gpus": 8}]
 
 
 # ------------------------------------------------------------------------------------- sponsors
@@ -121,7 +124,9 @@ def test_the_second_sponsor_pays_only_what_the_first_cannot() -> None:
 def test_family_is_exhausted_before_any_sponsor_is_asked() -> None:
     # own 8, parent 8, then sponsor s1 for the rest: 24 = 8 own + 8 parent + 8 s1
     run = play(_lenders(24, ["org:s1"], parent=8))["final"]["runs"]["t/r"]
-    assert run["funding"]["sponsors"] == [{"owner": "org:p", "gpus": 8}, {"owner": "org:s1", "gpus": 8}]
+    assert run["funding"]["family"] == [{"owner": "org:p", "gpus": 8}]
+    assert run["funding"]["sponsors"] == [{"owner": "org:s1", "gpus": 8}]
+    assert (run["funding"]["familyGPUs"], run["funding"]["sponsoredGPUs"]) == (8, 8)
 
 
 @pytest.mark.parametrize(
@@ -197,7 +202,8 @@ def test_max_borrow_gpus_does_not_cap_family_cover() -> None:
     doc["spec"]["steps"][0]["apply"][-1]["spec"]["funding"]["maxBorrowGPUs"] = 0
     run = play(doc)["final"]["runs"]["t/r"]
     assert run["phase"] == "Running"
-    assert run["funding"]["sponsors"] == [{"owner": "org:p", "gpus": 16}]
+    assert run["funding"]["family"] == [{"owner": "org:p", "gpus": 16}]
+    assert run["funding"]["sponsoredGPUs"] == 0  # within a cap of 0: family is not borrowing
 
 
 def test_max_borrow_gpus_applies_per_step_so_a_malleable_run_grows_a_borrowed_step_per_pass() -> None:

@@ -104,7 +104,7 @@ def test_an_owner_gets_its_envelope_back_and_the_family_keeps_its_low_groups_fun
     child = st["runs"]["c/r"]
     assert child["phase"] == "Running"
     assert (child["funding"]["borrowedGPUs"], child["funding"]["unfundedGPUs"]) == (8, 8)
-    assert child["funding"]["sponsors"] == [{"owner": "org:p", "gpus": 8}]
+    assert child["funding"]["family"] == [{"owner": "org:p", "gpus": 8}]
     usage = envelope(st, "p", "h")["usage"]
     assert usage["unfundedGPUs"] == 8 and usage["borrowedOutGPUs"] == 8
     assert envelope(st, "p", "h")["headroom"] == 0
@@ -222,7 +222,7 @@ def test_a_sibling_gets_its_envelope_back_from_the_family() -> None:
         until="+6m",
     )  # fmt: skip
     out = play(doc)
-    assert out["checkpoints"]["borrowing"]["runs"]["c1/r"]["funding"]["sponsors"] == [
+    assert out["checkpoints"]["borrowing"]["runs"]["c1/r"]["funding"]["family"] == [
         {"owner": "org:p:c2", "gpus": 8}
     ]
     runs = out["final"]["runs"]

@@ -64,7 +64,7 @@ def test_groups_stay_on_own_funding_while_it_lasts_then_go_where_the_parent_pays
     assert _domains(st, "x/r") == {"A": 8, "B": 8}
     funding = st["runs"]["x/r"]["funding"]
     assert (funding["ownedGPUs"], funding["borrowedGPUs"]) == (8, 8)
-    assert funding["sponsors"] == [{"owner": "org:p", "gpus": 8}]
+    assert funding["family"] == [{"owner": "org:p", "gpus": 8}]
 
 
 def test_a_new_team_is_not_sent_to_a_cousin_divisions_domain() -> None:

@@ -246,7 +246,7 @@ def test_the_forest_and_family_scenario_file_shows_what_its_comment_says() -> No
     runs = out["checkpoints"]["released"]["runs"]
     assert runs["c/eval"]["phase"] == "Running" and runs["c/eval"]["funding"]["ownedGPUs"] == 8
     assert runs["c/train"]["funding"]["borrowedGPUs"] == 16
-    assert runs["c/train"]["funding"]["sponsors"] == [{"owner": "org:p", "gpus": 16}]
+    assert runs["c/train"]["funding"]["family"] == [{"owner": "org:p", "gpus": 16}]
 
 
 def test_every_timestamp_written_is_rfc3339_utc_with_z_and_whole_seconds() -> None:

@@ -182,7 +182,7 @@ def test_a_swap_keeps_the_spares_payer_even_when_it_is_the_family() -> None:
     active = open_leases(st, "c/j", "Active")
     assert len(active) == 1 and active[0]["spec"]["reason"] == "Swap"
     assert active[0]["spec"]["payer"]["owner"] == "org:p"
-    assert st["runs"]["c/j"]["funding"]["sponsors"] == [{"owner": "org:p", "gpus": 4}]
+    assert st["runs"]["c/j"]["funding"]["family"] == [{"owner": "org:p", "gpus": 4}]
 
 
 def test_a_spare_too_small_for_the_failed_gpus_is_not_usable_and_a_fixed_run_fails() -> None:

@@ -21,7 +21,7 @@ def every_default_overridden(obj: Any) -> bool:
 def test_a_lease_copy_keeps_every_field() -> None:
     lease = Lease(
         "n", "t/r", 2, Role.SPARE, "node-1", (3, 4), Payer("org:a", "b", "e"), 10, OpenReason.GROW, 20,
-        "Completed", 7,
+        "Completed", 7, "family",
     )  # fmt: skip
     copied = lease.copy()
     assert every_default_overridden(lease)
