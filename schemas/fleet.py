@@ -102,8 +102,12 @@ class FleetConfig(Model):
     spec: FleetSpec = Field(default_factory=FleetSpec)
 
 
+NodeState = Literal["Ready", "NotReady", "Failed", "Deleted"]
+
+
 class DomainBlock(Model):
-    """A run of identical nodes named `<name>-n<NN>`, NN from 00."""
+    """A run of identical nodes named `<name>-n<NN>`, NN from 00; `states` and `cordoned` mark some of
+    them by name (a failed node inside a block, without writing the block out as explicit nodes)."""
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
     region: str = Field(min_length=1)
@@ -112,6 +116,8 @@ class DomainBlock(Model):
     nodes: Annotated[int, Field(ge=1, le=MAX_NODES_PER_BLOCK, strict=True), BeforeValidator(integral)]
     gpusPerNode: Annotated[int, Field(ge=1, le=MAX_GPUS_PER_NODE, strict=True), BeforeValidator(integral)]
     rack: str | None = None
+    states: dict[str, NodeState] = Field(default_factory=dict)  # node name -> its state when not Ready
+    cordoned: list[str] = Field(default_factory=list)  # node names cordoned
 
 
 class NodeEntry(Model):
@@ -119,7 +125,7 @@ class NodeEntry(Model):
     gpus: Annotated[int, Field(ge=0, le=MAX_GPUS_PER_NODE, strict=True), BeforeValidator(integral)]
     labels: dict[str, str] = Field(default_factory=dict)
     cordoned: bool = False
-    state: Literal["Ready", "NotReady", "Failed", "Deleted"] = "Ready"
+    state: NodeState = "Ready"
 
 
 class Inventory(Model):

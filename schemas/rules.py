@@ -15,7 +15,7 @@ from schemas.budget import Budget
 from schemas.common import format_time
 from schemas.cycles import cyclic_edges
 from schemas.diagnostics import Diagnostic
-from schemas.fleet import MAX_INVENTORY_NODES, FleetConfig, Inventory, Tenant
+from schemas.fleet import MAX_INVENTORY_NODES, DomainBlock, FleetConfig, Inventory, Tenant
 from schemas.load import Loaded
 from schemas.run import Run
 from schemas.yamldoc import Document, Path
@@ -397,6 +397,7 @@ def inventory_rules(found: Findings, inventory: Inventory, doc: Document) -> Non
         return
     seen: dict[str, str] = {}
     for i, block in enumerate(inventory.domains):
+        _marked_nodes(found, doc, i, block)
         clash: tuple[str, str] | None = None
         for n in range(block.nodes):
             name = f"{block.name}-n{n:02d}"
@@ -409,6 +410,25 @@ def inventory_rules(found: Findings, inventory: Inventory, doc: Document) -> Non
         if node.name in seen:
             _dup_node(found, doc, ("nodes", i, "name"), node.name, seen[node.name])
         seen.setdefault(node.name, f"nodes[{i}]")
+
+
+def _marked_nodes(found: Findings, doc: Document, i: int, block: DomainBlock) -> None:
+    """Every node a block's `states` or `cordoned` names is one of its own nodes."""
+    own = {f"{block.name}-n{n:02d}" for n in range(block.nodes)}
+    last = f"{block.name}-n{block.nodes - 1:02d}"
+    marked = [("states", name, name) for name in block.states] + [
+        ("cordoned", j, name) for j, name in enumerate(block.cordoned)
+    ]
+    for key, at, name in marked:
+        if name not in own:
+            found.add(
+                doc,
+                ("domains", i, key, at),
+                codes.INVENTORY,
+                f"{name} is not a node of domain block {block.name} (its nodes are {block.name}-n00 to "
+                f"{last}); name one of them",
+                name="inventory",
+            )
 
 
 def _dup_node(found: Findings, doc: Document, at: Path, name: str, first: str) -> None:

@@ -27,13 +27,20 @@ def nodes_from_inventory(inv: Inventory | None) -> dict[str, NodeObs]:
             }
             if block.rack:
                 labels["rack"] = block.rack
-            out[name] = NodeObs(name, block.gpusPerNode, labels)
+            out[name] = _observed(
+                name, block.gpusPerNode, labels, block.states.get(name, "Ready"), name in block.cordoned
+            )
     for node in inv.nodes:
-        out[node.name] = NodeObs(
-            node.name, node.gpus, dict(node.labels), ready=node.state not in ("NotReady", "Failed"),
-            cordoned=node.cordoned, out_of_service=node.state == "Failed", deleted=node.state == "Deleted",
-        )  # fmt: skip
+        out[node.name] = _observed(node.name, node.gpus, dict(node.labels), node.state, node.cordoned)
     return out
+
+
+def _observed(name: str, gpus: int, labels: dict[str, str], state: str, cordoned: bool) -> NodeObs:
+    """A node as the inventory states it: Ready, NotReady, Failed (out of service) or Deleted."""
+    return NodeObs(
+        name, gpus, labels, ready=state not in ("NotReady", "Failed"), cordoned=cordoned,
+        out_of_service=state == "Failed", deleted=state == "Deleted",
+    )  # fmt: skip
 
 
 class EmbeddedCluster:

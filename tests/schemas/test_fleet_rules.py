@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.passes.embedded import nodes_from_inventory
 from schemas import cycles, rules
 from schemas import diagnostics as codes
 from schemas.fleetcheck import check_fleet
@@ -146,6 +147,55 @@ nodes:
         ("inventory/nodes.yaml", codes.INVENTORY, 4)
     ]
     assert fleet.inventory is None
+
+
+def test_a_node_of_a_domain_block_is_marked_failed_or_cordoned_by_name_in_the_block() -> None:
+    files = {
+        "jobtree.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: FleetConfig\nmetadata: {name: f}\n",
+        "inventory/nodes.yaml": b"""domains:
+  - name: A
+    region: r
+    cluster: c
+    flavor: H100-80GB
+    nodes: 4
+    gpusPerNode: 8
+    states: {A-n03: Failed, A-n01: NotReady}
+    cordoned: [A-n02]
+""",
+    }
+    fleet = check_fleet(files)
+    assert fleet.diagnostics == [] and fleet.inventory is not None
+    nodes = nodes_from_inventory(fleet.inventory)
+    state = {n: (o.ready, o.cordoned, o.out_of_service) for n, o in sorted(nodes.items())}
+    assert state == {
+        "A-n00": (True, False, False),
+        "A-n01": (False, False, False),
+        "A-n02": (True, True, False),
+        "A-n03": (False, False, True),  # failed: out of service, as an explicit node with state: Failed
+    }
+
+
+def test_a_marked_node_the_block_does_not_have_is_named_at_its_line() -> None:
+    files = {
+        "jobtree.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: FleetConfig\nmetadata: {name: f}\n",
+        "inventory/nodes.yaml": b"""domains:
+  - {name: A, region: r, cluster: c, flavor: H100-80GB, nodes: 4, gpusPerNode: 8,
+     states: {A-n04: Failed}, cordoned: [A-n00, B-n00]}
+""",
+    }
+    fleet = check_fleet(files)
+    assert [(d.code, d.line, d.message) for d in fleet.diagnostics] == [
+        (
+            codes.INVENTORY,
+            3,
+            "A-n04 is not a node of domain block A (its nodes are A-n00 to A-n03); name one of them",
+        ),
+        (
+            codes.INVENTORY,
+            3,
+            "B-n00 is not a node of domain block A (its nodes are A-n00 to A-n03); name one of them",
+        ),
+    ]
 
 
 def test_yaml_nested_past_the_limit_is_a_diagnostic_not_a_crash() -> None:
