@@ -7,6 +7,7 @@ noise (coordinates are whole pixels), attributes in a fixed order. No third-part
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable
 
 FONT = "font-family:ui-sans-serif,system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif"
@@ -17,28 +18,51 @@ def escape(text: object) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-# Sixteen saturated colours, told apart on white and from the pale grey of a free GPU (Tableau 10
-# without its grey, and six more of matplotlib's).
+# Sixteen colours of middle lightness, each at least 28 CIE76 units from every other and from the
+# pale grey of a free GPU (chosen greedily for the largest least distance from Tableau 10 and the
+# like; two blues of the old palette were 10 apart, which eyes do not tell apart).
 PALETTE = (
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
-    "#17becf", "#bcbd22", "#8c564b", "#e377c2", "#1f77b4", "#2ca02c", "#9467bd",
+    "#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#ff00ff", "#e377c2", "#4363d8", "#00c000", "#bcbd22",
+    "#9c755f", "#911eb4", "#42d4f4", "#005f5f", "#ff9da7", "#cab2d6", "#b15928",
 )  # fmt: skip
+APART = 40.0  # CIE76 distance two runs' colours keep when the palette still allows it
+
+
+def _lab(colour: str) -> tuple[float, float, float]:
+    """CIE L*a*b* (D65) of an sRGB `#rrggbb`: where distances match what eyes tell apart."""
+    rgb = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb)
+    xyz = ((0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047, 0.2126 * r + 0.7152 * g + 0.0722 * b,
+           (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883)  # fmt: skip
+    fx, fy, fz = (v ** (1 / 3) if v > 0.008856 else 7.787 * v + 16 / 116 for v in xyz)
+    return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+
+
+_LAB = tuple(_lab(c) for c in PALETTE)
+
+
+def _apart(i: int, taken: set[int]) -> float:
+    """How far palette entry `i` is from the nearest entry taken (infinite when none is)."""
+    return min((math.dist(_LAB[i], _LAB[j]) for j in taken), default=math.inf)
 
 
 def colours(runs: Iterable[str]) -> dict[str, str]:
-    """Each run's colour: the `PALETTE` entry the SHA-256 of its name picks, or, when a run earlier
-    in name order took it, the next free one (sixteen runs have sixteen colours; past that they
-    repeat). Both pictures colour from the fleet's whole list of runs, so a run has one colour in
-    both, and it changes only when a run that took its colour first comes or goes."""
+    """Each run's colour: from the `PALETTE` entry the SHA-256 of its name picks on, the first one
+    no run earlier in name order took that is at least `APART` from every colour taken (else the
+    free one farthest from them), so a few runs never share a shade (sixteen runs have sixteen
+    colours; past that they repeat). Both pictures colour from the fleet's whole list of runs, so a
+    run has one colour in both, and it changes only when a run before it in name order comes or goes."""
     out: dict[str, str] = {}
     taken: set[int] = set()
+    n = len(PALETTE)
     for run in sorted(set(runs)):
-        if len(taken) == len(PALETTE):
+        if len(taken) == n:
             taken = set()
-        first = int.from_bytes(hashlib.sha256(run.encode()).digest()[:4], "big") % len(PALETTE)
-        pick = next(
-            i % len(PALETTE) for i in range(first, first + len(PALETTE)) if i % len(PALETTE) not in taken
-        )
+        first = int.from_bytes(hashlib.sha256(run.encode()).digest()[:4], "big") % n
+        free = [i % n for i in range(first, first + n) if i % n not in taken]
+        pick = next((i for i in free if _apart(i, taken) >= APART), None)
+        if pick is None:
+            pick = max(free, key=lambda i: _apart(i, taken))  # the first of equals: max keeps it
         taken.add(pick)
         out[run] = PALETTE[pick]
     return out

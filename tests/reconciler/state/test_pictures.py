@@ -12,6 +12,7 @@ whose spare on A-n16 took over; the node is cordoned.
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -23,6 +24,7 @@ from click.testing import CliRunner
 from reconciler.cli.fleetmap import command as map_command
 from reconciler.cli.timeline import command as timeline_command
 from reconciler.passes.reconcile import reconcile_once
+from reconciler.state import svg
 from tests.conftest import Golden
 from tests.support.fleets import history, pass_at
 from tests.support.git import T0, commit_by_hand, reconciled
@@ -213,3 +215,32 @@ def test_a_long_line_is_drawn_soonest_first_up_to_the_row_limit() -> None:
     )
     drawn = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "run"]
     assert drawn == [f"t/r{i:03d}" for i in range(timeline.ROWS)]
+
+
+def _lab(colour: str) -> tuple[float, float, float]:
+    """CIE L*a*b* of `#rrggbb`, worked out here from the sRGB and CIE formulas (not the drawing code's)."""
+    rgb = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+    f = [v ** (1 / 3) if v > 0.008856 else 7.787 * v + 16 / 116 for v in (x, y, z)]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+@pytest.mark.parametrize(("runs", "least"), [(3, 40), (5, 40), (8, 40), (10, 30)])
+def test_a_few_runs_never_get_two_shades_of_one_colour(runs: int, least: float) -> None:
+    # the old palette gave a fleet of 5 runs two blues 10 CIE76 units apart: eyes need about 20 or
+    # more to tell two filled cells apart at a glance. Up to 8 runs keep 40 apart; past that the
+    # palette of 16 allows less, and each run takes the free colour farthest from those taken
+    chosen = list(svg.colours([f"team-{i}/run-{i}" for i in range(runs)]).values())
+    closest = min(math.dist(_lab(a), _lab(b)) for i, a in enumerate(chosen) for b in chosen[i + 1 :])
+    assert len(set(chosen)) == runs and closest >= least
+
+
+def test_the_template_fleets_runs_are_told_apart_on_its_map() -> None:
+    template = ["media-audio/whisper-finetune", "media-vision/vit-elastic", "rai-llm/pretrain-64",
+                "rai-sys/moe-spares", "rai-sys/train-cofunded", "rai-sys/resnet-small", "media-audio/asr-elastic",
+                "rai-sys/trainer", "rai-sys/sweep"]  # fmt: skip
+    chosen = list(svg.colours(template).values())
+    assert min(math.dist(_lab(a), _lab(b)) for i, a in enumerate(chosen) for b in chosen[i + 1 :]) >= 30
