@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from planner.context import Event
 from planner.plan import Plan
@@ -46,15 +46,17 @@ def lines(
     restored: Sequence[str] = (),
     observed: Sequence[str] = (),
 ) -> list[str]:
-    """The message's lines: hand-edited files written back (if any), then the plan's decisions, the
-    agent's swaps folded in (`folded`), then what changed in the observed clusters (`observed`:
-    lines from `state.observed.changes`)."""
+    """The message's lines, news first (the subject is made of the first ones): hand-edited files
+    written back (if any), the plan's decisions, the agent's swaps folded in (`folded`), what
+    changed in the observed clusters (`observed`: lines from `state.observed.changes`), then what
+    merely stays so (runs still waiting) and the runs each decision concerns."""
     written_back = set(restored)
-    decided = summary(plan, [p for p in meaningful if p not in written_back]) + folded(plan) + list(observed)
+    news, standing, details = _decisions(plan, [p for p in meaningful if p not in written_back])
+    decided = news + folded(plan) + list(observed) + standing + details
     if not restored or start is None:
         return decided
-    head, *details = hand_edits(start, list(restored))
-    return [head, *decided, *details]
+    head, *more = hand_edits(start, list(restored))
+    return [head, *decided, *more]
 
 
 def format_message(summary_lines: list[str], spec_commit: str, heading: str = "") -> str:
@@ -93,17 +95,24 @@ def hand_edits(start: Start, restored: list[str]) -> list[str]:
 
 
 def summary(plan: Plan, meaningful: Sequence[str] = ()) -> list[str]:
-    """One line per decision kind, then the runs concerned: what a reviewer reads in `git log`.
+    """One line per decision kind (news first), then the runs concerned: what a reviewer reads in
+    `git log`. `meaningful`: the paths the commit changes, for running runs whose pods are rendered anew."""
+    news, standing, details = _decisions(plan, meaningful)
+    return news + standing + details
 
-    `meaningful`: the paths the commit changes, for running runs whose pods are rendered anew."""
+
+def _decisions(plan: Plan, meaningful: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """(news: one line per kind of decision this pass made, a single run named; standing: what
+    merely stays so, the runs still waiting; details: one line per run concerned)."""
     started: Counter[str] = Counter()
+    grown: Counter[str] = Counter()
     swapped: set[str] = set()
     ended: dict[str, set[str]] = {}
     for ev in plan.events:
         if ev.event == "Start" and ev.reason == "Swap":
             swapped.add(ev.lease.run)  # a group moved onto its spare: neither a start nor growth
         elif ev.event == "Start" and ev.lease.role in ("Active", "Borrowed"):
-            started[ev.lease.run] += ev.lease.gpus
+            (grown if ev.reason == "Grow" else started)[ev.lease.run] += ev.lease.gpus
         elif ev.event == "End":
             kind = ev.closure.value if ev.closure is not None else ev.reason
             ended.setdefault(kind, set()).add(ev.lease.run)
@@ -111,34 +120,34 @@ def summary(plan: Plan, meaningful: Sequence[str] = ()) -> list[str]:
     reserved = sorted(waiting.keys() - plan.waiting_before)  # by this pass
     unfunded, refunded = _funding_changes(plan)
     updated = _rendered_anew(plan, meaningful)
-    lines: list[str] = []
-    if started:
-        lines.append(f"started or grew {_runs(len(started))} ({sum(started.values())} GPUs)")
+    news: list[str] = []
+    for verb, opened in (("started", started), ("grew", grown)):
+        if opened:
+            news.append(f"{verb} {_named(opened)} ({'+' * (verb == 'grew')}{sum(opened.values())} GPUs)")
     if swapped:
-        lines.append(f"swapped {_runs(len(swapped))} onto hot spares")
-    for reason, runs in sorted(ended.items()):
-        lines.append(f"{reason}: {_runs(len(runs))}")
-    if unfunded:
-        lines.append(f"unfunded: {_runs(len(unfunded))} (running, charged to nobody, reclaimed first)")
-    if refunded:
-        lines.append(f"funded again: {_runs(len(refunded))}")
+        news.append(f"swapped {_named(swapped)} onto hot spares")
+    for reason, closed in sorted(ended.items()):
+        news.append(f"{reason}: {_named(closed)}")
     if reserved:
         also = f" ({len(waiting)} waiting)" if len(waiting) > len(reserved) else ""
-        lines.append(f"reserved {_runs(len(reserved))}{also}")
-    elif waiting:
-        lines.append(f"{_runs(len(waiting))} waiting")
+        news.append(f"reserved {_named(reserved)}{also}")
     if plan.moves:
-        lines.append(f"ETA moved for {_runs(len(plan.moves))}")
+        news.append(f"ETA moved for {_named({m.run for m in plan.moves})}")
+    if unfunded:
+        news.append(f"unfunded: {_named(unfunded)} (running, charged to nobody, reclaimed first)")
+    if refunded:
+        news.append(f"funded again: {_named(refunded)}")
     if plan.lifted:
-        lines.append(f"conflict-set warnings lifted: {len(plan.lifted)}")
+        news.append(f"conflict-set warnings lifted: {len(plan.lifted)}")
     if plan.newly_invalid:
-        lines.append(f"invalid run files: {len(plan.newly_invalid)} (kept as they were until fixed)")
+        news.append(f"invalid run files: {len(plan.newly_invalid)} (kept as they were until fixed)")
     if updated:
-        lines.append(f"rendered pods anew for {_runs(len(updated))} (no GPU moved)")
-    details = [f"{run} +{gpus} GPUs" for run, gpus in sorted(started.items())]
+        news.append(f"rendered pods anew for {_named(updated)} (no GPU moved)")
+    standing = [f"{_runs(len(waiting))} waiting"] if waiting and not reserved else []
+    details = [f"{run} +{gpus} GPUs" for run, gpus in sorted((started + grown).items())]
     details += [f"{run} swapped to spare" for run in sorted(swapped)]
-    for reason, runs in sorted(ended.items()):
-        details += [f"{run} {reason}" for run in sorted(runs)]
+    for reason, closed in sorted(ended.items()):
+        details += [f"{run} {reason}" for run in sorted(closed)]
     details += [f"{run} unfunded ({_groups(n)})" for run, n in sorted(unfunded.items())]
     details += [f"{run} funded again ({_groups(n)})" for run, n in sorted(refunded.items())]
     details += [
@@ -150,7 +159,12 @@ def summary(plan: Plan, meaningful: Sequence[str] = ()) -> list[str]:
     details += [f"{run} pods rendered anew" for run in updated]
     if len(details) > MAX_MESSAGE_LINES:
         details = details[:MAX_MESSAGE_LINES] + [f"... and {len(details) - MAX_MESSAGE_LINES} more"]
-    return lines + details
+    return news, standing, details
+
+
+def _named(runs: Collection[str]) -> str:
+    """The run itself when there is one (`team-a/a1`), else how many (`3 runs`)."""
+    return next(iter(runs)) if len(runs) == 1 else _runs(len(runs))
 
 
 def folded(plan: Plan) -> list[str]:

@@ -169,10 +169,8 @@ def test_message_has_a_summary_a_body_and_the_spec_commit_trailer() -> None:
     assert authorship.spec_commit_of(text) == SPEC_SHA
     assert authorship.spec_commit_of("fix state by hand\n\nSpec-Commit: nope\n") is None
     assert len(message.format_message(["x" * 200], SPEC_SHA).splitlines()[0]) <= 72
-    long = message.format_message(
-        ["started or grew 5 runs (152 GPUs)", "team-a/" + "r" * 40 + " +8 GPUs"], SPEC_SHA
-    )
-    assert long.splitlines()[0] == "jobtree: started or grew 5 runs (152 GPUs)"  # the rest is in the body
+    long = message.format_message(["started 5 runs (152 GPUs)", "team-a/" + "r" * 40 + " +8 GPUs"], SPEC_SHA)
+    assert long.splitlines()[0] == "jobtree: started 5 runs (152 GPUs)"  # the rest is in the body
     with pytest.raises(ValueError):
         message.format_message([], "abc")
 

@@ -27,7 +27,7 @@ def test_a_swap_onto_a_hot_spare_is_reported_as_a_swap_not_a_start(tmp_path: Pat
     messages = [c.message for c in repo.walk(repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL)]
     swap = [m for m in messages if "2026-03-02T09:05:00Z" in m.splitlines()[0]]
     assert len(swap) == 1
-    assert "swapped 1 run onto hot spares" in swap[0]
+    assert "swapped alpha/j1 onto hot spares" in swap[0]
     assert "alpha/j1 swapped to spare" in swap[0]
     assert "alpha/j1 +" not in swap[0]  # the swap is not counted as a start of j1
 
@@ -53,7 +53,7 @@ def test_a_pass_names_the_runs_it_reserves_with_their_eta_and_reason_and_no_othe
     # short of funding with no window or known end to fund it: no earliestStart (DESIGN §4.5)
     assert res["spec"]["earliestStart"] is None
     assert f"- media-audio/whisper-big reserved, ETA unknown: {reason}\n" in message
-    assert "reserved 1 run" in message.splitlines()[0]
+    assert "reserved media-audio/whisper-big" in message.splitlines()[0]
 
     # a later pass that reserves nothing new says how many wait, and names nobody as reserved
     vit = "runs/media-vision/vit-elastic.yaml"
@@ -64,6 +64,9 @@ def test_a_pass_names_the_runs_it_reserves_with_their_eta_and_reason_and_no_othe
     assert later.commit is not None
     message = repo.revparse_single(later.commit).message
     assert "1 run waiting" in message and "reserved" not in message
+    assert message.startswith(
+        "jobtree: grew media-vision/vit-elastic (+8 GPUs)"
+    )  # the news, not who still waits
 
 
 def test_a_run_whose_file_is_invalid_from_the_start_gets_a_status_and_a_line_in_the_commit(
