@@ -167,7 +167,13 @@ def run(
     def stopped() -> None:
         metrics.leading(identity, False)
         agent.led = False
-        LOG.info("following", extra=dict(identity=identity, why=elector.why))
+        if stop.is_set():  # a normal stop (SIGTERM): the lead is given up, not lost
+            LOG.info("stopping", extra=dict(identity=identity, why="asked to stop: giving the lead up"))
+        else:
+            LOG.info(
+                "following",
+                extra=dict(identity=identity, why=elector.why or "the lease was not renewed in time"),
+            )
 
     agent.start(stop)
     campaign = threading.Thread(target=elector.run, args=(stop, started, stopped), name="leader", daemon=True)

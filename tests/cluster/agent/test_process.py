@@ -81,6 +81,8 @@ def test_the_agent_process_leads_swaps_counts_and_hands_over_on_sigterm(
     (swap,) = [x for x in lines if x["msg"] == "swap"]
     assert (swap["run"], swap["group"], swap["to"], swap["fenced"]) == ("t/r1", 1, "n4", ["n2"])
     assert swap["entry"] == server.list(API, "JournalEntry")[0]["metadata"]["name"]
+    assert all(x["why"] for x in lines if "why" in x), [x for x in lines if "why" in x]  # never `"why": ""`
+    assert [x["why"] for x in lines if x["msg"] == "stopping"] == ["asked to stop: giving the lead up"]
 
 
 def test_an_agent_started_before_the_fleet_is_applied_waits_not_ready_then_serves(
