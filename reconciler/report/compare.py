@@ -35,7 +35,7 @@ def _duration(seconds: int) -> str:
 
 def _starts(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    payers: dict[str, dict[tuple[str | None, str | None, str | None], int]] = defaultdict(
+    payers: dict[str, dict[tuple[str | None, str | None, str | None, str | None], int]] = defaultdict(
         lambda: defaultdict(int)
     )
     spares: dict[str, int] = defaultdict(int)
@@ -51,9 +51,9 @@ def _starts(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, dict[str, Any
         entry["gpus"] += lease.gpus
         entry["domains"].add(domain_of.get(lease.node, "?"))
         who = (
-            (None, None, None)
+            (None, None, None, None)
             if lease.role == "Borrowed"
-            else (lease.payer.owner, lease.payer.budget, lease.payer.envelope)
+            else (lease.payer.owner, lease.payer.budget, lease.payer.envelope, lease.funding)
         )
         payers[lease.run][who] += lease.gpus
     for run, entry in out.items():
@@ -66,12 +66,20 @@ def _starts(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, dict[str, Any
     return out
 
 
-def _payer(who: tuple[str | None, str | None, str | None], gpus: int) -> dict[str, Any]:
-    """Who pays for `gpus` of a start: the words people read, and the owner, budget and envelope
-    (None for a fill on spare GPUs, which nobody pays for)."""
-    owner, budget, envelope = who
-    text = "nobody (fill on spare GPUs)" if owner is None else f"{owner} ({budget}/{envelope})"
-    return {"payer": text, "owner": owner, "budget": budget, "envelope": envelope, "gpus": gpus}
+def _payer(who: tuple[str | None, str | None, str | None, str | None], gpus: int) -> dict[str, Any]:
+    """Who pays for `gpus` of a start: the words people read, the owner, budget and envelope (None
+    for a fill on spare GPUs, which nobody pays for), and how (`own`, `family`, `sponsor`)."""
+    owner, budget, envelope, how = who
+    kind = f", {how}" if how else ""
+    text = "nobody (fill on spare GPUs)" if owner is None else f"{owner} ({budget}/{envelope}{kind})"
+    return {
+        "payer": text,
+        "owner": owner,
+        "budget": budget,
+        "envelope": envelope,
+        "funding": how,
+        "gpus": gpus,
+    }
 
 
 def _ends(plan: Plan) -> dict[tuple[str, str], int]:
@@ -163,6 +171,18 @@ def _changed(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
+def _desired(plan: Plan) -> dict[str, int]:
+    """The width each run's spec asks for (`desiredTotalGPUs`, else its maximum, else its total)."""
+    out = {}
+    for run, spec in plan.specs.items():
+        m = spec.spec.malleable
+        if m is not None:
+            out[run] = m.desiredTotalGPUs if m.desiredTotalGPUs is not None else m.maxTotalGPUs
+        else:
+            out[run] = spec.spec.resources.totalGPUs
+    return out
+
+
 def _usage(plan: Plan) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for budget, status in plan.budgets.items():
@@ -180,7 +200,7 @@ def _usage(plan: Plan) -> dict[str, dict[str, int]]:
 
 NOTHING_PLANNED: dict[str, Any] = {
     "starts": {}, "ends": {}, "reserved": {}, "conflicts": {}, "usage": {}, "unfunded": {}, "pods": {},
-    "runs": [], "waiting": {}, "widths": {},
+    "runs": [], "waiting": {}, "widths": {}, "desired": {},
 }  # fmt: skip
 """The outline of a side reconcile plans nothing on (its jobtree.yaml or inventory is invalid)."""
 
@@ -198,6 +218,7 @@ def outline(plan: Plan, domain_of: Mapping[str, str]) -> dict[str, Any]:
         "runs": sorted(plan.specs),
         "waiting": _waiting(plan),
         "widths": _widths(plan),
+        "desired": _desired(plan),
     }
 
 
@@ -232,8 +253,14 @@ def compare(
     starts = [v for k, v in sorted(s_after.items()) if s_before.get(k) != v]
     no_longer = sorted(k for k in s_before if k not in s_after)
     e_before, e_after = before["ends"], after["ends"]
+    lowered = {
+        run
+        for run, width in after.get("desired", {}).items()
+        if width < before.get("desired", {}).get(run, width)
+    }  # runs whose desired width the change lowers: their Shrink is asked for, not a cut
     cuts = [
         {"run": run, "reason": reason, "gpus": e_after.get((run, reason), 0), "gpusBefore": e_before.get((run, reason), 0)}
+        | ({"voluntary": True} if reason == "Shrink" and run in lowered else {})
         for run, reason in sorted(e_before.keys() | e_after.keys())
         if e_before.get((run, reason)) != e_after.get((run, reason))
     ]  # fmt: skip

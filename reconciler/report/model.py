@@ -29,10 +29,11 @@ SECTIONS = (
 
 
 class Payer(TypedDict):
-    payer: str  # "owner (budget/envelope)", or who lends
+    payer: str  # "owner (budget/envelope, family)", or who lends
     owner: str | None
     budget: str | None
     envelope: str | None
+    funding: str | None  # own, family or sponsor (None: a fill, or a lease opened before it was recorded)
     gpus: int
 
 
@@ -58,11 +59,12 @@ class ReservedRow(TypedDict, total=False):
     was: dict[str, Any]  # reason, confidence and remedies before, when they moved
 
 
-class CutRow(TypedDict):
+class CutRow(TypedDict, total=False):
     run: str
     reason: str  # closure reason
     gpus: int
     gpusBefore: int
+    voluntary: bool  # a Shrink the change asks for (it lowers desiredTotalGPUs): not a cut
 
 
 class ConflictEntry(TypedDict):

@@ -63,9 +63,24 @@ def _reserved_why(r: model.ReservedRow) -> str:
     return f"{r['reason']} (was: {was['reason']})" if was and was["reason"] != r["reason"] else r["reason"]
 
 
+def _eta(r: model.ReservedRow) -> str:
+    """`2026-03-02T10:10:00Z (conservative)`, or `unknown (nothing known makes it startable)`."""
+    if r["earliestStart"] is None:
+        return "unknown (nothing known makes it startable)"
+    return f"{r['earliestStart']} ({r['confidence']})"
+
+
 def _cut_gpus(c: model.CutRow) -> str:
     before = c.get("gpusBefore", 0)
     return f"none (was {before})" if not c["gpus"] else _was(c["gpus"], before)
+
+
+def _cut_why(c: model.CutRow) -> str:
+    return (
+        f"{c['reason']} (asked for: this change lowers desiredTotalGPUs)"
+        if c.get("voluntary")
+        else c["reason"]
+    )
 
 
 def _conflict_sets(c: model.ConflictRow) -> str:
@@ -86,13 +101,13 @@ def sections(report: model.Report) -> list[tuple[str, list[str], list[str]]]:
         out.append(("Starts now", ["| run | GPUs | domains | paid by |", "|---|---:|---|---|"], rows))
     if report["reserved"]:
         rows = [
-            f"| {_code(r['run'])} | {r['earliestStart'] or 'unknown'} ({r['confidence']}) | {r['deficitGPUs']} | "
+            f"| {_code(r['run'])} | {_eta(r)} | {r['deficitGPUs']} | "
             f"{_reserved_why(r)} | {'; '.join(remedies(r))} |"
             for r in report["reserved"]
         ]
         out.append(("Reserved", ["| run | ETA | deficit | why | remedies |", "|---|---|---:|---|---|"], rows))
     if report["cuts"]:
-        rows = [f"| {_code(c['run'])} | {_cut_gpus(c)} | {c['reason']} |" for c in report["cuts"]]
+        rows = [f"| {_code(c['run'])} | {_cut_gpus(c)} | {_cut_why(c)} |" for c in report["cuts"]]
         out.append(("Shrunk or cut", ["| run | GPUs | reason |", "|---|---:|---|"], rows))
     if report["eta"]:
         out.append(("Moves other runs", [], [f"- {e['text']}" for e in report["eta"]]))
@@ -191,15 +206,17 @@ def as_markdown(
         head += [f"**{line}.**", ""]
         room -= len(line) + 7
     inherited = report.get("diagnosticsOnBase") or []
+    tail: list[str] = []  # after the change under review: what the base already has wrong
     if inherited:
         line = f"{_problems(len(inherited))} already on the base branch (left out of both plans; `jobtree validate` lists them)."
-        head += [line, ""]
+        tail = ["", line]
         room -= len(line) + 2
     if not report["changes"]:
         text = "\n".join(
             [
                 *head,
                 "No change: merging this moves no GPU, reservation or budget and renders no running pod anew.",
+                *tail,
                 "",
             ]
         )
@@ -222,7 +239,7 @@ def as_markdown(
         rows_left += more
     if rows_left:
         left_out.append(f"{rows_left} more rows")
-    return "\n".join([*head, *body, ""]) + _overflow(left_out)
+    return "\n".join([*head, *body, *tail, ""]) + _overflow(left_out)
 
 
 def _merge_note(report: model.Report) -> str:
@@ -249,10 +266,11 @@ def as_text(report: model.Report, diagnostics: list[str]) -> str:
     lines = [f"plan {report['base'][:12]} -> {report['head'][:12]} at {report['now']}"]
     lines += [_merge_note(report)] if report.get("merged") else []
     lines += [f"invalid: {d}" for d in diagnostics]
-    lines += [f"invalid, already on the base branch: {d}" for d in report.get("diagnosticsOnBase") or []]
     lines += [f"stalled: {line}" for line in report.get("stalled") or []]
+    # after the change under review: what the base branch already has wrong
+    tail = [f"invalid, already on the base branch: {d}" for d in report.get("diagnosticsOnBase") or []]
     if not report["changes"]:
-        return "\n".join([*lines, "no change"]) + "\n"
+        return "\n".join([*lines, "no change", *tail]) + "\n"
     for s in report["starts"]:
         verb = "grow    " if s.get("reason") == "Grow" else "start   "
         lines.append(
@@ -260,12 +278,16 @@ def as_text(report: model.Report, diagnostics: list[str]) -> str:
         )
     for r in report["reserved"]:
         lines.append(
-            f"reserve  {r['run']}: ETA {r['earliestStart'] or 'unknown'} ({r['confidence']}), deficit {r['deficitGPUs']}, "
+            f"reserve  {r['run']}: ETA {_eta(r)}, deficit {r['deficitGPUs']}, "
             f"{_reserved_why(r)}" + (f"; remedies: {'; '.join(remedies(r))}" if r["remedies"] else "")
         )
     for c in report["cuts"]:
         before = c.get("gpusBefore", 0)
-        if c["gpus"]:
+        if c.get("voluntary"):
+            lines.append(
+                f"shrink   {c['run']}: {c['gpus']} GPUs given back (this change lowers desiredTotalGPUs)"
+            )
+        elif c["gpus"]:
             was = f"; was {before}" if before else ""
             lines.append(f"cut      {c['run']}: {c['gpus']} GPUs ({c['reason']}{was})")
         else:
@@ -291,7 +313,7 @@ def as_text(report: model.Report, diagnostics: list[str]) -> str:
         )
     for b in report["budgets"]:
         lines.append(f"budget   {b['envelope']}: {_usage(b['before'])} -> {_usage(b['after'])}")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *tail]) + "\n"
 
 
 def remedies(r: model.ReservedRow) -> list[str]:

@@ -128,7 +128,7 @@ def test_a_pull_request_adding_a_run_that_fits_shows_it_starting_and_who_pays(
     assert report["version"] == 4
     want_start = {
         "run": "t/small", "gpus": 8, "domains": ["A"], "reason": "Start",
-        "payers": [{"payer": "org:t (t/now)", "owner": "org:t", "budget": "t", "envelope": "now", "gpus": 8}],
+        "payers": [{"payer": "org:t (t/now, own)", "owner": "org:t", "budget": "t", "envelope": "now", "funding": "own", "gpus": 8}],
     }  # fmt: skip
     assert report["starts"] == [want_start]
     assert [b["envelope"] for b in report["budgets"]] == ["t/now"]
@@ -269,6 +269,14 @@ def test_a_problem_already_on_the_base_branch_is_listed_but_fails_only_the_chang
     ]
     code, out = plan(fleet)
     assert "invalid, already on the base branch: runs/t/broken.yaml:" in out
+    # the change under review comes first; what the base already has wrong follows it
+    lines = out.splitlines()
+    base_line = next(
+        i for i, line in enumerate(lines) if line.startswith("invalid, already on the base branch")
+    )
+    assert base_line > next(i for i, line in enumerate(lines) if "t/r3" in line)
+    code, out = plan(fleet, "--format", "markdown")
+    assert out.index("already on the base branch") > out.index("`t/r3`")
     commit(fleet, {"runs/t/also-broken.yaml": broken["runs/t/broken.yaml"]}, "another\n", "pr")
     code, out = plan(fleet, "--exit-code")
     assert code == 3 and "invalid: runs/t/also-broken.yaml:" in out
@@ -390,7 +398,16 @@ def test_a_pull_request_deleting_a_run_shows_it_stopping_and_the_run_it_lets_sta
     assert (start["run"], start["gpus"], start["payers"]) == (
         "t/r2",
         16,
-        [{"payer": "org:t (t/now)", "owner": "org:t", "budget": "t", "envelope": "now", "gpus": 16}],
+        [
+            {
+                "payer": "org:t (t/now, own)",
+                "owner": "org:t",
+                "budget": "t",
+                "envelope": "now",
+                "funding": "own",
+                "gpus": 16,
+            }
+        ],
     )
     assert [e["text"] for e in report["eta"]] == ["t/r2 now starts at once instead of 2026-03-02T10:00:10Z"]
 
@@ -587,7 +604,7 @@ def test_a_new_image_for_a_running_run_shows_its_pods_rendered_anew_and_the_comm
     done = reconcile_once(fleet.path, now=parse_time(NOW))
     assert done.commit is not None
     message = fleet[done.commit].peel(pygit2.Commit).message
-    assert "rendered pods anew for 1 run (no GPU moved)" in message
+    assert "rendered pods anew for t/r1 (no GPU moved)" in message
     assert "t/r1 pods rendered anew" in message and "no decision changed" not in message
     pods = gitread.read_files(fleet, done.commit, ["rendered/"])
     (r1,) = [b for p, b in pods.items() if p.endswith("/t/r1.yaml")]
@@ -763,3 +780,39 @@ def test_the_comment_links_the_bases_pictures_on_the_git_host(
         f" · [reservation timeline](https://github.example/acme/fleet/blob/{base}/state/timeline.svg)"
     )
     assert want in out.splitlines()
+
+
+def test_a_change_lowering_a_runs_desired_width_shows_a_shrink_asked_for_not_a_cut(
+    fleet: pygit2.Repository,
+) -> None:
+    elastic = run("r1").replace(
+        b"  locality: {groupGPUs: 8}\n",
+        b"  locality: {groupGPUs: 8}\n  malleable: {minTotalGPUs: 8, maxTotalGPUs: 16, stepGPUs: 8}\n",
+    )
+    commit(fleet, {"runs/t/r1.yaml": elastic}, "r1 elastic\n")
+    assert reconcile_once(Path(fleet.path), now=T0 + 60).commit is not None
+    fleet.references["refs/heads/pr"].set_target(fleet.references["refs/heads/main"].target)
+    lower = elastic.replace(b"stepGPUs: 8}", b"stepGPUs: 8, desiredTotalGPUs: 8}")
+    commit(fleet, {"runs/t/r1.yaml": lower}, "r1 gives 8 back\n", "pr")
+    report = changes(fleet)
+    assert report["cuts"] == [
+        {"run": "t/r1", "reason": "Shrink", "gpus": 8, "gpusBefore": 0, "voluntary": True}
+    ]
+    code, out = plan(fleet)
+    assert (
+        "shrink   t/r1: 8 GPUs given back (this change lowers desiredTotalGPUs)" in out and "cut " not in out
+    )
+    code, out = plan(fleet, "--format", "markdown")
+    assert "| `t/r1` | 8 | Shrink (asked for: this change lowers desiredTotalGPUs) |" in out
+
+
+def test_a_reservation_nothing_known_makes_startable_says_so_once(fleet: pygit2.Repository) -> None:
+    # the `later` envelope goes: r1 holds `now` whole, so a new 16-GPU run waits for headroom no
+    # known event brings: no ETA (§4.5), said once and in words, not `unknown (unknown)`
+    only_now = budget().split(b"    - {name: later")[0]
+    commit(fleet, {"runs/t/huge.yaml": run("huge", 16), "budgets/t.yaml": only_now}, "huge\n", "pr")
+    code, out = plan(fleet)
+    (reserved,) = [line for line in out.splitlines() if line.startswith("reserve  t/huge")]
+    assert reserved.startswith("reserve  t/huge: ETA unknown (nothing known makes it startable), deficit 16")
+    code, out = plan(fleet, "--format", "markdown")
+    assert "| `t/huge` | unknown (nothing known makes it startable) | 16 |" in out
