@@ -2,7 +2,8 @@
 
 A thin shell over `reconciler.passes.apply`: checks the options, applies (or, with --dry-run,
 lists what would be created, changed, replaced and pruned), prints one line per cluster, and exits
-0 when every cluster was applied in full, 2 on a wrong option, 3 when jobtree.yaml is invalid, 4
+0 when every cluster was applied in full (or none is configured: nothing to apply, and it says
+so), 2 on a wrong option, 3 when jobtree.yaml is invalid, 4
 when a cluster could not be reached or not applied in full (each named on stderr).
 """
 
@@ -43,9 +44,9 @@ def command(repo: str, only: str | None, dry_run: bool, branch: str | None, quie
         outcome = applying.apply_commit(git, rev, only=only, dry_run=dry_run, say=say)
     except errors.NotARepository as err:
         raise click.UsageError(str(err)) from err
-    except applying.NoCluster as err:
+    except applying.NoCluster as err:  # nothing to apply is no failure, as `reconcile --apply` says too
         click.echo(f"jobtree: {err}", err=True)
-        sys.exit(exitcodes.OTHER)
+        sys.exit(exitcodes.OK)
     except applying.UnknownCluster as err:
         raise click.UsageError(f"--cluster {only}: {err}") from None
     except applying.ApplyRefused as err:  # jobtree.yaml does not validate

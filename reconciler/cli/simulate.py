@@ -31,6 +31,10 @@ def command(scenario: str, fmt: str, git_dir: str | None) -> None:
         play_and_print(scenario, fmt, git_dir, reading.result())
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def render_text(result: dict[str, Any], sim_timeline: list[str]) -> str:
     lines = [f"scenario {result['scenario']}"]
     lines += sim_timeline
@@ -42,9 +46,8 @@ def render_text(result: dict[str, Any], sim_timeline: list[str]) -> str:
             )
         for key, r in st["reservations"].items():
             rs = r["status"]
-            lines.append(
-                f"  reservation {key}: {rs['state']} earliestStart {r['spec']['earliestStart']} — {rs['reason']}"
-            )
+            eta = r["spec"]["earliestStart"] or "unknown (nothing known makes it startable)"
+            lines.append(f"  reservation {key}: {rs['state']} earliestStart {eta} — {rs['reason']}")
     return "\n".join(lines) + "\n"
 
 
@@ -75,8 +78,8 @@ def play_and_print(
     if sim.history is not None:
         h = sim.history
         click.echo(
-            f"wrote {h.commits} passes as state commits, after {h.spec_commits} commits of the spec "
-            f"files they planned, to {git_dir} (branch main)",
+            f"wrote {_count(h.commits, 'pass', 'passes')} as state commits, after "
+            f"{_count(h.spec_commits, 'commit')} of the spec files they planned, to {git_dir} (branch main)",
             err=True,
         )
     if fmt == "json":

@@ -9,6 +9,7 @@ import json
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 import click
 
@@ -76,6 +77,28 @@ def summary(fleet: ValidatedFleet) -> str:
 RENDER = {"text": render_text, "github": render_github, "json": render_json}
 
 
+def _a_fleet(repo: str, rev: str | None, files: Mapping[str, bytes]) -> None:
+    """Exit 2 when `repo` is not a fleet repository at all (no `jobtree.yaml`, no `budgets/`,
+    `runs/` or `inventory/`), naming the folders below it that are, instead of a problem for every
+    YAML file in it. A fleet that lost its `jobtree.yaml` is still validated (JT020, exit 3)."""
+    if any(path == "jobtree.yaml" or path.split("/", 1)[0] in FLEET_FOLDERS for path in files):
+        return
+    where = f"{repo} at {rev}" if rev is not None else repo
+    found = [] if rev is not None else sorted(
+        str(p.parent.relative_to(repo)) for depth in ("*", "*/*") for p in Path(repo).glob(f"{depth}/jobtree.yaml")
+    )  # fmt: skip
+    hint = f"; did you mean {' or '.join(f'jobtree validate {f}' for f in found[:3])}?" if found else ""
+    click.echo(
+        f"jobtree validate: {where} has no jobtree.yaml (and no budgets/, runs/ or inventory/): it is not a "
+        f"fleet repository{hint}",
+        err=True,
+    )
+    sys.exit(exitcodes.USAGE)
+
+
+FLEET_FOLDERS = ("budgets", "runs", "inventory")
+
+
 @click.command("validate")
 @click.argument("repo", default=".", required=False)
 @click.option("--rev", default=None, help="Validate the files at this commit, branch or tag (no checkout).")
@@ -97,6 +120,7 @@ def command(repo: str, rev: str | None, fmt: str, now_text: str | None) -> None:
     except ValueError as err:
         raise click.UsageError(f"--now {now_text!r}: {err}") from err
     files = read_fleet(repo, rev)
+    _a_fleet(repo, rev, files)
     try:
         seen = gitread.cluster_folders(repo, rev)
         observed = gitread.observed_files(repo, rev)

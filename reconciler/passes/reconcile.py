@@ -176,8 +176,8 @@ def plan_once(
     head = gitread.resolve(repo, branch)
     spec, count, parsed = speccache.read_spec(repo, head, early)
     say(
-        f"read {count} spec files at {str(head.id)[:12]} ({parsed} parsed, {count - parsed} cached): "
-        f"{len(spec.budgets)} budgets, {len(spec.runs)} runs valid, {len(spec.diagnostics)} problems"
+        f"read {_n(count, 'spec file')} at {str(head.id)[:12]} ({parsed} parsed, {count - parsed} cached): "
+        f"{_n(len(spec.budgets), 'budget')}, {_n(len(spec.runs), 'run')} valid, {_n(len(spec.diagnostics), 'problem')}"
     )
     start = ownership.state_start(repo, head, spec.fleet.git.author.email)
     if start.files:
@@ -188,8 +188,8 @@ def plan_once(
     memo, source = _memo(repo, start.commit, memos or {})
     state = memo.state()
     say(
-        f"read state ({source}): {sum(1 for x in state.leases if x.open)} open leases, "
-        f"{len(state.reservations)} reservations"
+        f"read state ({source}): {_n(sum(1 for x in state.leases if x.open), 'open lease')}, "
+        f"{_n(len(state.reservations), 'reservation')}"
     )
     now, warnings = _not_before_last_pass(now, state, start, now_given)
     # 4. plan: nothing while jobtree.yaml or the inventory stops the pass; a plan breaking an invariant raises
@@ -217,7 +217,7 @@ def plan_once(
         result = pipeline.run_pass(spec, cluster, state, now, journal=swaps)
     except pipeline.InvariantViolation as err:
         raise _noted(err, warnings) from None
-    say(f"planned: {len(result.events)} lease events")
+    say(f"planned: {_n(len(result.events), 'lease event')}")
     for _, problem in result.node_problems:
         say(f"node left out: {problem}")
     # 5. next tree: only what changed is rendered; files changed by hand are written back; what
@@ -225,7 +225,7 @@ def plan_once(
     at_head = {path: _held(head, path) for path in start.files}
     tree = nexttree.next_tree(result, memo, lambda oid: gitread.read_blob(repo, oid), at_head, seen)
     say(
-        f"rendered {len(tree.blobs)} files, {len(tree.contents)} written anew, "
+        f"rendered {_files(len(tree.blobs))}, {len(tree.contents)} written anew, "
         f"{len(tree.meaningful)} with changed decisions"
         + (f", {_files(len(tree.restored))} changed by hand written back" if tree.restored else "")
     )
@@ -316,7 +316,12 @@ def _spec_commit(head: gitread.Commit, email: str) -> str:
 
 
 def _files(n: int) -> str:
-    return f"{n} file" if n == 1 else f"{n} files"
+    return _n(n, "file")
+
+
+def _n(count: int, word: str) -> str:
+    """`1 lease event`, `2 lease events`: a count for the progress lines."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _noted(err: BaseException, warnings: list[str] | tuple[str, ...]) -> BaseException:

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from reconciler.cli.reconcile import command
-from tests.support.git import reconciled
+from tests.support.git import commit_by_hand, reconciled
 
 
 def test_files_put_back_under_state_are_said_even_with_quiet(tmp_path: Path) -> None:
@@ -41,3 +41,37 @@ def test_a_pass_that_fails_after_a_warning_still_says_it(tmp_path: Path) -> None
     assert said.index("--now 2026-03-02T08:00:00Z is before the last pass") < said.index(
         "nothing was planned"
     )
+
+
+RESNET = b"""apiVersion: rq.davidlangworthy.io/v1
+kind: Run
+metadata: {name: resnet-small, namespace: rai-sys}
+spec:
+  owner: "org:acme:rai:sys"
+  resources: {gpuType: H100-80GB, totalGPUs: 8}
+"""
+
+
+def test_progress_counts_read_as_english(tmp_path: Path) -> None:
+    # one new 8-GPU run on one node: one lease opened, one event
+    work, repo = reconciled(tmp_path)
+    commit_by_hand(repo, {"runs/rai-sys/resnet-small.yaml": RESNET}, "resnet\n")
+    result = CliRunner().invoke(command, [str(work), "--once", "--now", "2026-03-02T09:05:00Z"])
+    assert result.exit_code == 0, result.output
+    assert "planned: 1 lease event\n" in result.stderr
+    assert "1 lease events" not in result.stderr and "0 problems" in result.stderr  # plural for 0 and many
+
+
+def test_apply_with_no_cluster_says_there_is_nothing_to_apply_and_succeeds_as_reconcile_does(
+    tmp_path: Path,
+) -> None:
+    from reconciler.cli.apply import command as apply
+
+    work, _ = reconciled(tmp_path)
+    dry = CliRunner().invoke(apply, [str(work), "--dry-run"])
+    assert (
+        dry.exit_code == 0
+        and "configures no cluster: the embedded cluster has nothing to apply" in dry.stderr
+    )
+    passed = CliRunner().invoke(command, [str(work), "--once", "--apply", "--now", "2026-03-02T09:05:00Z"])
+    assert passed.exit_code == dry.exit_code == 0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from reconciler.cli.simulate import command
@@ -14,7 +15,8 @@ from reconciler.git import ownership
 from reconciler.git import read as gitread
 from reconciler.state import codec as statefiles
 from schemas.common import format_time
-from tests.support.scenarios import EXAMPLES
+from tests.support.builders import a_budget, a_run, domain, scenario
+from tests.support.scenarios import EXAMPLES, at
 
 
 def run(path: Path) -> tuple[int, str]:
@@ -130,3 +132,21 @@ def test_simulate_git_never_writes_into_a_persons_repository(tmp_path: Path) -> 
     assert result.exit_code == 2 and "is not empty" in result.output and "Traceback" not in result.output
     assert (tmp_path / "mine" / "notes.txt").read_text() == "uncommitted work\n"
     assert mine.head_is_unborn and list(mine.references) == []
+
+
+def test_text_output_names_an_unknown_eta_in_words_and_counts_in_english(tmp_path: Path) -> None:
+    # t/big asks more than its envelope will ever fund: reserved with no earliestStart (§4.5)
+    doc = scenario(
+        {"t": "org:t"}, [domain("A", 4)],
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 8).build(), a_run("t/big", "org:t").gpus(16).build()]),
+         at(0, checkpoint="waiting")],
+    )  # fmt: skip
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = CliRunner().invoke(command, [str(path), "--git", str(tmp_path / "history")])
+    assert result.exit_code == 0, result.output
+    assert (
+        "reservation t/big: Pending earliestStart unknown (nothing known makes it startable)" in result.stdout
+    )
+    assert "None" not in result.stdout
+    assert "wrote 1 pass as state commits, after 1 commit of the spec files" in result.stderr

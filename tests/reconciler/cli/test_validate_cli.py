@@ -231,7 +231,32 @@ def test_the_validate_command_exits_zero_or_three_on_arbitrary_files(
     root.mkdir(exist_ok=True)
     result = CliRunner().invoke(main, ["validate", str(root)])
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    assert result.exit_code in (0, 3)
+    fleet = any(
+        rel == "jobtree.yaml" or rel.split("/")[0] in ("budgets", "runs", "inventory") for rel in files
+    )
+    assert result.exit_code in ((0, 3) if fleet else (2,))  # a folder that is no fleet at all: said so
+
+
+def test_a_folder_that_is_no_fleet_is_said_to_be_none_not_reported_file_by_file(tmp_path: Path) -> None:
+    # the Jobtree repository itself (examples, the template) is no fleet: one line, not a problem a file
+    checkout = tmp_path / "jobtree"
+    shutil.copytree(REPO / "fleet-repo-template", checkout / "fleet-repo-template")
+    shutil.copytree(REPO / "examples", checkout / "examples")
+    result = CliRunner().invoke(main, ["validate", str(checkout)])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.strip() == (
+        f"jobtree validate: {checkout} has no jobtree.yaml (and no budgets/, runs/ or inventory/): it is not "
+        "a fleet repository; did you mean jobtree validate fleet-repo-template?"
+    )
+
+
+def test_a_fleet_that_lost_its_jobtree_yaml_is_still_validated(tmp_path: Path) -> None:
+    fleet = tmp_path / "fleet"
+    shutil.copytree(REPO / "fleet-repo-template", fleet)
+    (fleet / "jobtree.yaml").unlink()
+    result = CliRunner().invoke(main, ["validate", str(fleet)])
+    assert result.exit_code == 3 and "JT020 jobtree.yaml is missing" in result.stdout
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "github"])
