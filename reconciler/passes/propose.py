@@ -3,7 +3,8 @@
 The run file is checked by the validator against the fleet at the base commit (any problem the
 change brings refuses it: `Invalid`, exit 3), committed on top of the base as the person on a new
 branch (`runs/<namespace>/<name>` unless named; one a merged pull request left behind, holding
-nothing the base lacks, is reused), pushed to the remote, and planned
+nothing the base lacks, is reused; the person's own open branch of that file gets the commit on
+top, so its pull request is updated), pushed to the remote, and planned
 against the base exactly as `jobtree plan` plans a pull request (`passes.pr`). It then says where
 to open the pull request (the host's compare page), or opens it through GitHub's REST API when a
 token is given. Returns a `Proposal`; prints nothing and never moves the base branch.
@@ -50,12 +51,14 @@ class Proposal:
     compare_url: str | None = None
     pull_request: str | None = None
     notes: list[str] = field(default_factory=list)  # for people: what did not happen, and what to do
+    updated: bool = False  # the commit went on the person's own open branch (its pull request updated)
 
     def as_json(self) -> dict[str, object]:
         return {
             "run": self.run,
             "file": self.path,
             "branch": self.branch,
+            "updated": self.updated,
             "base": {"branch": self.base_branch, "commit": self.base},
             "commit": self.commit,
             "remote": self.remote,
@@ -65,6 +68,31 @@ class Proposal:
             "notes": self.notes,
             "plan": self.report,
         }
+
+
+def _own_tip(
+    repo: gitread.Repository, branch: str, remote: str, local: str | None, there: str | None, base: str,
+    email: str, path: str,
+) -> str | None:  # fmt: skip
+    """The tip of the person's own open branch (`local`, or `there` on the remote, the newer of
+    them), which a new commit goes on top of; None when neither is open. `BranchTaken` when the
+    branch holds someone else's commits or other files, or the two have diverged."""
+    tips = [t for t in (local, there) if t is not None]
+    if not tips:
+        return None
+    tip = tips[-1] if gitbranch.descends(repo, tips[-1], tips[0]) else tips[0]
+    if not gitbranch.descends(repo, tip, tips[-1]) or not gitbranch.descends(repo, tip, tips[0]):
+        raise BranchTaken(
+            f"the branch {branch!r} here and on {remote} have diverged: `git pull` it, or push it "
+            "(`git push`) before submitting again"
+        )
+    if not gitbranch.only_yours(repo, tip, base, email, path):
+        where = "here" if tip == local else f"on {remote}"
+        raise BranchTaken(
+            f"a branch {branch!r} exists {where} with commits that are not yours or change other files than "
+            f"{path} (an open pull request, or one merged by squashing: delete that branch on the host)"
+        )
+    return tip
 
 
 def problems_brought(repo: gitread.Repository, base: str, path: str, data: bytes) -> list[str]:
@@ -100,25 +128,24 @@ def propose(
         raise Invalid(found)
     author = gitbranch.identity(repo)
     url = gitbranch.remote_url(repo, remote) if branch is not None else None
-    left: str | None = None  # the remote's tip of a branch a merged pull request left behind
+    left: str | None = None  # the remote's tip of the branch, when it has one
+    prior: str | None = None  # the tip of the person's own open branch, which the commit goes on
     if branch is not None:
-        if gitbranch.exists(repo, branch):
-            if not gitbranch.merged(repo, f"refs/heads/{branch}", base):
-                raise BranchTaken(
-                    f"a local branch {branch!r} exists already, with commits the base does not have"
-                )
+        local = (
+            str(repo.references[f"refs/heads/{branch}"].target) if gitbranch.exists(repo, branch) else None
+        )
+        if local is not None and gitbranch.merged(repo, local, base):
             gitbranch.delete(repo, branch)  # merged already: nothing on it is lost
+            local = None
         left = gitremote.fetch(repo, remote, branch, token=token) if url is not None else None
-        if left is not None and not gitbranch.merged(repo, left, base):
-            raise BranchTaken(
-                f"{remote} has a branch {branch!r} already, with commits the base does not have (an open "
-                "pull request, or one merged by squashing: delete that branch on the host)"
-            )
+        open_there = left if left is not None and not gitbranch.merged(repo, left, base) else None
+        prior = _own_tip(repo, branch, remote, local, open_there, base, author[1], path)
     commit = gitbranch.commit_change(
-        repo, base, {path: data}, message=message, author=author, when=now, branch=branch
-    )
+        repo, prior or base, {path: data}, message=message, author=author, when=now, branch=branch,
+        forward=prior is not None,
+    )  # fmt: skip
     report = pr.plan(repo, gitread.commit(repo, base), gitread.commit(repo, commit), now, now_given)
-    out = Proposal(run, path, branch, base, base_branch, commit, report)
+    out = Proposal(run, path, branch, base, base_branch, commit, report, updated=prior is not None)
     if branch is None:
         return out
     if url is None:

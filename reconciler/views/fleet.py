@@ -18,7 +18,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from planner import records
+from planner import accounting, records
+from planner.reasons import Role
 from planner.world import Lease, NodeObs, Reservation
 from reconciler.git import errors
 from reconciler.git import read as gitread
@@ -30,6 +31,7 @@ from schemas.budget import Budget
 from schemas.run import Run
 
 REPO_ENV = "JOBTREE_REPO"
+_ROLES = {Role.ACTIVE: 0, Role.SPARE: 1, Role.BORROWED: 2}  # a group's leases: working, spare, fill
 REMOTE = "origin"
 
 
@@ -100,6 +102,11 @@ def open_fleet(repo: str | None = None, rev: str | None = None) -> Fleet:
         commit = gitread.resolve(git, chosen)
     except (errors.NotARepository, errors.RevisionNotFound) as err:
         raise WhereError(str(err)) from None
+    if gitread.read_file(git, str(commit.id), "jobtree.yaml") is None:
+        raise WhereError(
+            f"{path.rstrip('/') or path} at {_short_ref(chosen)} has no jobtree.yaml: it is not a fleet repository. Pass --repo "
+            f"with a clone of your fleet repository (or set {REPO_ENV}), or cd into one"
+        )
     return Fleet(git, commit, chosen, path)
 
 
@@ -153,6 +160,20 @@ class Fleet:
     def nodes(self) -> dict[str, NodeObs]:
         """The embedded inventory's nodes (a cluster's observed nodes once the cluster half lands)."""
         return nodes_from_inventory(self.spec.inventory)
+
+    @cached_property
+    def envelopes(self) -> dict[str, accounting.Env]:
+        """`budget/envelope` -> the envelope as cover reads it."""
+        return accounting.envelopes(self.budgets.values())
+
+    @cached_property
+    def _family(self) -> Any:
+        return accounting.family_order(self.budgets.values())
+
+    def relatives(self, owner: str) -> list[str]:
+        """The owner's relatives in the budget family, nearest first (§4.2)."""
+        found: list[str] = self._family(owner)
+        return found
 
     def owner_of(self, run: str) -> str | None:
         spec = self.specs.get(run)
@@ -230,7 +251,8 @@ class Fleet:
     def leases(self, run: str) -> list[Lease]:
         """Every lease of the run in `state/` (open, and closed within retention), oldest first."""
         docs = self._yaml(layout.lease_file(run), codec.LEASES) or []
-        return sorted((records.lease_from(d) for d in docs), key=lambda x: (x.start, x.group, x.name))
+        order = sorted((records.lease_from(d) for d in docs), key=lambda x: (x.start, x.group, x.name))
+        return sorted(order, key=lambda x: (x.start, x.group, _ROLES.get(x.role, 9), x.node))
 
     def budget_status(self, name: str) -> dict[str, Any]:
         obj = self._yaml(layout.budget_status_file(name), codec.BUDGET)
@@ -253,15 +275,21 @@ class Fleet:
         }
 
     def events(
-        self, run: str | None = None, days: int | None = None, day: str | None = None
+        self,
+        run: str | None = None,
+        days: int | None = None,
+        day: str | None = None,
+        since: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Ledger events in order (of `run` only when given; of the last `days` ledger files, or of
-        one `day` (`YYYY-MM-DD`), when given)."""
+        """Ledger events in order (of `run` only when given; of the last `days` ledger files, of one
+        `day`, or of the days from `since` on (`YYYY-MM-DD`), when given)."""
         paths = sorted(p for p in self._state_blobs if p.startswith(layout.LEDGER))
         if days is not None:
             paths = paths[-days:]
         if day is not None:
             paths = [p for p in paths if p == layout.ledger_file(day)]
+        if since is not None:
+            paths = [p for p in paths if p >= layout.ledger_file(since)]
         return list(self._events(paths, run))
 
     def _events(self, paths: list[str], run: str | None) -> Iterator[dict[str, Any]]:

@@ -11,9 +11,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+import yaml
+
+from planner import records
 from planner.reasons import Phase, ResState, Role
 from planner.world import Lease, Reservation
+from reconciler.views import funding, line
 from reconciler.views.fleet import Fleet
+from schemas import API_VERSION
 from schemas.common import format_time, parse_time
 
 VERSION = 1
@@ -22,7 +27,10 @@ RECENT_EVENTS = 10  # ledger events `watch` shows
 
 def header(kind: str, fleet: Fleet, now: int) -> dict[str, Any]:
     """The keys every document starts with: what it is, what was read, and when it was shown."""
-    return {"version": VERSION, "kind": kind, "rev": fleet.rev, "commit": fleet.sha, "now": format_time(now)}
+    return {
+        "version": VERSION, "kind": kind, "rev": fleet.rev, "commit": fleet.sha, "now": format_time(now),
+        "asOf": fleet.fleet_state.get("asOf"),
+    }  # fmt: skip
 
 
 def domain_of(fleet: Fleet, node: str) -> str:
@@ -54,8 +62,9 @@ def pending_reservation(fleet: Fleet, run: str) -> Reservation | None:
 # -- get ---------------------------------------------------------------------------------------------
 
 
-def row(fleet: Fleet, run: str, now: int) -> dict[str, Any]:
-    """One line of `get`: namespace, name, phase, width, desired, why it waits, ETA."""
+def row(fleet: Fleet, run: str, now: int, line: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One line of `get`: namespace, name, phase, width, desired, why it waits, ETA, and (wide) its
+    owner, place in line (from `line`), start and message."""
     st = status(fleet, run)
     width = st.get("width") or {}
     res = pending_reservation(fleet, run)
@@ -78,17 +87,56 @@ def row(fleet: Fleet, run: str, now: int) -> dict[str, Any]:
         "earliestStart": format_time(eta) if eta is not None else None,
         "countdownSeconds": countdown(eta, now),
         "message": st.get("message", ""),
+        "owner": fleet.owner_of(run),
+        "startedAt": st.get("startedAt"),
+        "inLine": _place((line if line is not None else {}).get(run)),
     }
 
 
+def _place(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if entry is None else {k: entry[k] for k in ("position", "of", "ahead")}
+
+
 def run_list(fleet: Fleet, runs: list[str], now: int) -> dict[str, Any]:
-    return header("RunList", fleet, now) | {"runs": [row(fleet, run, now) for run in runs]}
+    waiting = line.in_line(fleet)
+    return header("RunList", fleet, now) | {"runs": [row(fleet, run, now, waiting) for run in runs]}
+
+
+def run_object(fleet: Fleet, run: str) -> dict[str, Any]:
+    """The Run as `kubectl get runs RUN -o yaml` shows its mirror in a cluster: the spec as the fleet
+    holds it (a file that does not validate: as written, if it reads) and its status as the planner
+    wrote it (GPU-hours included: this is the record itself)."""
+    ns, name = run.split("/", 1)
+    model = fleet.specs.get(run)
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    spec: Any = None
+    if model is not None:
+        meta |= {
+            k: v
+            for k, v in (("labels", model.metadata.labels), ("annotations", model.metadata.annotations))
+            if v
+        }
+        spec = model.spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+    else:
+        held = fleet.run_file(run)
+        try:
+            written = yaml.safe_load(held[1]) if held is not None else None
+        except yaml.YAMLError:
+            written = None
+        if isinstance(written, dict):
+            spec = written.get("spec")
+    obj: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "Run", "metadata": meta}
+    if spec is not None:
+        obj["spec"] = spec
+    return obj | {"status": fleet.status(run) or {}}
 
 
 # -- plan --------------------------------------------------------------------------------------------
 
 
-def reservation_doc(res: Reservation, now: int) -> dict[str, Any]:
+def reservation_doc(fleet: Fleet, res: Reservation, now: int) -> dict[str, Any]:
+    """A waiting reservation as the planner wrote it, with its countdown, why its ETA is when it is,
+    its last move and its place in line."""
     gpus = list(res.remedy_gpus)
     return {
         "state": res.state.value,
@@ -108,6 +156,9 @@ def reservation_doc(res: Reservation, now: int) -> dict[str, Any]:
         ],
         "reason": res.reason,
         "windowOpens": format_time(res.window) if res.window is not None else None,
+        "etaReason": line.eta_reason(fleet, res),
+        "lastMove": line.last_move(fleet, res),
+        "inLine": line.in_line(fleet, scoped=res.run).get(res.run),
     }
 
 
@@ -115,6 +166,7 @@ def groups(fleet: Fleet, run: str, leases: list[Lease] | None = None) -> list[di
     """The run's open leases by group and role: domain, nodes with their GPUs, who pays."""
     held: dict[tuple[int, str], dict[str, Any]] = {}
     unfunded = fleet.unfunded
+    owner = fleet.owner_of(run) or ""
     for lease in leases if leases is not None else fleet.leases(run):
         if not lease.open:
             continue
@@ -136,11 +188,20 @@ def groups(fleet: Fleet, run: str, leases: list[Lease] | None = None) -> list[di
         payer = lease.payer.as_dict()
         paid = next((p for p in entry["payers"] if {k: p[k] for k in payer} == payer), None)
         if paid is None:
-            entry["payers"].append(payer | {"gpus": lease.gpus})
+            entry["payers"].append(payer | {"gpus": lease.gpus, "funding": _funding(fleet, owner, lease)})
         else:
             paid["gpus"] += lease.gpus
         entry["since"] = min(entry["since"], format_time(lease.start))
+    for entry in held.values():  # own first, then family, then sponsors: cover's order (§4.2)
+        entry["payers"].sort(key=lambda p: (funding.RANK.get(p["funding"], 9), p["owner"], str(p["budget"])))
     return [held[k] for k in sorted(held, key=lambda k: (k[0], _ROLE_ORDER.get(k[1], 9)))]
+
+
+def _funding(fleet: Fleet, owner: str, lease: Lease) -> str:
+    """How the lease is paid: its label (own, family, sponsor), else classified now; fill for fill."""
+    if lease.role == Role.BORROWED:
+        return funding.FILL
+    return lease.funding or funding.source(fleet, owner, lease.payer.as_dict())
 
 
 _ROLE_ORDER = {Role.ACTIVE.value: 0, Role.SPARE.value: 1, Role.BORROWED.value: 2}
@@ -157,7 +218,7 @@ def plan(fleet: Fleet, run: str, now: int) -> dict[str, Any]:
         "phase": st.get("phase"),
         "message": st.get("message", ""),
         "width": st.get("width") or {},
-        "reservation": reservation_doc(res, now) if res is not None else None,
+        "reservation": reservation_doc(fleet, res, now) if res is not None else None,
         "holds": held,
         "conflicts": [threat(c, now) for c in st.get("conflicts") or []],
     }
@@ -198,7 +259,7 @@ def watch(fleet: Fleet, run: str, now: int, recent: int = RECENT_EVENTS) -> dict
             "fill": by_role[Role.BORROWED.value],
         },
         "funding": st.get("funding") or {},
-        "reservation": reservation_doc(res, now) if res is not None else None,
+        "reservation": reservation_doc(fleet, res, now) if res is not None else None,
         "events": events,
     }
 
@@ -227,9 +288,15 @@ def events_by_group(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # -- leases ------------------------------------------------------------------------------------------
 
 
+def lease_objects(fleet: Fleet, run: str) -> list[dict[str, Any]]:
+    """The run's Lease objects as `state/` holds them (and the cluster mirrors the open ones)."""
+    return [records.lease_obj(x) for x in fleet.leases(run)]
+
+
 def lease_rows(fleet: Fleet, run: str, now: int) -> dict[str, Any]:
     """Every lease of the run in `state/`: group, role, nodes and slots, payer, interval, closure."""
     rows = []
+    owner = fleet.owner_of(run) or ""
     for x in fleet.leases(run):
         rows.append(
             {
@@ -240,6 +307,7 @@ def lease_rows(fleet: Fleet, run: str, now: int) -> dict[str, Any]:
                 "slots": list(x.slots),
                 "gpus": x.gpus,
                 "payer": x.payer.as_dict(),
+                "funding": _funding(fleet, owner, x),
                 "reason": x.reason.value,
                 "start": format_time(x.start),
                 "end": format_time(x.ended) if x.ended is not None else None,

@@ -14,10 +14,10 @@ from collections import defaultdict
 from itertools import groupby
 from typing import Any
 
-from planner import accounting
-from planner.reasons import Closure, Ledger, OpenReason, Phase, ResState, Role
+from planner.reasons import CAPACITY_REMEDIES, Closure, Ledger, OpenReason, Phase, Remedy, ResState, Role
 from planner.world import Lease, Reservation
 from reconciler.views import draws, runs
+from reconciler.views import funding as sources
 from reconciler.views.fleet import Fleet
 from schemas.common import format_duration, format_time, parse_time
 
@@ -53,13 +53,25 @@ def explain(fleet: Fleet, run: str, now: int) -> dict[str, Any]:
         "run": run,
         "phase": st.get("phase"),
         "message": st.get("message", ""),
+        "problems": _problems(fleet, run),
         "trail": trail,
         "funding": _funding(fleet, run, leases),
         "placement": _placement(fleet, run, leases),
-        "waiting": _waiting(st, res, now),
+        "waiting": _waiting(fleet, st, res, now),
         "conflicts": _conflicts(st, now),
         "lotteries": [lot.as_json() for lot in lotteries],
     }
+
+
+def _problems(fleet: Fleet, run: str) -> list[str]:
+    """What the validator says about the run's file when it does not validate (none when it does)."""
+    if run in fleet.specs:
+        return []
+    path = fleet.spec.rejected.get(f"Run {run}")
+    if path is None:
+        held = fleet.run_file(run)
+        path = held[0] if held is not None else None
+    return [str(d) for d in sorted(fleet.spec.diagnostics) if path is not None and d.path == path]
 
 
 # -- the trail ----------------------------------------------------------------------------------------
@@ -214,7 +226,7 @@ def _events(
 def _started(
     fleet: Fleet, owner: str, at: str, reason: str, active: list[dict[str, Any]], gpus: int, spares: int
 ) -> dict[str, Any]:
-    payers = sorted({_payer_words(fleet, owner, e["payer"]) for e in active})
+    payers = sorted({sources.payer_words(fleet, owner, e["payer"]) for e in active})
     paid = f"; paid by {', '.join(payers)}" if payers else ""
     extra = f" (+{spares} spare GPUs)" if spares else ""
     where = _where(fleet, active)
@@ -234,60 +246,34 @@ def _started(
 # -- who pays and where ------------------------------------------------------------------------------
 
 
-def _relation(fleet: Fleet, owner: str, other: str) -> str:
-    budgets = list(fleet.budgets.values())
-    parents = {p for b in budgets if b.spec.owner == owner for p in b.spec.parents}
-    if other in parents:
-        return "parent"
-    if any(b.spec.owner == other and set(b.spec.parents) & parents for b in budgets):
-        return "sibling"
-    return "relative"
-
-
-def _source(fleet: Fleet, owner: str, payer: dict[str, Any]) -> str:
-    """own, family or sponsor: how the paying envelope relates to the run's owner (§4.2)."""
-    if payer.get("owner") == owner:
-        return "own"
-    env = accounting.envelopes(fleet.budgets.values()).get(f"{payer.get('budget')}/{payer.get('envelope')}")
-    relatives = accounting.family_order(fleet.budgets.values())(owner)
-    if env is not None and env.sharing != "none" and payer.get("owner") in relatives:
-        return "family"
-    return "sponsor"
-
-
-def _payer_words(fleet: Fleet, owner: str, payer: dict[str, Any]) -> str:
-    env = f"{payer.get('budget')}/{payer.get('envelope')}"
-    source = _source(fleet, owner, payer)
-    if source == "own":
-        return f"its owner's own envelope {env}"
-    if source == "family":
-        return f"{_relation(fleet, owner, payer['owner'])} {payer['owner']}'s envelope {env} (family sharing)"
-    return f"sponsor {payer.get('owner')}'s envelope {env} (lent)"
-
-
 def _funding(fleet: Fleet, run: str, leases: list[Lease]) -> list[dict[str, Any]]:
     owner = fleet.owner_of(run) or ""
+    spec = fleet.specs.get(run)
+    flavor = spec.spec.resources.gpuType if spec is not None else None
     out = []
     for g in runs.groups(fleet, run, leases):
         if g["role"] == Role.BORROWED.value:
-            sources = ["fill"]
+            kinds = [sources.FILL]
             why = "opportunistic fill on another run's spare GPUs: metered to its owner, debits no envelope"
         elif g["unfunded"]:
-            sources = ["unfunded"]
+            kinds = ["unfunded"]
             why = (
                 "charged to nobody: its envelope no longer covers it (concurrency, window or GPU-hours); "
                 "it keeps running and is the first capacity reclaimed when funded work needs it"
             )
         else:
-            sources = [_source(fleet, owner, p) for p in g["payers"]]
-            paid = ", ".join(f"{p['gpus']} GPUs by {_payer_words(fleet, owner, p)}" for p in g["payers"])
-            why = f"{paid}: {_COVER[max(sources, key=_ORDER.index)]}"
+            kinds = [p["funding"] for p in g["payers"]]
+            paid = ", ".join(
+                f"{p['gpus']} GPUs by {sources.payer_words(fleet, owner, p, p['funding'])}"
+                for p in g["payers"]
+            )
+            why = f"{paid}: {_cover_went(fleet, owner, flavor, g['domain'], kinds)}"
         out.append(
             {
                 "group": g["group"],
                 "role": g["role"],
                 "gpus": g["gpus"],
-                "sources": sources,
+                "sources": kinds,
                 "payers": g["payers"],
                 "why": why,
             }
@@ -295,13 +281,30 @@ def _funding(fleet: Fleet, run: str, leases: list[Lease]) -> list[dict[str, Any]
     return out
 
 
-_ORDER = ["own", "family", "sponsor"]
-_COVER = {  # why cover went as far as the furthest source a group uses (§4.2)
-    "own": "cover pays from the owner's own envelopes first",
-    "family": "the owner's own envelopes could not cover it all, so family headroom paid the rest",
-    "sponsor": "own and family funding could not cover it all; the run allows borrowing and names this "
-    "sponsor, whose lending policy admits its owner",
-}
+def _cover_went(fleet: Fleet, owner: str, flavor: str | None, domain: str, kinds: list[str]) -> str:
+    """Why cover went as far as the furthest source a group uses (§4.2), saying whether the nearer
+    sources had no envelope there at all or were full."""
+    furthest = max(kinds, key=sources.ORDER.index)
+    if furthest == sources.OWN:
+        return "cover pays from the owner's own envelopes first"
+    what = f"{flavor or 'its flavor'} in {domain}"
+    own = sources.reaching(fleet, flavor, domain, lambda e: e.owner == owner)
+    if own:
+        first = (
+            f"the owner's own envelope{'s' * (len(own) > 1)} there ({', '.join(own)}) had no headroom left"
+        )
+    else:
+        first = f"the owner has no envelope of its own for {what}"
+    if furthest == sources.FAMILY:
+        rest = "paid the rest" if sources.OWN in kinds else "paid"
+        return f"{first}, so family headroom (envelopes that share) {rest}"
+    kin = set(fleet.relatives(owner))
+    family = sources.reaching(fleet, flavor, domain, lambda e: e.owner in kin and e.sharing != "none")
+    second = "family envelopes there were full" if family else "no relative's envelope shares " + what
+    return (
+        f"{first} and {second}; the run allows borrowing and names this sponsor, whose lending policy "
+        "admits its owner"
+    )
 
 
 def _reach(fleet: Fleet, payer: dict[str, Any], flavor: str | None) -> list[str]:
@@ -362,23 +365,56 @@ def _placement(fleet: Fleet, run: str, leases: list[Lease]) -> list[dict[str, An
 # -- why it waits, and who may cut it ----------------------------------------------------------------
 
 
-def _waiting(st: dict[str, Any], res: Reservation | None, now: int) -> dict[str, Any] | None:
+_RESOLVER = {  # a capacity remedy as what activation itself does, in its fixed order (§4.6)
+    Remedy.RECLAIM: "reclaim unfunded capacity in scope",
+    Remedy.SPARES: "drop spares in scope",
+    Remedy.SHRINK: "shrink elastic runs by whole groups",
+    Remedy.LOTTERY: "the fair lottery for what is still short",
+}
+
+
+def _waiting(fleet: Fleet, st: dict[str, Any], res: Reservation | None, now: int) -> dict[str, Any] | None:
+    """Why it waits, what activation will do about it (`atActivation`: the resolver's steps, each
+    with the GPUs it can free; empty for a funding shortfall, which never cuts anyone), and what a
+    person could change (`wouldChange`)."""
     phase = st.get("phase")
     if phase not in (Phase.PENDING, Phase.WAITING):
         return None
     if res is None:
         why = st.get("message", "")
-        change = (
+        alone = (
             "the runs it waits for (after) succeeding"
             if phase == Phase.WAITING
             else "a change to the run or the fleet (see the message): it holds no reservation"
         )
-        return {"reason": why, "reservation": None, "wouldChange": [change]}
-    doc = runs.reservation_doc(res, now)
-    remedies = [f"{r['remedy']} ({r['gpus']} GPUs)" if r["gpus"] else r["remedy"] for r in doc["remedies"]]
-    if not remedies:
-        remedies = ["a change to the run: nothing its funding reaches can hold it, even empty"]
-    return {"reason": res.reason, "reservation": doc, "wouldChange": remedies}
+        return {"reason": why, "reservation": None, "atActivation": [], "wouldChange": [alone]}
+    doc = runs.reservation_doc(fleet, res, now)
+    steps = [
+        f"{_RESOLVER[Remedy(r['remedy'])]} ({r['gpus']} GPUs)"
+        if r["gpus"]
+        else _RESOLVER[Remedy(r["remedy"])]
+        for r in doc["remedies"]
+        if Remedy(r["remedy"]) in CAPACITY_REMEDIES
+    ]
+    change = [r["remedy"] for r in doc["remedies"] if Remedy(r["remedy"]) not in CAPACITY_REMEDIES]
+    if steps:
+        scope = ", ".join(res.domains) or "its scope"
+        change.append(f"capacity freeing up in {scope} (runs there ending)")
+        ahead = (doc["inLine"] or {}).get("aheadInScope") or []
+        if ahead:
+            change.append(
+                f"the {len(ahead)} run{'s' * (len(ahead) > 1)} ahead of it in line there starting first"
+            )
+        spec = fleet.specs.get(res.run)
+        narrower = (
+            " (or a lower minTotalGPUs, to start narrower)"
+            if spec is not None and spec.spec.malleable
+            else ""
+        )
+        change.append(f"a smaller run{narrower}: it is short by {res.deficit} GPUs there")
+    if not doc["remedies"]:
+        change = ["a change to the run: nothing its funding reaches can hold it, even empty"]
+    return {"reason": res.reason, "reservation": doc, "atActivation": steps, "wouldChange": change}
 
 
 def _conflicts(st: dict[str, Any], now: int) -> list[dict[str, Any]]:

@@ -1,10 +1,12 @@
 """`budgets usage` and `sponsors`: each envelope's use, and who may lend to whom, from the spec and `state/`.
 
-Usage per envelope: its concurrency, what it funds for its owner's own runs, what it lends out
-(to family and sponsors' borrowers), what its owner's runs borrow in where it reaches, what it
-leaves charged to nobody, its spares, GPU-hours used against the cap, headroom and window. The
-numbers are Budget.status as the planner wrote it; only `borrowedIn` is counted here, from the
-open leases of the owner's runs. Decides nothing.
+Usage per envelope: its concurrency, what it funds for its owner's own runs, what it shares with
+family and what it lends to sponsored runs (apart), what its owner's runs borrow in where it
+reaches, what it leaves charged to nobody, its spares, GPU-hours used against the cap, headroom
+and window. Then what the owner's runs hold on others' envelopes (`borrowing`), family and sponsors
+apart, also where the owner has no envelope at all. The envelope numbers are Budget.status as the
+planner wrote it; what is borrowed is counted here from the open leases of the owner's runs.
+Decides nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any
 
 from planner import accounting
 from planner.reasons import Role
-from reconciler.views import runs
+from planner.world import Lease
+from reconciler.views import funding, runs
 from reconciler.views.fleet import Fleet
 from schemas.budget import Envelope
 from schemas.common import format_time
@@ -30,12 +33,12 @@ def _reaches(fleet: Fleet, env: Envelope) -> set[str]:
     }
 
 
-def _borrowed_in(fleet: Fleet, owner: str) -> dict[str, dict[str, int]]:
-    """`{node: {lender owner: GPUs}}`: funded Active GPUs of `owner`'s runs paid by other owners."""
-    out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    namespaces = {ns for ns, o in fleet.tenants.items() if o == owner}
+def _held_of_others(fleet: Fleet, owner: str) -> list[tuple[str, Lease, str]]:
+    """(run, lease, family or sponsor) of every funded open Active lease of `owner`'s runs that
+    another owner's envelope pays."""
+    out = []
     for run in fleet.run_keys:
-        if run.split("/", 1)[0] not in namespaces:
+        if fleet.owner_of(run) != owner:
             continue
         for x in fleet.leases(run):
             if (
@@ -44,8 +47,49 @@ def _borrowed_in(fleet: Fleet, owner: str) -> dict[str, dict[str, int]]:
                 and x.payer.owner != owner
                 and (run, x.group) not in fleet.unfunded
             ):
-                out[x.node][x.payer.owner] += x.gpus
+                out.append((run, x, x.funding or funding.source(fleet, owner, x.payer.as_dict())))
     return out
+
+
+def _borrowed_in(held: list[tuple[str, Lease, str]]) -> dict[str, dict[tuple[str, str], int]]:
+    """`{node: {(lender owner, family or sponsor): GPUs}}` of what `_held_of_others` found."""
+    out: dict[str, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
+    for _, x, how in held:
+        out[x.node][(x.payer.owner, how)] += x.gpus
+    return out
+
+
+def borrowing(fleet: Fleet, owners: list[str]) -> list[dict[str, Any]]:
+    """What each owner's runs hold on other owners' envelopes, per paying envelope: family and
+    sponsors apart, whether or not the borrower has an envelope there itself."""
+    rows = []
+    for owner in owners:
+        paid: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+        for run, x, how in _held_of_others(fleet, owner):
+            key = (how, x.payer.owner, str(x.payer.budget), str(x.payer.envelope))
+            entry = paid.setdefault(key, {"gpus": 0, "runs": set()})
+            entry["gpus"] += x.gpus
+            entry["runs"].add(run)
+        for (how, lender, budget, envelope), entry in sorted(
+            paid.items(), key=lambda kv: (funding.RANK[kv[0][0]], kv[0][1:])
+        ):
+            rows.append(
+                {
+                    "borrower": owner,
+                    "lender": lender,
+                    "budget": budget,
+                    "envelope": envelope,
+                    "funding": how,
+                    "gpus": entry["gpus"],
+                    "runs": sorted(entry["runs"]),
+                }
+            )
+    return rows
+
+
+def owners(fleet: Fleet) -> list[str]:
+    """Everyone who may own runs or budgets: budget owners and tenant owners."""
+    return sorted({b.spec.owner for b in fleet.budgets.values()} | set(fleet.tenants.values()))
 
 
 def usage(fleet: Fleet, now: int, owner: str | None = None) -> dict[str, Any]:
@@ -54,7 +98,7 @@ def usage(fleet: Fleet, now: int, owner: str | None = None) -> dict[str, Any]:
         if owner is not None and budget.spec.owner != owner:
             continue
         status = {e["name"]: e for e in fleet.budget_status(name).get("envelopes") or []}
-        borrowed = _borrowed_in(fleet, budget.spec.owner)
+        borrowed = _borrowed_in(_held_of_others(fleet, budget.spec.owner))
         claimed: set[str] = set()  # nodes an earlier envelope of this budget already counted
         for env in budget.spec.envelopes:
             st = status.get(env.name) or {}
@@ -62,10 +106,10 @@ def usage(fleet: Fleet, now: int, owner: str | None = None) -> dict[str, Any]:
             active, spare, out = u.get("activeGPUs", 0), u.get("spareGPUs", 0), u.get("borrowedOutGPUs", 0)
             reach = _reaches(fleet, env) - claimed
             claimed |= reach
-            lenders: dict[str, int] = defaultdict(int)
+            lenders: dict[tuple[str, str], int] = defaultdict(int)
             for node in sorted(reach):
-                for lender, gpus in borrowed.get(node, {}).items():
-                    lenders[lender] += gpus
+                for who, gpus in borrowed.get(node, {}).items():
+                    lenders[who] += gpus
             rows.append(
                 {
                     "budget": name,
@@ -76,9 +120,12 @@ def usage(fleet: Fleet, now: int, owner: str | None = None) -> dict[str, Any]:
                     "concurrency": env.concurrency,
                     "ownedGPUs": active + spare - out,
                     "lentOutGPUs": out,
+                    "sharedWithFamilyGPUs": out - st.get("lentGPUs", 0),
                     "lentToSponsoredGPUs": st.get("lentGPUs", 0),
                     "borrowedInGPUs": sum(lenders.values()),
-                    "borrowedFrom": [{"owner": o, "gpus": g} for o, g in sorted(lenders.items())],
+                    "borrowedFrom": [
+                        {"owner": o, "funding": how, "gpus": g} for (o, how), g in sorted(lenders.items())
+                    ],
                     "unfundedGPUs": u.get("unfundedGPUs", 0),
                     "spareGPUs": spare,
                     "gpuHours": st.get("consumedGPUHours", 0.0),
@@ -91,7 +138,12 @@ def usage(fleet: Fleet, now: int, owner: str | None = None) -> dict[str, Any]:
                     "open": (env.start is None or env.start <= now) and (env.end is None or now < env.end),
                 }
             )
-    return runs.header("BudgetUsage", fleet, now) | {"owner": owner, "envelopes": rows}
+    borrowers = [owner] if owner is not None else owners(fleet)
+    return runs.header("BudgetUsage", fleet, now) | {
+        "owner": owner,
+        "envelopes": rows,
+        "borrowing": borrowing(fleet, borrowers),
+    }
 
 
 def sponsors(fleet: Fleet, now: int, owner: str | None = None) -> dict[str, Any]:

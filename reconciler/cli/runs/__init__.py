@@ -44,6 +44,7 @@ def command() -> None:
 
     Each reads a clone of the fleet repository (--repo, else $JOBTREE_REPO, else the repository
     around the working directory) at the fleet branch as last fetched (--rev to choose). RUN is
-    NAME (in -n NAMESPACE, else the one namespace that has it) or NAMESPACE/NAME.
+    NAME (in -n NAMESPACE, else the one namespace that has it) or NAMESPACE/NAME, with or without
+    `run/` before it (as -o name prints it). Output as kubectl's: -o text, wide, name, json or yaml.
     Exit codes: 0 success, 2 usage (an unknown run: the closest names are said), 3 invalid run
     files (submit, shrink, grow), 4 any other failure."""

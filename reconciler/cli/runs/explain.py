@@ -1,6 +1,8 @@
 """`kubectl runs explain RUN`: the decision trail in words, who pays and why, where and why, why it waits.
 
-The document is `views.trail.explain`'s; a lottery cut comes with its published seed and the few
+A run whose file does not validate quotes the validator's first problem with it. Why it waits
+says when its ETA is and why then, its place in line, what activation will do (the resolver's
+steps, each with the GPUs it can free) and what a person could change. The document is `views.trail.explain`'s; a lottery cut comes with its published seed and the few
 lines of Python that replay the draw (`planner.lottery.replay`).
 """
 
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.cli.runs import common
+from reconciler.cli.runs import common, plan
 from reconciler.views import trail
 
 
@@ -16,6 +18,11 @@ def text(doc: dict[str, Any]) -> str:
     lines = [
         f"{doc['run']}: {common.phase(doc['phase'])}" + (f", {doc['message']}" if doc["message"] else "")
     ]
+    if doc["problems"]:
+        more = len(doc["problems"]) - 1
+        also = f" ({more} more problem{'s' * (more > 1)}: jobtree validate)" if more else ""
+        lines.append(f"  its file does not validate{also}:")
+        lines.append(f"  {doc['problems'][0]}")
     lines.append("")
     lines.append("What happened:")
     lines += [f"  {e['at']}  {e['text']}" for e in doc["trail"]] or ["  nothing recorded yet"]
@@ -33,18 +40,33 @@ def text(doc: dict[str, Any]) -> str:
         lines += ["", "Why it waits:", f"  {waiting['reason']}"]
         res = waiting["reservation"]
         if res is not None:
-            lines.append(
-                f"  earliestStart {common.eta(res['earliestStart'], res['countdownSeconds'])}, confidence {res['confidence']}"
-            )
+            if res["earliestStart"] is None:
+                lines.append(
+                    "  earliestStart unknown: nothing known (a window opening, a run ending) makes it startable"
+                )
+            else:
+                eta = common.eta(res["earliestStart"], res["countdownSeconds"], doc["now"])
+                lines.append(f"  earliestStart {eta}, confidence {res['confidence']}")
+                if res["etaReason"]:
+                    lines.append(f"  why then: {res['etaReason']}")
+            for line in (plan.place(res["inLine"]), plan.moved(res["lastMove"])):
+                if line:
+                    lines.append(f"  {line}")
             if res["deficitGPUs"]:
                 lines.append(
                     f"  short by {res['deficitGPUs']} GPUs in {', '.join(res['scope']) or 'its scope'}"
                 )
+        if waiting["atActivation"]:
+            lines.append(
+                "  at activation the resolver will, in this order: " + "; ".join(waiting["atActivation"])
+            )
         lines.append("  what would change that: " + "; ".join(waiting["wouldChange"]))
+        if res is not None and common.overdue(res["earliestStart"], doc):
+            lines.append("  " + common.last_pass(doc).rstrip("\n"))
     if doc["conflicts"]:
         lines += ["", "Who may cut it (it was warned first):"]
         lines += [
-            f"  reservation {c['reservation']} at {common.eta(c['earliestStart'], c['countdownSeconds'])}, "
+            f"  reservation {c['reservation']} at {common.eta(c['earliestStart'], c['countdownSeconds'], doc['now'])}, "
             f"probability {c['probability']}"
             for c in doc["conflicts"]
         ]

@@ -22,7 +22,7 @@ def _resize(
 ) -> None:  # fmt: skip
     verb = "shrink" if sign < 0 else "grow"
     now = common.now_of(now_text)
-    fleet = common.open_fleet(repo, rev)
+    fleet = submit.fresh_fleet(repo, rev, remote, dry_run)
     key = common.find_run(fleet, run, namespace)
     spec = fleet.specs.get(key)
     if spec is None:
@@ -40,7 +40,7 @@ def _resize(
     desired = m.desiredTotalGPUs if m.desiredTotalGPUs is not None else m.maxTotalGPUs
     width = desired + sign * by
     allowed = list(range(-(-m.minTotalGPUs // m.stepGPUs) * m.stepGPUs, m.maxTotalGPUs + 1, m.stepGPUs))
-    if by <= 0 or width not in allowed:
+    if width not in allowed:
         common.fail(
             f"{verb} {key} by {by}: {width} GPUs is not a width it may take: from its desired {desired}, "
             f"it may be {', '.join(map(str, allowed))} (minTotalGPUs {m.minTotalGPUs}, maxTotalGPUs "
@@ -64,7 +64,13 @@ def _resize(
 
 @click.command("shrink")
 @common.run_argument()
-@click.option("--by", type=int, required=True, help="GPUs to give back (a multiple of stepGPUs).")
+@click.option(
+    "--by",
+    type=click.IntRange(min=1),
+    required=True,
+    metavar="N",
+    help="GPUs to give back: a positive multiple of stepGPUs.",
+)
 @common.namespace_option
 @submit.proposal_options
 @common.fleet_options
@@ -80,7 +86,13 @@ def shrink(
 
 @click.command("grow")
 @common.run_argument()
-@click.option("--by", type=int, required=True, help="GPUs to add (a multiple of stepGPUs).")
+@click.option(
+    "--by",
+    type=click.IntRange(min=1),
+    required=True,
+    metavar="N",
+    help="GPUs to add: a positive multiple of stepGPUs.",
+)
 @common.namespace_option
 @submit.proposal_options
 @common.fleet_options

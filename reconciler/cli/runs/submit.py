@@ -10,7 +10,10 @@ branch `runs/<namespace>/<name>`, committed as you, pushed; then the plan of the
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,11 +22,15 @@ import click
 
 from reconciler.cli import exitcodes
 from reconciler.cli.runs import common
+from reconciler.git import branch as gitbranch
 from reconciler.git import errors
+from reconciler.git import remote as gitremote
 from reconciler.passes import pr, propose
 from reconciler.report import render as planreport
 from reconciler.spec import runfile
 from reconciler.views import fleet as fleetview
+from schemas import load
+from schemas.common import format_time
 
 PUSH_TOKEN_ENVS = ("JOBTREE_GIT_TOKEN", "GITHUB_TOKEN")  # HTTPS push credentials, in this order
 PR_TOKEN_ENV = "GITHUB_TOKEN"
@@ -65,7 +72,8 @@ def command(
         given = Path(path).read_bytes()
     except OSError as err:
         raise click.UsageError(f"cannot read {path}: {err.strerror or err}") from None
-    fleet = common.open_fleet(repo, rev)
+    _readable(path, given)
+    fleet = fresh_fleet(repo, rev, remote, dry_run)
     try:
         sub = runfile.submitted(given)
     except runfile.Unreadable as err:
@@ -86,10 +94,115 @@ def command(
         common.fail(f"a run {key} exists already ({held[0]}): pass --replace to replace it", exitcodes.USAGE)
     target = held[0] if held is not None else f"runs/{ns}/{sub.name}.yaml"
     verb = "replace" if held is not None else "submit"
+    if sub.converted:  # JSON: the validator reads it as given, so each problem is at the line written
+        _refuse(
+            path, propose.problems_brought(fleet.repo, fleet.sha, target, _json_at(given, ns)), target, None
+        )
+    _draft_note(fleet, path, target)
     run_proposal(
         fleet, key, target, text, f"runs: {verb} {key}\n\nSubmitted with kubectl runs submit -f {Path(path).name}.\n",
         f"runs: {verb} {key}", branch, remote, dry_run, now, now_text is not None, fmt,
+        as_given=(path, given),
     )  # fmt: skip
+
+
+def _readable(path: str, given: bytes) -> None:
+    """Exit 3 with the validator's own words, at the line and column of the file as given, when it
+    is not one readable YAML or JSON document (a tab, a bad indent, broken JSON)."""
+    if given.lstrip().startswith(b"{"):
+        try:
+            json.loads(given)
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            where = f"{err.lineno}:{err.colno}" if isinstance(err, json.JSONDecodeError) else "1:1"
+            why = err.msg if isinstance(err, json.JSONDecodeError) else "the file is not UTF-8 text"
+            _refuse(path, [f"{path}:{where}: JT001 not valid JSON: {why}"], path, None)
+        return
+    _, bad = load.load_documents(path, given)
+    _refuse(path, [str(d) for d in bad], path, None)
+
+
+def _json_at(given: bytes, namespace: str) -> bytes:
+    """A JSON Run as the validator reads it, with the namespace it is submitted to when it names none
+    (then its lines are those of the file re-indented)."""
+    obj = json.loads(given)
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if isinstance(meta, dict) and not meta.get("namespace"):
+        meta["namespace"] = namespace
+        return json.dumps(obj, indent=2).encode()
+    return given
+
+
+def _refuse(path: str, problems: list[str], target: str, lines: dict[int, int] | None) -> None:
+    """Exit 3 naming each problem at `path`, the person's file (what the validator says of `target`,
+    its place in the fleet; `lines`: target line -> line of the file as given)."""
+    if not problems:
+        return
+    click.echo(f"kubectl runs: {path} is refused; the validator says:", err=True)
+    for problem in problems:
+        click.echo(f"  {_at_given(problem, target, path, lines)}", err=True)
+    sys.exit(exitcodes.INVALID)
+
+
+def _at_given(problem: str, target: str, path: str, lines: dict[int, int] | None) -> str:
+    found = re.match(rf"{re.escape(target)}:(\d+):(\d+): (.*)", problem, re.S)
+    if found is None:
+        return problem
+    line = int(found[1])
+    return f"{path}:{(lines or {}).get(line, line)}:{found[2]}: {found[3]}"
+
+
+def _line_map(committed: bytes, given: bytes) -> dict[int, int]:
+    """Line of `committed` -> line of `given` it came from (a line submit added: the one before it)."""
+    theirs = given.decode("utf-8", "replace").splitlines()
+    ours = committed.decode("utf-8", "replace").splitlines()
+    out: dict[int, int] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ours, theirs, autojunk=False).get_opcodes():
+        for k in range(i1, i2):
+            if tag == "delete":  # a line submit added: shown at the line it follows
+                out[k + 1] = max(1, j1)
+            else:  # the same line, or a rewritten one: its counterpart in the file as given
+                out[k + 1] = j1 + min(k - i1, j2 - j1 - 1) + 1
+    return out
+
+
+def _draft_note(fleet: fleetview.Fleet, path: str, target: str) -> None:
+    """Say so when the file submitted lies in the fleet's clone where jobtree reads no run (a draft
+    beside `jobtree.yaml`): `jobtree validate` there would flag it (JT004)."""
+    try:
+        inside = Path(path).resolve().relative_to(fleet.folder.resolve()).as_posix()
+    except ValueError:
+        return
+    if inside != target:
+        click.echo(
+            f"kubectl runs: note: {path} is a draft inside the fleet's clone, where jobtree reads no run: "
+            f"`jobtree validate` flags it (JT004) until you delete it or keep drafts outside the clone",
+            err=True,
+        )
+
+
+def fresh_fleet(repo: str | None, rev: str | None, remote: str, dry_run: bool) -> fleetview.Fleet:
+    """The fleet to propose against: the fleet branch fetched from `remote` first (unless --rev
+    names a commit), so a change is planned on what is there now, not on what was last fetched.
+    A fetch that fails stops a proposal (exit 4; its push would fail too), and a dry run says so
+    and plans on what was last fetched."""
+    fleet = common.open_fleet(repo, rev)
+    if rev is not None or gitbranch.remote_url(fleet.repo, remote) is None:
+        return fleet
+    token = next((os.environ[e] for e in PUSH_TOKEN_ENVS if os.environ.get(e)), None)
+    branch = fleetview.fleet_branch(fleet.repo)
+    try:
+        gitremote.fetch(fleet.repo, remote, branch, token=token)
+    except errors.GitStoreError as err:
+        if not dry_run:
+            common.fail(
+                f"cannot fetch {branch} from {remote} to plan on the newest fleet: {err}", exitcodes.OTHER
+            )
+        click.echo(
+            f"kubectl runs: note: could not fetch {remote} ({err}); planned on what was last fetched",
+            err=True,
+        )
+        return fleet
+    return common.open_fleet(repo, rev)
 
 
 def _namespace_of(fleet: fleetview.Fleet, given: bytes) -> str | None:
@@ -115,10 +228,11 @@ def _with_namespace(text: bytes, ns: str) -> bytes:
 
 def run_proposal(
     fleet: fleetview.Fleet, key: str, path: str, data: bytes, message: str, title: str, branch: str | None,
-    remote: str, dry_run: bool, now: int, now_given: bool, fmt: str,
+    remote: str, dry_run: bool, now: int, now_given: bool, fmt: str, as_given: tuple[str, bytes] | None = None,
 ) -> None:  # fmt: skip
     """Propose `data` at `path` for run `key` and print what happened (exits 3 on problems, 2 on a
-    branch that exists, 4 on any other failure)."""
+    branch that exists, 4 on any other failure). `as_given`: the person's file and its bytes, which
+    problems are reported against (their name, their lines)."""
     name = None if dry_run else branch or f"runs/{key}"
     token = next((os.environ[e] for e in PUSH_TOKEN_ENVS if os.environ.get(e)), None)
     try:
@@ -128,25 +242,31 @@ def run_proposal(
             token=token, github_token=os.environ.get(PR_TOKEN_ENV) or None,
         )  # fmt: skip
     except propose.Invalid as err:
-        click.echo(f"kubectl runs: {path} is refused; the validator says:", err=True)
-        for problem in err.problems:
-            click.echo(f"  {problem}", err=True)
-        sys.exit(exitcodes.INVALID)
+        if as_given is None:
+            _refuse(path, err.problems, path, None)
+        else:
+            _refuse(as_given[0], err.problems, path, _line_map(data, as_given[1]))
     except propose.BranchTaken as err:
         common.fail(f"{err}: pass --branch NAME to push another", exitcodes.USAGE)
     except pr.HandEdited as err:
         common.fail(f"cannot plan on this base: {err}", exitcodes.INVALID)
     except (pr.PlanFailure, errors.GitStoreError) as err:
         common.fail(str(err), exitcodes.OTHER)
-    show(done, fmt)
+    show(done, fmt, fleet, now)
 
 
-def show(done: propose.Proposal, fmt: str) -> None:
-    if fmt == "json":
-        common.emit({"version": 1, "kind": "Proposal"} | done.as_json(), fmt, lambda d: "")
+def show(done: propose.Proposal, fmt: str, fleet: fleetview.Fleet, now: int) -> None:
+    if fmt in (common.JSON, common.YAML, common.NAME):
+        doc = {"version": 1, "kind": "Proposal", "rev": fleet.rev, "now": format_time(now)} | done.as_json()
+        common.emit(doc, fmt, lambda d: "", names=lambda d: [f"run/{d['run']}"])
         return
     if done.branch is None:
         click.echo(f"{done.path} for {done.run} is valid (dry run: no branch made, nothing pushed).")
+    elif done.pushed and done.updated:
+        click.echo(
+            f"Pushed {done.branch} to {done.remote}: {done.path} ({done.commit[:12]}), a new commit on your "
+            "open branch (its pull request shows it)."
+        )
     elif done.pushed:
         click.echo(f"Pushed {done.branch} to {done.remote}: {done.path} ({done.commit[:12]}).")
     else:

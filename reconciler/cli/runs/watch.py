@@ -1,6 +1,7 @@
 """`kubectl runs watch RUN [--interval 10s] [--once]`: a run as it changes, refreshed when the fleet branch moves.
 
-Shows the phase, desired vs allocated width, active and spare leases, the funding split and the
+Shows the phase, desired vs allocated width, a waiting run's ETA, place in line and last ETA move
+(with its reason), active and spare leases, the funding split (own, family, sponsors) and the
 run's recent ledger events; every `--interval` it fetches the fleet branch from origin and shows
 the run again when the branch moved (on a terminal the screen is redrawn). `--once` prints once,
 for scripts. The document is `views.runs.watch`'s.
@@ -15,7 +16,7 @@ from typing import Any
 import click
 
 from reconciler.cli import exitcodes
-from reconciler.cli.runs import common
+from reconciler.cli.runs import common, plan
 from reconciler.git import branch as gitbranch
 from reconciler.git import errors
 from reconciler.git import remote as gitremote
@@ -37,7 +38,8 @@ def command(
     run: str, namespace: str | None, interval: str, once: bool, repo: str | None, rev: str | None, fmt: str,
     now_text: str | None,
 ) -> None:  # fmt: skip
-    """Watch RUN: phase, desired vs allocated width, leases, funding, recent events, as the fleet moves."""
+    """Watch RUN: phase, desired vs allocated width, place in line and ETA moves, leases, funding,
+    recent events, as the fleet moves."""
     try:
         every = parse_duration(interval)
     except ValueError as err:
@@ -68,15 +70,20 @@ def command(
 
 
 def show(fleet: fleetview.Fleet, key: str, now: int, fmt: str, first: bool) -> None:
-    if not first and fmt == "text" and sys.stdout.isatty():
+    if not first and fmt in (common.TEXT, common.WIDE) and sys.stdout.isatty():
         click.echo(CLEAR, nl=False)
-    elif not first and fmt == "text":
-        click.echo("")
-    common.emit(runviews.watch(fleet, key, now), fmt, text)
+    elif not first and fmt in (common.TEXT, common.WIDE, common.YAML):
+        click.echo("---" if fmt == common.YAML else "")
+    common.emit(runviews.watch(fleet, key, now), fmt, text, names=common.run_name)
 
 
 def _group(g: dict[str, Any]) -> str:
-    who = "unfunded" if g["unfunded"] else ", ".join(common.payer(p) for p in g["payers"])
+    if g["role"] == "Borrowed":
+        who = f"fill on other runs' spare GPUs, metered to {', '.join(p['owner'] for p in g['payers'])}"
+    elif g["unfunded"]:
+        who = "unfunded"
+    else:
+        who = ", ".join(common.payer(p) for p in g["payers"])
     return f"  group {g['group']}: {g['gpus']} GPUs on {common.nodes(g['nodes'])} ({g['domain']}), {who}"
 
 
@@ -86,6 +93,24 @@ def _event(e: dict[str, Any]) -> str:
         return f"  {e['at']}  {e['event']:<5} group {e['group']} {e['role']} {e['gpus']} GPUs on {where}: {e['reason']}"
     moved = f"{e['previous'] or 'unknown'} -> {e['earliestStart'] or 'unknown'}"
     return f"  {e['at']}  ETA moved {moved}: {e['reason']}"
+
+
+def _owners(entries: list[dict[str, Any]] | None) -> str:
+    listed = ", ".join(f"{s['owner']} {s['gpus']}" for s in entries or [])
+    return f" ({listed})" if listed else ""
+
+
+def funding_words(f: dict[str, Any]) -> str:
+    """`8 own, 8 family (org:acme:rai 8), 16 from sponsors (org:acme:media:vision 16), 0 unfunded,
+    0 fill`: own, family and sponsors apart (a status written before the split says `borrowed`)."""
+    if "familyGPUs" not in f:
+        shared = f"{f.get('borrowedGPUs', 0)} borrowed from family or sponsors{_owners(f.get('sponsors'))}"
+    else:
+        shared = (
+            f"{f['familyGPUs']} family{_owners(f.get('family'))}, "
+            f"{f.get('sponsoredGPUs', 0)} from sponsors{_owners(f.get('sponsors'))}"
+        )
+    return f"{f.get('ownedGPUs', 0)} own, {shared}, {f.get('unfundedGPUs', 0)} unfunded, {f.get('fillGPUs', 0)} fill"
 
 
 def text(doc: dict[str, Any]) -> str:
@@ -98,22 +123,26 @@ def text(doc: dict[str, Any]) -> str:
         f"width: {w.get('allocated', 0)} allocated, {desired}"
         + (f"; {w['pending']}" if w.get("pending") else "")
     )
-    if doc["reservation"] is not None:
-        r = doc["reservation"]
-        lines.append(f"reserved: {common.eta(r['earliestStart'], r['countdownSeconds'])}: {r['reason']}")
+    r = doc["reservation"]
+    if r is not None:
+        when = (
+            common.eta(r["earliestStart"], r["countdownSeconds"], doc["now"])
+            if r["earliestStart"]
+            else "ETA unknown"
+        )
+        lines.append(f"reserved, {when}: {r['reason']}")
+        for line in (plan.place(r["inLine"]), plan.moved(r["lastMove"])):
+            if line:
+                lines.append(f"  {line}")
     for title, key in (("active", "active"), ("spare", "spare"), ("fill (on others' spares)", "fill")):
         held = doc["leases"][key]
         if held:
             lines.append(f"{title}: {sum(g['gpus'] for g in held)} GPUs")
             lines += [_group(g) for g in held]
     if f:
-        sponsors = ", ".join(f"{s['owner']} {s['gpus']}" for s in f.get("sponsors") or [])
-        lines.append(
-            f"funding: {f.get('ownedGPUs', 0)} owned, {f.get('borrowedGPUs', 0)} borrowed"
-            + (f" ({sponsors})" if sponsors else "")
-            + f", {f.get('unfundedGPUs', 0)} unfunded, {f.get('fillGPUs', 0)} fill"
-        )
+        lines.append(f"funding: {funding_words(f)}")
     if doc["events"]:
         lines.append("recent events:")
         lines += [_event(e) for e in doc["events"]]
-    return "\n".join(lines) + "\n"
+    out = "\n".join(lines) + "\n"
+    return out + (common.last_pass(doc) if r is not None and common.overdue(r["earliestStart"], doc) else "")

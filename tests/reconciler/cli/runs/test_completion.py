@@ -87,3 +87,24 @@ def test_kubectl_calls_kubectl_complete_runs_with_the_words_typed(lottery: Path)
     assert kubectl("plan", "b") == ["b1", ":4"]
     assert kubectl("submit", "--fi") == ["--file\tThe Run, YAML or JSON.", ":4"]
     assert kubectl("")[0].startswith("budgets\t") and kubectl("")[-1] == ":4"
+
+
+def test_namespaces_owners_and_output_formats_complete_too(lottery: Path) -> None:
+    assert complete("bash", "jobtree runs get -n team-", 4, lottery) == [
+        "plain,team-a",
+        "plain,team-b",
+        "plain,team-c",
+    ]
+    assert complete("bash", "jobtree runs plan -n team-c c", 5, lottery) == ["plain,c1", "plain,c2"]
+    assert complete("bash", "jobtree runs budgets usage --owner org:team-", 5, lottery) == [
+        "plain,org:team-a",
+        "plain,org:team-b",
+        "plain,org:team-c",
+    ]
+    assert complete("bash", "jobtree runs get -o ", 4, lottery) == [
+        "plain,text",
+        "plain,wide",
+        "plain,name",
+        "plain,json",
+        "plain,yaml",
+    ]

@@ -19,9 +19,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from reconciler.passes.reconcile import reconcile_once
 from tests.conftest import Golden
 from tests.support import REPO
 from tests.support.fleets import pass_at, runs
+from tests.support.git import T0, bare_remote, clone, template_files
 
 NOW = "2026-03-02T09:56:00Z"
 
@@ -122,7 +124,12 @@ def test_who_pays_tells_the_owners_envelope_from_a_sponsors(cofunded: Path, gold
 def test_explain_of_a_run_waiting_on_a_reservation_says_what_would_change_that(lottery: Path) -> None:
     doc = runs("explain", "b1", "--now", NOW, "--format", "json", repo=lottery).json()
     assert doc["waiting"]["reason"] == "cluster short by 8 GPUs in scope"
-    assert doc["waiting"]["wouldChange"] == ["Run fair lottery if deficit remains (8 GPUs)"]
+    # what activation will do (only the lottery can free 8 GPUs here) is not advice to the reader
+    assert doc["waiting"]["atActivation"] == ["the fair lottery for what is still short (8 GPUs)"]
+    assert doc["waiting"]["wouldChange"] == [
+        "capacity freeing up in us-west/gpu-a/A (runs there ending)",
+        "a smaller run: it is short by 8 GPUs there",  # b1 is not malleable: no minTotalGPUs to lower
+    ]
     assert doc["waiting"]["reservation"]["countdownSeconds"] == 14 * 60
     c2 = runs("explain", "c2", "--now", NOW, "--format", "json", repo=lottery).json()
     assert c2["waiting"] is None
@@ -140,3 +147,59 @@ def test_a_run_that_waited_says_why_and_what_its_activation_ended(lottery: Path)
         "its reservation activated after 15m in line; it had waited because: cluster short by 16 GPUs in "
         "scope; to make room it ended groups of team-b/b1 (RandomPreempt(0x8d72a19d5040e04f)), team-c/c1 (Shrink)"
     )
+
+
+# -- the template fleet: own, family and sponsors told apart -----------------------------------------
+
+RESNET = b"""apiVersion: rq.davidlangworthy.io/v1
+kind: Run
+metadata: {name: resnet-small, namespace: rai-sys}
+spec:
+  owner: "org:acme:rai:sys"
+  resources: {gpuType: H100-80GB, totalGPUs: 8}
+"""
+
+
+def test_who_pays_says_whether_the_owner_had_no_envelope_there_or_a_full_one(tmp_path: Path) -> None:
+    # rai-sys has no H100 envelope at all: family (org:acme:media, through org:acme) pays resnet-small.
+    # train-cofunded's group 0 is half rai-sys's own (its GB200 envelope, then full) and half its
+    # parent's; group 1 is its sponsor's (family envelopes full by then)
+    files = template_files() | {"runs/rai-sys/resnet-small.yaml": RESNET}
+    path = tmp_path / "work"
+    clone(bare_remote(tmp_path, files), path)
+    assert reconcile_once(path, now=T0).commit is not None
+    resnet = runs("explain", "resnet-small", "-o", "json", repo=path).json()["funding"]
+    assert [(f["group"], f["sources"]) for f in resnet] == [(0, ["family"])]
+    assert resnet[0]["why"].endswith(
+        "the owner has no envelope of its own for H100-80GB in us-east/h100-east/h100-east-a, so family "
+        "headroom (envelopes that share) paid"
+    )
+    cofunded = runs("explain", "train-cofunded", "-o", "json", repo=path).json()["funding"]
+    assert [(f["group"], f["sources"]) for f in cofunded] == [(0, ["own", "family"]), (1, ["sponsor"])]
+    assert cofunded[0]["why"].endswith(
+        "the owner's own envelope there (rai-sys/west-gb200) had no headroom left, so family headroom "
+        "(envelopes that share) paid the rest"
+    )
+    assert (
+        "family envelopes there were full; the run allows borrowing and names this sponsor"
+        in cofunded[1]["why"]
+    )
+
+
+def test_explain_of_a_run_whose_file_does_not_validate_quotes_the_first_problem(tmp_path: Path) -> None:
+    files = template_files() | {"runs/rai-sys/resnet-small.yaml": RESNET.replace(b"totalGPUs", b"totalGPUz")}
+    path = tmp_path / "work"
+    clone(bare_remote(tmp_path, files), path)
+    reconcile_once(path, now=T0)
+    doc = runs("explain", "resnet-small", "-o", "json", repo=path).json()
+    assert doc["problems"] == [  # in the file's order, as `jobtree validate` prints them
+        "runs/rai-sys/resnet-small.yaml:6:3: JT010 spec.resources.totalGPUs is required; add it",
+        "runs/rai-sys/resnet-small.yaml:6:35: JT010 unknown field spec.resources.totalGPUz; did you mean "
+        "totalGPUs? rename it (or remove it)",
+    ]
+    text = runs("explain", "resnet-small", repo=path).out.splitlines()
+    assert text[1:3] == [
+        "  its file does not validate (1 more problem: jobtree validate):",
+        f"  {doc['problems'][0]}",
+    ]
+    assert runs("explain", "train-cofunded", "-o", "json", repo=path).json()["problems"] == []

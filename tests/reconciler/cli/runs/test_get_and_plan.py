@@ -38,6 +38,9 @@ def test_get_lists_every_run_with_its_phase_width_why_it_waits_and_when_it_start
         "earliestStart": "2026-03-02T10:10:00Z",
         "countdownSeconds": 14 * 60,
         "message": "",
+        "owner": "org:team-b",
+        "startedAt": None,
+        "inLine": {"position": 1, "of": 1, "ahead": 0},  # the only run holding a reservation
     }
     assert (rows["c1"]["phase"], rows["c1"]["allocatedGPUs"], rows["c1"]["desiredGPUs"]) == ("Running", 8, 16)
     assert rows["c1"]["pendingReason"] == "Grow to 16"  # it grows back once GPUs free up
@@ -75,7 +78,7 @@ def test_plan_of_a_running_run_shows_what_it_holds_and_who_may_cut_it(lottery: P
     doc = runs("plan", "c2", "--now", NOW, "--format", "json", repo=lottery).json()
     assert doc["reservation"] is None
     held = [(g["group"], g["role"], g["gpus"], g["nodes"], g["payers"]) for g in doc["holds"]]
-    team_c = {"owner": "org:team-c", "budget": "team-c", "envelope": "west-h100", "gpus": 8}
+    team_c = {"owner": "org:team-c", "budget": "team-c", "envelope": "west-h100", "gpus": 8, "funding": "own"}
     assert held == [(0, "Active", 8, {"A-n03": 8}, [team_c]), (1, "Active", 8, {"A-n04": 8}, [team_c])]
     assert doc["conflicts"] == [
         {
@@ -103,7 +106,8 @@ def test_a_run_no_known_event_makes_fundable_has_an_unknown_eta(lottery: Path) -
         {"remedy": "Wait for budget headroom, add sponsors, or shrink the run", "gpus": None}
     ]
     text = runs("plan", "j1", "--rev", at, repo=lottery).out
-    assert "earliestStart: unknown; confidence unknown" in text
+    assert "earliestStart: unknown: nothing known (a window opening, a run ending) makes it startable" in text
+    assert "unknown (unknown)" not in text and "confidence unknown" not in text
     row = runs("get", "j1", "--rev", at, "--format", "json", repo=lottery).json()["runs"][0]
     assert (row["pendingReason"], row["earliestStart"]) == ("budget headroom short by 10 GPUs", None)
 

@@ -34,7 +34,12 @@ def test_shrink_changes_one_value_of_the_file_and_plans_the_cut(fleet: Path) -> 
     before = (fleet / "work" / PATH).read_bytes()
     shown = runs("shrink", "vit-elastic", "--by", "8", "--now", NOW, repo=fleet / "work")
     assert shown.code == 0, shown.err
-    assert "cut      media-vision/vit-elastic: 8 GPUs (Shrink)" in shown.out
+    # asked for, not a cut: the plan says so
+    assert (
+        "shrink   media-vision/vit-elastic: 8 GPUs given back (this change lowers desiredTotalGPUs)"
+        in shown.out
+    )
+    assert "cut      media-vision/vit-elastic" not in shown.out
     pushed = remote(fleet).references["refs/heads/runs/media-vision/vit-elastic"].peel(pygit2.Commit)
     after = pushed.tree[PATH].data
     assert changed_lines(before, after) == ["-    desiredTotalGPUs: 16", "+    desiredTotalGPUs: 8"]

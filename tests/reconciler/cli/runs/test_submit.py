@@ -71,7 +71,7 @@ def test_submit_pushes_the_file_on_its_own_branch_and_prints_the_plan(fleet: Pat
     assert shown.code == 0, shown.err
     assert "Pushed runs/rai-sys/resnet-small to origin: runs/rai-sys/resnet-small.yaml" in shown.out
     assert (
-        "start    rai-sys/resnet-small: 8 GPUs in h100-east-a; paid by org:acme:media (media/east-h100) 8"
+        "start    rai-sys/resnet-small: 8 GPUs in h100-east-a; paid by org:acme:media (media/east-h100, family) 8"
         in shown.out
     )
     pushed = remote(fleet).references["refs/heads/runs/rai-sys/resnet-small"].peel(pygit2.Commit)
@@ -141,7 +141,11 @@ def test_a_file_the_validator_refuses_exits_3_with_its_diagnostics_and_pushes_no
     )
     shown = runs("submit", "-f", str(tmp_path / "run.yaml"), repo=fleet / "work")
     assert shown.code == 3
-    assert "runs/rai-sys/resnet-small.yaml:" in shown.err and "JT021" in shown.err
+    # named at the person's own file and line (owner is line 8 of it), not at where it would go
+    assert (
+        f"{tmp_path / 'run.yaml'}:8:3: JT021" in shown.err
+        and "runs/rai-sys/resnet-small.yaml:" not in shown.err
+    )
     assert remote(fleet).references.get("refs/heads/runs/rai-sys/resnet-small") is None
     assert (
         pygit2.Repository(str(fleet / "work")).references.get("refs/heads/runs/rai-sys/resnet-small") is None
@@ -168,7 +172,10 @@ def test_a_branch_the_remote_has_already_is_not_overwritten(fleet: Path, tmp_pat
     other = clone(fleet / "fleet.git", tmp_path / "colleague")
     other.config["user.name"], other.config["user.email"] = "Grace", "grace@example.com"
     shown = runs("submit", "-f", str(tmp_path / "run.yaml"), "--now", NOW, repo=tmp_path / "colleague")
-    assert shown.code == 2 and "has a branch 'runs/rai-sys/resnet-small' already" in shown.err
+    assert shown.code == 2  # Grace's clone: the branch on the remote holds Ada's commit, not hers
+    assert (
+        "a branch 'runs/rai-sys/resnet-small' exists on origin with commits that are not yours" in shown.err
+    )
     moved = runs(
         "submit",
         "-f",
@@ -301,3 +308,111 @@ def test_a_person_git_does_not_know_is_asked_to_say_who_they_are(
     finally:
         pygit2.settings.search_path[level] = saved
     assert shown.code == 4 and "git config --global user.email" in shown.err
+
+
+def test_submitting_again_adds_a_commit_to_your_own_open_branch(fleet: Path, tmp_path: Path) -> None:
+    (tmp_path / "run.yaml").write_text(RESNET)
+    first = runs("submit", "-f", str(tmp_path / "run.yaml"), "--now", NOW, repo=fleet / "work")
+    assert first.code == 0, first.err
+    tip = remote(fleet).references["refs/heads/runs/rai-sys/resnet-small"].target
+    (tmp_path / "run.yaml").write_text(RESNET.replace("totalGPUs: 8", "totalGPUs: 16"))
+    again = runs("submit", "-f", str(tmp_path / "run.yaml"), "--now", NOW, "-o", "json", repo=fleet / "work")
+    doc = again.json()
+    assert doc["updated"] is True and doc["branch"] == "runs/rai-sys/resnet-small"
+    pushed = remote(fleet).references["refs/heads/runs/rai-sys/resnet-small"].peel(pygit2.Commit)
+    assert [str(p) for p in pushed.parent_ids] == [str(tip)]  # on top: the pull request shows the change
+    assert b"totalGPUs: 16" in pushed.tree["runs/rai-sys/resnet-small.yaml"].data
+    start = doc["plan"]["starts"][0]
+    assert (start["run"], start["gpus"]) == ("rai-sys/resnet-small", 16)  # planned against main, as before
+    text = runs("submit", "-f", str(tmp_path / "run.yaml"), "--now", NOW, repo=fleet / "work").out
+    assert "a new commit on your open branch" in text
+
+
+def test_submit_fetches_the_fleet_branch_first_so_a_stale_clone_plans_on_the_newest_fleet(
+    fleet: Path, tmp_path: Path
+) -> None:
+    # a colleague's run reaches main on the remote after this clone last fetched it
+    other = clone(fleet / "fleet.git", tmp_path / "colleague")
+    other.config["user.name"], other.config["user.email"] = "Grace", "grace@example.com"
+    (tmp_path / "theirs.yaml").write_text(RESNET)
+    assert (
+        runs("submit", "-f", str(tmp_path / "theirs.yaml"), "--now", NOW, repo=tmp_path / "colleague").code
+        == 0
+    )
+    bare = remote(fleet)
+    merged = bare.references["refs/heads/runs/rai-sys/resnet-small"].target
+    bare.references["refs/heads/main"].set_target(merged)  # merged (a fast-forward)
+    # the stale clone submits the same file: it is now a run that exists, not a new one to propose
+    (tmp_path / "mine.yaml").write_text(RESNET)
+    shown = runs("submit", "-f", str(tmp_path / "mine.yaml"), "--now", NOW, repo=fleet / "work")
+    assert shown.code == 2 and "a run rai-sys/resnet-small exists already" in shown.err
+    work = pygit2.Repository(str(fleet / "work"))
+    assert work.references["refs/remotes/origin/main"].target == merged
+
+
+def test_a_json_file_is_refused_at_its_own_line_and_a_yaml_syntax_error_as_validate_says_it(
+    fleet: Path, tmp_path: Path
+) -> None:
+    run = {
+        "apiVersion": "rq.davidlangworthy.io/v1", "kind": "Run",
+        "metadata": {"name": "js", "namespace": "rai-sys"},
+        "spec": {"owner": "org:acme:rai:sys", "resources": {"gpuType": "GB200", "totalGPUs": 8},
+                 "locality": {"groupGPUz": 4}},
+    }  # fmt: skip
+    (tmp_path / "run.json").write_text(json.dumps(run, indent=2))
+    shown = runs("submit", "-f", str(tmp_path / "run.json"), repo=fleet / "work")
+    line = json.dumps(run, indent=2).splitlines().index('      "groupGPUz": 4') + 1
+    assert shown.code == 3
+    assert f"{tmp_path / 'run.json'}:{line}:7: JT010 unknown field spec.locality.groupGPUz" in shown.err
+    (tmp_path / "tabs.yaml").write_text(RESNET.replace("  resources:", "\tresources:"))
+    tabbed = runs("submit", "-f", str(tmp_path / "tabs.yaml"), repo=fleet / "work")
+    assert tabbed.code == 3
+    assert f"{tmp_path / 'tabs.yaml'}:9:1: JT001 a tab character is used for indentation" in tabbed.err
+    assert "replace the tab with spaces" in tabbed.err and "while scanning" not in tabbed.err
+    (tmp_path / "bad.json").write_text('{"kind": "Run",\n "metadata": }\n')
+    broken = runs("submit", "-f", str(tmp_path / "bad.json"), repo=fleet / "work")
+    assert (
+        broken.code == 3
+        and f"{tmp_path / 'bad.json'}:2:14: JT001 not valid JSON: Expecting value" in broken.err
+    )
+
+
+def test_a_run_missing_its_namespace_is_refused_at_the_line_of_the_file_as_given(
+    fleet: Path, tmp_path: Path
+) -> None:
+    # submit adds `namespace:` after `name:` (line 5 of the file); a problem further down is still
+    # named at its line in the file as the person wrote it
+    given = RESNET.replace("  namespace: rai-sys\n", "").replace("totalGPUs: 8", "totalGPUz: 8")
+    (tmp_path / "run.yaml").write_text(given)
+    shown = runs("submit", "-f", str(tmp_path / "run.yaml"), repo=fleet / "work")
+    line = given.splitlines().index("    totalGPUz: 8") + 1
+    assert (
+        shown.code == 3
+        and f"{tmp_path / 'run.yaml'}:{line}:5: JT010 unknown field spec.resources.totalGPUz" in shown.err
+    )
+
+
+def test_a_draft_saved_inside_the_fleets_clone_is_noted(fleet: Path) -> None:
+    (fleet / "work" / "draft.yaml").write_text(RESNET)
+    shown = runs(
+        "submit", "-f", str(fleet / "work" / "draft.yaml"), "--dry-run", "--now", NOW, repo=fleet / "work"
+    )
+    assert shown.code == 0, shown.err
+    assert "draft.yaml is a draft inside the fleet's clone" in shown.err and "(JT004)" in shown.err
+
+
+def test_the_proposal_document_says_what_every_document_says(fleet: Path, tmp_path: Path) -> None:
+    (tmp_path / "run.yaml").write_text(RESNET)
+    doc = runs(
+        "submit",
+        "-f",
+        str(tmp_path / "run.yaml"),
+        "--dry-run",
+        "--now",
+        NOW,
+        "-o",
+        "json",
+        repo=fleet / "work",
+    ).json()
+    assert (doc["version"], doc["kind"], doc["rev"], doc["now"]) == (1, "Proposal", "origin/main", NOW)
+    assert doc["base"]["commit"] == str(remote(fleet).references["refs/heads/main"].target)

@@ -14,8 +14,10 @@ import pygit2
 import pytest
 
 from reconciler.cli.runs import watch
+from reconciler.passes.reconcile import reconcile_once
 from tests.conftest import Golden
 from tests.support.fleets import pass_at, runs
+from tests.support.git import T0, bare_remote, clone, template_files
 
 
 def test_watch_once_shows_width_leases_funding_and_recent_events(cofunded: Path, golden: Golden) -> None:
@@ -32,10 +34,10 @@ def test_watch_once_shows_width_leases_funding_and_recent_events(cofunded: Path,
     )
     assert [g["group"] for g in doc["leases"]["active"]] == [0, 1, 2, 3] and doc["leases"]["spare"] == []
     f = doc["funding"]
-    assert (f["ownedGPUs"], f["borrowedGPUs"], f["sponsors"]) == (
-        96,
-        32,
-        [{"owner": "org:ai:mm:vision", "gpus": 32}],
+    assert (f["ownedGPUs"], f["familyGPUs"], f["sponsoredGPUs"], f["borrowedGPUs"]) == (96, 0, 32, 32)
+    assert (f["family"], f["sponsors"]) == ([], [{"owner": "org:ai:mm:vision", "gpus": 32}])
+    assert (
+        "funding: 96 own, 0 family, 32 from sponsors (org:ai:mm:vision 32), 0 unfunded, 0 fill" in shown.out
     )
     assert [(e["event"], e["group"], e["gpus"]) for e in doc["events"]] == [
         ("Start", g, 32) for g in range(4)
@@ -104,7 +106,85 @@ def test_budgets_usage_shows_what_each_envelope_funds_lends_and_has_left(
     )
     (own,) = sys_doc.json()["envelopes"]
     assert (own["ownedGPUs"], own["lentOutGPUs"]) == (96, 0)
+    assert sys_doc.json()["borrowing"] == [
+        {"borrower": "org:ai:rai:sys", "lender": "org:ai:mm:vision", "budget": "mm-vision",
+         "envelope": "west-h100", "funding": "sponsor", "gpus": 32, "runs": ["rai-sys/train-128"]}
+    ]  # fmt: skip
     assert runs("budgets", "usage", "--owner", "org:nobody", repo=cofunded).code == 2
+
+
+RESNET = b"""apiVersion: rq.davidlangworthy.io/v1
+kind: Run
+metadata: {name: resnet-small, namespace: rai-sys}
+spec:
+  owner: "org:acme:rai:sys"
+  resources: {gpuType: H100-80GB, totalGPUs: 8}
+"""
+
+
+def test_budgets_usage_shows_what_an_owner_holds_where_it_has_no_envelope_family_and_sponsors_apart(
+    tmp_path: Path,
+) -> None:
+    # the template plus resnet-small: rai-sys has no H100 envelope, so the media division pays its
+    # 8 H100 as family; train-cofunded holds 8 of its parent's GB200 (family) and 16 of its sponsor's
+    files = template_files() | {"runs/rai-sys/resnet-small.yaml": RESNET}
+    path = tmp_path / "work"
+    clone(bare_remote(tmp_path, files), path)
+    assert reconcile_once(path, now=T0).commit is not None
+    doc = runs("budgets", "usage", "--owner", "org:acme:rai:sys", "-o", "json", repo=path).json()
+    held = [
+        (b["budget"], b["envelope"], b["lender"], b["funding"], b["gpus"], b["runs"])
+        for b in doc["borrowing"]
+    ]
+    assert held == [
+        ("media", "east-h100", "org:acme:media", "family", 8, ["rai-sys/resnet-small"]),
+        ("rai", "west-gb200", "org:acme:rai", "family", 8, ["rai-sys/train-cofunded"]),
+        ("media-vision", "west-gb200", "org:acme:media:vision", "sponsor", 16, ["rai-sys/train-cofunded"]),
+    ]
+    text = runs("budgets", "usage", "--owner", "org:acme:rai:sys", repo=path).out
+    assert (
+        "org:acme:rai:sys  media/east-h100          org:acme:media         family   8     rai-sys/resnet-small"
+        in text
+    )
+    # the lenders' side: what media shares with family, and what media-vision lends, apart
+    everyone = {
+        (e["budget"], e["envelope"]): e
+        for e in runs("budgets", "usage", "-o", "json", repo=path).json()["envelopes"]
+    }
+    media, vision = everyone[("media", "east-h100")], everyone[("media-vision", "west-gb200")]
+    assert (media["sharedWithFamilyGPUs"], media["lentToSponsoredGPUs"]) == (8, 0)
+    assert (vision["sharedWithFamilyGPUs"], vision["lentToSponsoredGPUs"]) == (0, 16)
+    # an owner with runs and no budget at all is known (a tenant), not "no budget is owned by"
+    assert runs("budgets", "usage", "--owner", "org:acme:rai:sys", repo=path).code == 0
+
+
+def test_watch_keeps_family_and_sponsors_apart_so_a_borrow_cap_reads_true(tmp_path: Path) -> None:
+    # train-cofunded: maxBorrowGPUs 16. Its parent's 8 are family, not borrowing: 16 from sponsors
+    path = tmp_path / "work"
+    clone(bare_remote(tmp_path, template_files()), path)
+    assert reconcile_once(path, now=T0).commit is not None
+    shown = runs("watch", "train-cofunded", "--once", repo=path).out
+    assert (
+        "funding: 8 own, 8 family (org:acme:rai 8), 16 from sponsors (org:acme:media:vision 16), 0 unfunded, 0 fill"
+        in shown
+    )
+    rows = runs("leases", "train-cofunded", "--format", "json", repo=path).json()["leases"]
+    # a group's leases by node, whatever their names' hashes (they read n00, n02, n01, n03 before)
+    for group in (0, 1):
+        nodes = [x["node"] for x in rows if x["group"] == group]
+        assert nodes == sorted(nodes) and len(nodes) == 4
+    leases = runs("leases", "train-cofunded", "-o", "json", repo=path).json()
+    labels = sorted(
+        {
+            (x["metadata"]["labels"]["rq.davidlangworthy.io/funding"], x["spec"]["payer"]["owner"])
+            for x in leases["items"]
+        }
+    )
+    assert labels == [
+        ("family", "org:acme:rai"),
+        ("own", "org:acme:rai:sys"),
+        ("sponsor", "org:acme:media:vision"),
+    ]
 
 
 def test_sponsors_say_who_may_lend_to_whom_and_what_is_left(cofunded: Path) -> None:
