@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench schemas clean compiled pictures docs corev1
+.PHONY: demo test lint bench schemas clean compiled pictures docs corev1 krew
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -44,7 +44,11 @@ pictures: compiled
 	@echo "screenshots: build/pictures/"
 
 docs: $(STAMP)
-	$(BIN)/python -m reconciler.cli.reference > docs/cli.md
+	$(BIN)/python -m reconciler.cli.reference docs
+
+# The archive krew installs `kubectl runs` from, and its sha256 in the manifest deploy/krew/runs.yaml
+krew: $(STAMP)
+	$(BIN)/python deploy/krew/archive.py build/krew/kubectl-runs.tar.gz
 
 schemas: $(STAMP)
 	$(BIN)/python -m schemas.publish
