@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pygit2
+import yaml
 from click.testing import CliRunner
 
 from reconciler.cli.runs import command as runs_group
@@ -26,6 +27,13 @@ def history(scenario: Path, where: Path) -> Path:
     result = CliRunner().invoke(simulate, [str(scenario), "--git", str(where)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return where
+
+
+def played(doc: dict[str, Any], where: Path) -> Path:
+    """A Scenario document (`tests.support.builders.scenario`) saved in `where` and played into the
+    fleet repository `where/fleet`."""
+    (where / "scenario.yaml").write_text(yaml.safe_dump(doc))
+    return history(where / "scenario.yaml", where / "fleet")
 
 
 def pass_at(repo: Path, instant: str) -> str:

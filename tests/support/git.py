@@ -163,6 +163,17 @@ HUMAN = pygit2.Signature("Ada", "ada@example.com", T0 - 3600, 0)
 BOT_EMAIL = "jobtree@acme.example"  # git.author in the template's jobtree.yaml
 
 
+# the researcher guide's quick-start run: 8 H100 GPUs in rai-sys, which has no H100 envelope of its
+# own (family pays: org:acme:media's)
+RESNET_SMALL = b"""apiVersion: rq.davidlangworthy.io/v1
+kind: Run
+metadata: {name: resnet-small, namespace: rai-sys}
+spec:
+  owner: "org:acme:rai:sys"
+  resources: {gpuType: H100-80GB, totalGPUs: 8}
+"""
+
+
 def template_files() -> dict[str, bytes]:
     return {
         str(p.relative_to(TEMPLATE)): p.read_bytes()

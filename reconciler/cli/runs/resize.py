@@ -9,6 +9,8 @@ and where to open the pull request.
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from reconciler.cli import exitcodes
@@ -62,15 +64,14 @@ def _resize(
     )
 
 
+def _by(words: str) -> Any:
+    """`--by N`: a count of GPUs, 1 or more (click refuses 0 and negatives, saying so)."""
+    return click.option("--by", type=click.IntRange(min=1), required=True, metavar="N", help=words)
+
+
 @click.command("shrink")
 @common.run_argument()
-@click.option(
-    "--by",
-    type=click.IntRange(min=1),
-    required=True,
-    metavar="N",
-    help="GPUs to give back: a positive multiple of stepGPUs.",
-)
+@_by("GPUs to give back: a positive multiple of stepGPUs.")
 @common.namespace_option
 @submit.proposal_options
 @common.fleet_options
@@ -86,13 +87,7 @@ def shrink(
 
 @click.command("grow")
 @common.run_argument()
-@click.option(
-    "--by",
-    type=click.IntRange(min=1),
-    required=True,
-    metavar="N",
-    help="GPUs to add: a positive multiple of stepGPUs.",
-)
+@_by("GPUs to add: a positive multiple of stepGPUs.")
 @common.namespace_option
 @submit.proposal_options
 @common.fleet_options

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from reconciler.cli.reconcile import command
-from tests.support.git import commit_by_hand, reconciled
+from tests.support.git import RESNET_SMALL, commit_by_hand, reconciled
 
 
 def test_files_put_back_under_state_are_said_even_with_quiet(tmp_path: Path) -> None:
@@ -43,19 +43,10 @@ def test_a_pass_that_fails_after_a_warning_still_says_it(tmp_path: Path) -> None
     )
 
 
-RESNET = b"""apiVersion: rq.davidlangworthy.io/v1
-kind: Run
-metadata: {name: resnet-small, namespace: rai-sys}
-spec:
-  owner: "org:acme:rai:sys"
-  resources: {gpuType: H100-80GB, totalGPUs: 8}
-"""
-
-
 def test_progress_counts_read_as_english(tmp_path: Path) -> None:
     # one new 8-GPU run on one node: one lease opened, one event
     work, repo = reconciled(tmp_path)
-    commit_by_hand(repo, {"runs/rai-sys/resnet-small.yaml": RESNET}, "resnet\n")
+    commit_by_hand(repo, {"runs/rai-sys/resnet-small.yaml": RESNET_SMALL}, "resnet\n")
     result = CliRunner().invoke(command, [str(work), "--once", "--now", "2026-03-02T09:05:00Z"])
     assert result.exit_code == 0, result.output
     assert "planned: 1 lease event\n" in result.stderr

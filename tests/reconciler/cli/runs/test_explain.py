@@ -23,7 +23,7 @@ from reconciler.passes.reconcile import reconcile_once
 from tests.conftest import Golden
 from tests.support import REPO
 from tests.support.fleets import pass_at, runs
-from tests.support.git import T0, bare_remote, clone, template_files
+from tests.support.git import RESNET_SMALL, T0, bare_remote, clone, template_files
 
 NOW = "2026-03-02T09:56:00Z"
 
@@ -151,20 +151,12 @@ def test_a_run_that_waited_says_why_and_what_its_activation_ended(lottery: Path)
 
 # -- the template fleet: own, family and sponsors told apart -----------------------------------------
 
-RESNET = b"""apiVersion: rq.davidlangworthy.io/v1
-kind: Run
-metadata: {name: resnet-small, namespace: rai-sys}
-spec:
-  owner: "org:acme:rai:sys"
-  resources: {gpuType: H100-80GB, totalGPUs: 8}
-"""
-
 
 def test_who_pays_says_whether_the_owner_had_no_envelope_there_or_a_full_one(tmp_path: Path) -> None:
     # rai-sys has no H100 envelope at all: family (org:acme:media, through org:acme) pays resnet-small.
     # train-cofunded's group 0 is half rai-sys's own (its GB200 envelope, then full) and half its
     # parent's; group 1 is its sponsor's (family envelopes full by then)
-    files = template_files() | {"runs/rai-sys/resnet-small.yaml": RESNET}
+    files = template_files() | {"runs/rai-sys/resnet-small.yaml": RESNET_SMALL}
     path = tmp_path / "work"
     clone(bare_remote(tmp_path, files), path)
     assert reconcile_once(path, now=T0).commit is not None
@@ -187,7 +179,9 @@ def test_who_pays_says_whether_the_owner_had_no_envelope_there_or_a_full_one(tmp
 
 
 def test_explain_of_a_run_whose_file_does_not_validate_quotes_the_first_problem(tmp_path: Path) -> None:
-    files = template_files() | {"runs/rai-sys/resnet-small.yaml": RESNET.replace(b"totalGPUs", b"totalGPUz")}
+    files = template_files() | {
+        "runs/rai-sys/resnet-small.yaml": RESNET_SMALL.replace(b"totalGPUs", b"totalGPUz")
+    }
     path = tmp_path / "work"
     clone(bare_remote(tmp_path, files), path)
     reconcile_once(path, now=T0)

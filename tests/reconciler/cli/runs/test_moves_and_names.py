@@ -11,10 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.support.builders import a_budget, a_run, scenario
-from tests.support.fleets import history, pass_at, runs
+from tests.support.fleets import pass_at, played, runs
 from tests.support.scenarios import A32, at, stamp
 
 
@@ -30,9 +29,7 @@ def moved(tmp_path_factory: pytest.TempPathFactory) -> Path:
          at(5, apply=[budget(stamp(40))])],
         until="+6m",
     )  # fmt: skip
-    where = tmp_path_factory.mktemp("moved")
-    (where / "moved.yaml").write_text(yaml.safe_dump(doc))
-    return history(where / "moved.yaml", where / "fleet")
+    return played(doc, tmp_path_factory.mktemp("moved"))
 
 
 def test_explain_and_watch_tell_when_and_why_the_eta_moved(moved: Path) -> None:

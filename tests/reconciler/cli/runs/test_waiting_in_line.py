@@ -18,28 +18,30 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.support.builders import a_budget, a_run, domain, scenario
-from tests.support.fleets import history, runs
+from tests.support.fleets import played, runs
 from tests.support.scenarios import at
 
 A16 = [domain("A", 2)]
 
 
-@pytest.fixture(scope="module")
-def protected(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _second_in_a_full_domain(where: Path, min_runtime: str) -> Path:
+    """a/r fills A at 09:00, b/w (16) arrives at 09:05: the fleet's history, played."""
     doc = scenario(
         {"a": "org:a", "b": "org:b"}, A16,
         [at(0, apply=[a_budget("a", "org:a").envelope("h", 16).build(),
                       a_budget("b", "org:b").envelope("h", 16).build(),
                       a_run("a/r", "org:a").gpus(16).groups(8).build()]),
          at(5, apply=[a_run("b/w", "org:b").gpus(16).groups(8).build()])],
-        until="+6m", fleet={"reservations": {"minRuntime": "2h"}},
+        until="+6m", fleet={"reservations": {"minRuntime": min_runtime}},
     )  # fmt: skip
-    where = tmp_path_factory.mktemp("protected")
-    (where / "s.yaml").write_text(yaml.safe_dump(doc))
-    return history(where / "s.yaml", where / "fleet")
+    return played(doc, where)
+
+
+@pytest.fixture(scope="module")
+def protected(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _second_in_a_full_domain(tmp_path_factory.mktemp("protected"), "2h")
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +57,7 @@ def windows(tmp_path_factory: pytest.TempPathFactory) -> Path:
          at(10, apply=[later("b", "org:b", "2026-03-02T13:00:00Z")])],
         until="+11m",
     )  # fmt: skip
-    where = tmp_path_factory.mktemp("windows")
-    (where / "s.yaml").write_text(yaml.safe_dump(doc))
-    return history(where / "s.yaml", where / "fleet")
+    return played(doc, tmp_path_factory.mktemp("windows"))
 
 
 def test_an_eta_set_by_minruntime_says_whose_protection_it_waits_for(protected: Path) -> None:
@@ -82,16 +82,7 @@ def test_an_eta_set_by_minruntime_says_whose_protection_it_waits_for(protected: 
 
 
 def test_a_notice_bound_eta_names_the_notice_period(tmp_path: Path) -> None:
-    doc = scenario(
-        {"a": "org:a", "b": "org:b"}, A16,
-        [at(0, apply=[a_budget("a", "org:a").envelope("h", 16).build(),
-                      a_budget("b", "org:b").envelope("h", 16).build(),
-                      a_run("a/r", "org:a").gpus(16).groups(8).build()]),
-         at(5, apply=[a_run("b/w", "org:b").gpus(16).groups(8).build()])],
-        until="+6m",
-    )  # fmt: skip
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump(doc))
-    fleet = history(tmp_path / "s.yaml", tmp_path / "fleet")
+    fleet = _second_in_a_full_domain(tmp_path, "0s")
     res = runs("plan", "b/w", "--now", "2026-03-02T09:06:00Z", "-o", "json", repo=fleet).json()["reservation"]
     # no minRuntime: a/r may be cut once warned for the notice period, 09:05 + 15m
     assert res["earliestStart"] == "2026-03-02T09:20:00Z"

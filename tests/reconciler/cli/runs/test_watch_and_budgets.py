@@ -17,7 +17,7 @@ from reconciler.cli.runs import watch
 from reconciler.passes.reconcile import reconcile_once
 from tests.conftest import Golden
 from tests.support.fleets import pass_at, runs
-from tests.support.git import T0, bare_remote, clone, template_files
+from tests.support.git import RESNET_SMALL, T0, bare_remote, clone, template_files
 
 
 def test_watch_once_shows_width_leases_funding_and_recent_events(cofunded: Path, golden: Golden) -> None:
@@ -113,21 +113,12 @@ def test_budgets_usage_shows_what_each_envelope_funds_lends_and_has_left(
     assert runs("budgets", "usage", "--owner", "org:nobody", repo=cofunded).code == 2
 
 
-RESNET = b"""apiVersion: rq.davidlangworthy.io/v1
-kind: Run
-metadata: {name: resnet-small, namespace: rai-sys}
-spec:
-  owner: "org:acme:rai:sys"
-  resources: {gpuType: H100-80GB, totalGPUs: 8}
-"""
-
-
 def test_budgets_usage_shows_what_an_owner_holds_where_it_has_no_envelope_family_and_sponsors_apart(
     tmp_path: Path,
 ) -> None:
     # the template plus resnet-small: rai-sys has no H100 envelope, so the media division pays its
     # 8 H100 as family; train-cofunded holds 8 of its parent's GB200 (family) and 16 of its sponsor's
-    files = template_files() | {"runs/rai-sys/resnet-small.yaml": RESNET}
+    files = template_files() | {"runs/rai-sys/resnet-small.yaml": RESNET_SMALL}
     path = tmp_path / "work"
     clone(bare_remote(tmp_path, files), path)
     assert reconcile_once(path, now=T0).commit is not None
