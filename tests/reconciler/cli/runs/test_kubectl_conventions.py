@@ -64,6 +64,12 @@ def test_o_name_prints_names_a_verb_takes_back(lottery: Path) -> None:
     )
 
 
+def test_sponsors_name_and_widen_like_the_others(cofunded: Path) -> None:
+    assert runs("sponsors", "-o", "name", repo=cofunded).out == "envelope/mm-vision/west-h100\n"
+    header = runs("sponsors", "-o", "wide", repo=cofunded).out.splitlines()[0]
+    assert header.split()[-2:] == ["FLAVOR", "HEADROOM"]
+
+
 def test_o_wide_adds_columns_and_o_yaml_is_the_document_as_yaml(lottery: Path) -> None:
     wide = runs("get", "--now", NOW, "-o", "wide", repo=lottery).out.splitlines()
     assert wide[0].split() == [
