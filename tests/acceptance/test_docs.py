@@ -30,7 +30,8 @@ FOLLOWED = ("quickstart.md", "concepts.md")
 # pages whose commands no test can run yet, and why (the reason is for whoever adds the test)
 NOT_YET = {
     "platform.md": "its commands need a cluster; the cluster plane's rewrite adds a local-cluster "
-    "section this test runs (tests.support.docrunner runs background jobs and a copy of tests/)",
+    "section this test runs (tests.support.docrunner runs background jobs, in a copy of the repository "
+    'with tests/, and `sandbox(linked=("build",))` links ignored folders such as downloaded binaries)',
 }
 
 

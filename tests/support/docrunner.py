@@ -55,9 +55,11 @@ HELPER = (
 COMMAND_TIMEOUT = 600.0  # seconds one documented command may take (a first `make demo` included)
 
 
-def sandbox(where: Path) -> tuple[Path, dict[str, str]]:
+def sandbox(where: Path, linked: tuple[str, ...] = ()) -> tuple[Path, dict[str, str]]:
     """A fresh copy of the repository in `where/jobtree` as a clone of it holds it, the folder a
-    reader starts in, and the environment of their shell."""
+    reader starts in, and the environment of their shell. `linked`: folders Git ignores that the
+    copy links to this checkout's (a control plane's downloaded binaries under `build/`, say), as
+    `.venv` always is."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO, capture_output=True, check=True,
@@ -70,6 +72,9 @@ def sandbox(where: Path) -> tuple[Path, dict[str, str]]:
             shutil.copy2(source, root / name)
     venv = Path(sys.executable).parent.parent
     (root / ".venv").symlink_to(venv, target_is_directory=True)
+    for folder in linked:
+        if (REPO / folder).is_dir() and not (root / folder).exists():
+            (root / folder).symlink_to(REPO / folder, target_is_directory=True)
     home, tools = where / "home", where / "tools"
     home.mkdir()
     tools.mkdir()
