@@ -62,9 +62,9 @@ def pending_reservation(fleet: Fleet, run: str) -> Reservation | None:
 # -- get ---------------------------------------------------------------------------------------------
 
 
-def row(fleet: Fleet, run: str, now: int, line: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def row(fleet: Fleet, run: str, now: int, waiting: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """One line of `get`: namespace, name, phase, width, desired, why it waits, ETA, and (wide) its
-    owner, place in line (from `line`), start and message."""
+    owner, place in line (from `waiting`, `line.in_line`'s), start and message."""
     st = status(fleet, run)
     width = st.get("width") or {}
     res = pending_reservation(fleet, run)
@@ -89,7 +89,7 @@ def row(fleet: Fleet, run: str, now: int, line: dict[str, dict[str, Any]] | None
         "message": st.get("message", ""),
         "owner": fleet.owner_of(run),
         "startedAt": st.get("startedAt"),
-        "inLine": _place((line if line is not None else {}).get(run)),
+        "inLine": _place((waiting or {}).get(run)),
     }
 
 
