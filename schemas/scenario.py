@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from schemas.common import RFC3339_PATTERN, ClusterMetadata, Duration, Model, NonNegInt
+from schemas.common import RFC3339_PATTERN, ClusterMetadata, Duration, Model, NonNegInt, RunKey
 from schemas.fleet import FleetSpec, Inventory
 
 OFFSET_OR_TIME = r"^(\+([0-9]+[hms])+|" + RFC3339_PATTERN[1:-1] + ")$"
@@ -64,6 +64,22 @@ class Step(Model):
         return data
 
 
+class Workload(Model):
+    """A run's useful work: it succeeds once it has run this long at its totalGPUs (docs/scenarios.md)."""
+
+    run: RunKey
+    duration: Annotated[Duration, Field(ge=1)]
+
+
+def _one_workload_per_run(workloads: list[Workload]) -> list[Workload]:
+    seen: set[str] = set()
+    for w in workloads:
+        if w.run in seen:
+            raise ValueError(f"{w.run} has two workloads; give each run one duration")
+        seen.add(w.run)
+    return workloads
+
+
 class ScenarioSpec(Model):
     start: str = Field(pattern=OFFSET_OR_TIME)
     fleet: FleetSpec = Field(default_factory=FleetSpec)
@@ -71,6 +87,7 @@ class ScenarioSpec(Model):
     steps: list[Step] = Field(default_factory=list)
     until: str = Field(pattern=OFFSET_OR_TIME)
     tick: Duration | None = None
+    workloads: Annotated[list[Workload], AfterValidator(_one_workload_per_run)] = Field(default_factory=list)
 
 
 class Scenario(Model):

@@ -1,7 +1,8 @@
 """Simulation: play a Scenario through the real pipeline on the embedded cluster, virtual clock.
 
-At one instant: steps in file order, then one pass if any is due (a step, a reservation's
-earliestStart, an envelope window edge, a tick), then checkpoints. Same file, same bytes out.
+At one instant: workloads that finish then (`workloads`: a run's duration of useful work, counted by
+`passes.workloads`), steps in file order, then one pass if any is due (a finish, a step, a
+reservation's earliestStart, an envelope window edge, a tick), then checkpoints. Same file, same bytes out.
 The `jobtree simulate` verb (options, output) is `simulate`.
 """
 
@@ -13,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from planner import manifests, records
-from planner.world import FleetState
+from planner.context import Event
+from planner.reasons import Closure, Ledger, Phase, Role
+from planner.world import FleetState, WorkloadEvent
 from reconciler.passes import pipeline
 from reconciler.passes.embedded import EmbeddedCluster
+from reconciler.passes.workloads import Work
 from reconciler.spec import validated
 from reconciler.state import codec as statefiles
 from schemas.common import format_time, parse_duration, parse_time
@@ -55,6 +59,7 @@ class Simulation:
     last: Any = None
     timeline: list[str] = field(default_factory=list)
     history: Any = None  # a `history.History` when `--git DIR` records each pass as a commit
+    work: dict[str, Work] = field(default_factory=dict)  # runs with a duration: their useful work
 
     def __post_init__(self) -> None:
         spec = self.scenario.spec
@@ -129,8 +134,6 @@ class Simulation:
             if err:
                 self.notes.append(f"step {index}: {err}")
         elif step.workload is not None:
-            from planner.world import WorkloadEvent
-
             self.cluster.workload.append(
                 WorkloadEvent(step.workload.run, step.workload.event, step.workload.group)
             )
@@ -151,6 +154,7 @@ class Simulation:
             inventory = self.scenario.spec.inventory.model_dump(exclude_none=True)
             spec_files = {**self.files(), "inventory/nodes.yaml": statefiles.dump(inventory)}
             self.history.record(now, spec_files, result, self.spec_cache.fleet.git.author)
+        self.count_work(now, result)
         self.ledger += [ev.as_json(records.time_text) for ev in result.events]
         self.ledger += [m.as_json(records.time_text) for m in result.moves]
         if result.events:
@@ -201,12 +205,14 @@ class Simulation:
             if next_tick is not None:
                 candidates.append(next_tick)
             candidates += [t for t in self.due_times() if last_pass is None or t > last_pass]
+            candidates += self.work_due()
             candidates = [t for t in candidates if t <= until]
             if not candidates:
                 break
             now = min(candidates)
             due = now in self.due_times() and (last_pass is None or now > last_pass)
             marks: list[str] = []
+            due = self.finish_work(now) or due
             while idx < len(steps) and steps[idx][0] == now:
                 _, i, step = steps[idx]
                 if step.checkpoint is not None:
@@ -223,12 +229,81 @@ class Simulation:
                 last_pass = now
             for label in marks:
                 self.checkpoints[label] = self.snapshot(now)
-        return {
+        out = {
             "scenario": self.scenario.metadata.name,
             "checkpoints": self.checkpoints,
             "final": self.snapshot(until),
             "ledger": self.ledger,
         }
+        if spec.workloads:
+            out["workloads"] = self.work_report(until)
+        return out
+
+    # -- workloads with a duration (docs/scenarios.md) -------------------------------------------
+    def work_due(self) -> list[int]:
+        """Instants at which a running workload completes its duration, at its present width."""
+        return [t for w in self.work.values() if (t := w.due()) is not None]
+
+    def finish_work(self, now: int) -> bool:
+        """Workloads complete at `now` succeed, as their pods would: observed by this instant's pass."""
+        done = sorted(run for run, w in self.work.items() if w.due() == now)
+        self.cluster.workload += [WorkloadEvent(run, "Succeed") for run in done]
+        return bool(done)
+
+    def count_work(self, now: int, result: Any) -> None:
+        """After the pass at `now`: each run's work up to now at the width it had, a cut's loss, its new width."""
+        durations = {w.run: w.duration for w in self.scenario.spec.workloads}
+        if not durations:
+            return
+        gpus: dict[str, int] = {}
+        for lease in result.open_leases:
+            if lease.role != Role.SPARE:
+                gpus[lease.run] = gpus.get(lease.run, 0) + lease.gpus
+        cut = {ev.lease.run for ev in result.events if loses_work(ev)}
+        for run, duration in sorted(durations.items()):
+            spec = result.specs.get(run)
+            w = self.work.get(run)
+            if w is None:
+                if spec is None:
+                    continue  # not applied yet
+                w = self.work[run] = Work(duration * spec.spec.resources.totalGPUs, since=now, segment=now)
+            if w.finished is not None:
+                continue
+            if spec is not None:
+                w.checkpoint = spec.spec.runtime.checkpoint
+            if run in cut:
+                w.cut(now)
+            rec = result.state.runs.get(run)
+            if rec is not None and rec.phase == Phase.SUCCEEDED:
+                w.run_at(now, 0)
+                w.finished = now
+            else:
+                w.run_at(now, gpus.get(run, 0))
+
+    def work_report(self, until: int) -> dict[str, Any]:
+        """`workloads` of the output: each run's work needed, done, lost (GPU-seconds), cuts and finish."""
+        out: dict[str, Any] = {}
+        for run, w in sorted(self.work.items()):
+            w.advance(until)
+            out[run] = {
+                "needGPUSeconds": w.need,
+                "doneGPUSeconds": w.done,
+                "lostGPUSeconds": w.lost,
+                "cuts": w.cuts,
+                "finished": format_time(w.finished) if w.finished is not None else None,
+            }
+        return out
+
+
+# Closures of a working lease that stop its run's work short of a checkpoint: a cut, a failed node.
+# (`Shrink` is the run's own elastic step down, `Completed` its end; the rest follow one of these.)
+LOSES_WORK = frozenset(
+    {Closure.RANDOM_PREEMPT, Closure.RECLAIM_UNFUNDED, Closure.RECLAIMED_BY_SPARE, Closure.NODE_FAILURE}
+)
+
+
+def loses_work(ev: Event) -> bool:
+    return ev.event == Ledger.END and ev.lease.role != Role.SPARE and ev.closure in LOSES_WORK
 
 
 def _summary(events: list[Any]) -> str:
