@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench schemas clean compiled pictures docs corev1 krew
+.PHONY: demo test lint bench schemas clean compiled pictures docs corev1 krew evaluate
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 # Byte-code for the project's modules, written once here (up-to-date files are skipped): every
 # `jobtree` process then starts without compiling them, also where PYTHONDONTWRITEBYTECODE is set.
 compiled: $(STAMP)
-	$(BIN)/python -m compileall -q reconciler planner schemas bench
+	$(BIN)/python -m compileall -q reconciler planner schemas bench evaluation
 
 demo: compiled
 	$(BIN)/python -m reconciler.cli.demo
@@ -31,6 +31,17 @@ test: lint compiled
 
 bench: compiled
 	$(BIN)/python -m bench.run
+
+# A month of a GPU fleet replayed against Jobtree and four baseline schedulers (docs/evaluation.md):
+# rewrites docs/evaluation/ (results, figures), or with TRACE=path (a Helios or Philly CSV trace)
+# writes build/evaluation/<name>/. Installs matplotlib (the `evaluate` extra) for the figures.
+EVALUATE := $(VENV)/.evaluate
+$(EVALUATE): $(STAMP)
+	$(BIN)/pip install -q -e '.[test,evaluate]'
+	touch $(EVALUATE)
+
+evaluate: compiled $(EVALUATE)
+	$(BIN)/python -m evaluation $(if $(TRACE),--trace $(TRACE))
 
 # The pictures (state/fleet.svg, state/timeline.svg) opened in headless Chromium: each reads without
 # an error and draws every run in its colour; the screenshots are kept in build/pictures/. Installs

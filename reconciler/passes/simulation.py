@@ -77,6 +77,9 @@ class Simulation:
         self.spec_cache: validated.Spec | None = None
         self.docs: dict[tuple[str, str, str], list[Document]] = {}
         self.validated: dict[str, Any] = {}  # path -> (documents, their checked entries)
+        self.durations = {w.run: w.duration for w in spec.workloads}
+        self.working: set[str] = set()  # runs whose work is not finished (a subset of `work`)
+        self.lost: dict[str, list[tuple[int, int]]] = {}  # run -> (instant of a cut, GPU-seconds it lost)
 
     # -- spec files ------------------------------------------------------------------------------
     def files(self) -> dict[str, bytes]:
@@ -242,41 +245,41 @@ class Simulation:
     # -- workloads with a duration (docs/scenarios.md) -------------------------------------------
     def work_due(self) -> list[int]:
         """Instants at which a running workload completes its duration, at its present width."""
-        return [t for w in self.work.values() if (t := w.due()) is not None]
+        return [t for run in self.working if (t := self.work[run].due()) is not None]
 
     def finish_work(self, now: int) -> bool:
         """Workloads complete at `now` succeed, as their pods would: observed by this instant's pass."""
-        done = sorted(run for run, w in self.work.items() if w.due() == now)
+        done = sorted(run for run in self.working if self.work[run].due() == now)
         self.cluster.workload += [WorkloadEvent(run, "Succeed") for run in done]
         return bool(done)
 
     def count_work(self, now: int, result: Any) -> None:
         """After the pass at `now`: each run's work up to now at the width it had, a cut's loss, its new width."""
-        durations = {w.run: w.duration for w in self.scenario.spec.workloads}
-        if not durations:
+        if not self.durations:
             return
         gpus: dict[str, int] = {}
         for lease in result.open_leases:
             if lease.role != Role.SPARE:
                 gpus[lease.run] = gpus.get(lease.run, 0) + lease.gpus
         cut = {ev.lease.run for ev in result.events if loses_work(ev)}
-        for run, duration in sorted(durations.items()):
+        for run in sorted((self.durations.keys() & result.specs.keys()) | self.working):
             spec = result.specs.get(run)
             w = self.work.get(run)
             if w is None:
                 if spec is None:
-                    continue  # not applied yet
-                w = self.work[run] = Work(duration * spec.spec.resources.totalGPUs, since=now, segment=now)
-            if w.finished is not None:
-                continue
+                    continue
+                w = Work(self.durations[run] * spec.spec.resources.totalGPUs, since=now, segment=now)
+                self.work[run] = w
+                self.working.add(run)
             if spec is not None:
                 w.checkpoint = spec.spec.runtime.checkpoint
             if run in cut:
-                w.cut(now)
+                self.lost.setdefault(run, []).append((now, w.cut(now)))
             rec = result.state.runs.get(run)
             if rec is not None and rec.phase == Phase.SUCCEEDED:
                 w.run_at(now, 0)
                 w.finished = now
+                self.working.discard(run)
             else:
                 w.run_at(now, gpus.get(run, 0))
 

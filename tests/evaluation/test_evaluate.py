@@ -1,0 +1,51 @@
+"""`python -m evaluation` end to end on a one-day, one-domain month: the report a platform team reads, byte-stable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluation.__main__ import POLICIES, main
+
+SMALL = ["--days", "1", "--domains", "1", "--no-knobs", "--workers", "1", "--no-figures"]
+
+
+@pytest.fixture(scope="module")
+def twice(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The small month's report written twice, into two folders."""
+    out = tmp_path_factory.mktemp("evaluate")
+    for name in ("one", "two"):
+        assert main([*SMALL, "--out", str(out / name)]) == 0
+    return out / "one", out / "two"
+
+
+def test_the_report_names_every_policy_the_targets_what_each_leaves_out_and_the_sources(
+    twice: tuple[Path, Path],
+) -> None:
+    tmp_path = twice[0]
+    text = (tmp_path / "results.md").read_text()
+    for policy in POLICIES:
+        assert f"| {policy} |" in text
+    assert "## The targets (Jobtree on this month)" in text
+    assert text.count("| useful utilisation ≥ FIFO gang's + 15 points |") == 1
+    for baseline in POLICIES[1:]:
+        assert f"- **{baseline}**: " in text  # what it leaves out
+    assert "HeliosArtifact" in text and "philly-traces" in text and "clusterdata" in text
+    numbers = json.loads((tmp_path / "results.json").read_text())
+    assert sorted(numbers) == sorted(POLICIES)
+    assert "events/s" in (tmp_path / "performance.md").read_text()
+
+
+def test_the_same_month_gives_the_same_report_byte_for_byte(twice: tuple[Path, Path]) -> None:
+    one, two = twice
+    for name in ("results.md", "results.json"):
+        assert (one / name).read_bytes() == (two / name).read_bytes()
+
+
+def test_a_trace_that_cannot_be_read_stops_with_why_and_no_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--trace", str(tmp_path / "missing.csv"), "--out", str(tmp_path)]) == 2
+    assert f"error: {tmp_path / 'missing.csv'}: cannot be read" in capsys.readouterr().err
