@@ -77,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         for p, s in zip(POLICIES, summaries, strict=True):
             print(f"  {p}: {s.seconds:.0f} s", file=sys.stderr)
         studied = {k: f.result() for k, f in knob_runs.items()}
+    for (name, label), s in studied.items():
+        s.policy = f"{s.policy} ({name} {label})"
     if studied:
         studied[("minRuntime", knobs.MIN_RUNTIME_DEFAULT)] = studied[("noticePeriod", knobs.NOTICE_DEFAULT)]
     knob_values = {

@@ -47,9 +47,9 @@ def defaults() -> dict[str, str]:
     return {"noticePeriod": NOTICE_DEFAULT, "minRuntime": MIN_RUNTIME_DEFAULT, "backfill": BACKFILL_DEFAULT}
 
 
-def window(trace: Trace, days: int) -> Trace:
+def window(trace: Trace, days: float) -> Trace:
     """The trace's first `days` days: jobs submitted and outages begun in them."""
-    horizon = min(trace.horizon, days * 86400)
+    horizon = min(trace.horizon, int(days * 86400))
     return replace(
         trace,
         horizon=horizon,

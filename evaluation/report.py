@@ -149,8 +149,13 @@ def target_table(found: Sequence[Target]) -> str:
 
 
 def sources_table() -> str:
-    rows = [[n.what, f"{n.value:,g}", n.source, n.why] for n in sources.TABLE]
-    return table(rows, ["number", "value", "source", "how"])
+    rows = [[n.what, _number(n.value), n.source, n.why] for n in sources.TABLE]
+    refs = "\n".join(f"- {key} {text}" for key, text in sources.REFERENCES)
+    return table(rows, ["number", "value", "source", "how"]) + "\n\n" + refs
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if value == int(value) else f"{value:,.6g}"
 
 
 def leaves_out(summaries: Sequence[Summary]) -> str:
