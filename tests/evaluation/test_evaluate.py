@@ -49,3 +49,11 @@ def test_a_trace_that_cannot_be_read_stops_with_why_and_no_traceback(
 ) -> None:
     assert main(["--trace", str(tmp_path / "missing.csv"), "--out", str(tmp_path)]) == 2
     assert f"error: {tmp_path / 'missing.csv'}: cannot be read" in capsys.readouterr().err
+
+
+def test_the_scaling_measure_prints_one_row_per_fleet_size(capsys: pytest.CaptureFixture[str]) -> None:
+    from evaluation import scaling
+
+    assert scaling.main(["--domains", "1", "2", "--hours", "2"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| Jobtree |")]
+    assert [row.split("|")[2].strip() for row in rows] == ["64", "128"]
