@@ -19,7 +19,9 @@ from evaluation.metrics import summarise
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m evaluation.scaling", description=__doc__.splitlines()[0])
-    p.add_argument("--domains", type=int, nargs="+", default=[4, 16, 64], help="fleet sizes, in domains of 64 GPUs")
+    p.add_argument(
+        "--domains", type=int, nargs="+", default=[4, 16, 64], help="fleet sizes, in domains of 64 GPUs"
+    )
     p.add_argument("--hours", type=int, default=24)
     args = p.parse_args(argv)
     rows = []

@@ -32,6 +32,8 @@ NOT_YET = {
     "platform.md": "its commands need a cluster; the cluster plane's rewrite adds a local-cluster "
     "section this test runs (tests.support.docrunner runs background jobs, in a copy of the repository "
     'with tests/, and `sandbox(linked=("build",))` links ignored folders such as downloaded binaries)',
+    "evaluation.md": "`make evaluate` replays a month for about twenty minutes; tests/evaluation/test_evaluate.py "
+    "runs its entry point (python -m evaluation) on a one-day month, and evaluation.scaling's",
 }
 
 

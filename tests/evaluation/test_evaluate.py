@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.__main__ import POLICIES, main
+from tests.evaluation.tiny import HELIOS
 
 SMALL = ["--days", "1", "--domains", "1", "--no-knobs", "--workers", "1", "--no-figures"]
 
@@ -57,3 +58,29 @@ def test_the_scaling_measure_prints_one_row_per_fleet_size(capsys: pytest.Captur
     assert scaling.main(["--domains", "1", "2", "--hours", "2"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| Jobtree |")]
     assert [row.split("|")[2].strip() for row in rows] == ["64", "128"]
+
+
+def test_a_helios_trace_file_is_replayed_through_the_same_entry_point(tmp_path: Path) -> None:
+    trace = tmp_path / "cluster_log.csv"
+    trace.write_text(HELIOS)
+    out = tmp_path / "out"
+    assert (
+        main(
+            [
+                "--trace",
+                str(trace),
+                "--days",
+                "2",
+                "--no-knobs",
+                "--workers",
+                "1",
+                "--no-figures",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    text = (out / "results.md").read_text()
+    assert "cluster_log.csv read as a Helios trace: 2 jobs in the first 2 days from 2020-06-09" in text
+    assert "| Jobtree |" in text and "| Kueue-like quotas |" in text
