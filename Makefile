@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench schemas clean compiled pictures docs corev1 krew evaluate
+.PHONY: demo test lint bench schemas clean compiled pictures docs corev1 krew evaluate controlplane
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -26,7 +26,12 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint compiled
+# kube-apiserver, etcd and kwok, built from their Go modules once into a cache outside the checkout
+# (~/.cache/jobtree/controlplane/<versions>/): the cluster tests run against them. Needs Go >= 1.26.
+controlplane:
+	@tests/support/controlplane/build.sh >/dev/null
+
+test: controlplane lint compiled
 	$(BIN)/pytest -n 2
 
 bench: compiled

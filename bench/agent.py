@@ -48,7 +48,7 @@ from kubernetes import client, config
 from bench.apply import git, jobtree
 from bench.gitdaemon import free_port, git_daemon
 from schemas.common import parse_time
-from tests.support.kubeapi import KubeApiServer, write_kubeconfig
+from tests.support.controlplane import Cluster, write_kubeconfig
 
 API = "rq.davidlangworthy.io/v1"
 DOMAINS, NODES, GPUS = 25, 50, 8
@@ -108,7 +108,7 @@ def wait(check: Any, timeout: float, what: str, every: float = 0.001) -> Any:
     raise RuntimeError(f"waited {timeout} s for {what}")
 
 
-def victims(server: KubeApiServer, count: int) -> list[str]:
+def victims(server: Cluster, count: int) -> list[str]:
     """Nodes each holding one group's only active lease, whose spare is elsewhere: one per group."""
     leases = server.list(API, "Lease")
     spared = {(x["metadata"]["namespace"], x["spec"]["runRef"]["name"], x["spec"]["group"])
@@ -125,7 +125,7 @@ def victims(server: KubeApiServer, count: int) -> list[str]:
     return [out[i * step] for i in range(count)]
 
 
-def kubelets(server: KubeApiServer, stop: threading.Event) -> None:
+def kubelets(server: Cluster, stop: threading.Event) -> None:
     """Finish each graceful pod deletion once its grace period has passed, as the node's kubelet does."""
     while not stop.wait(0.2):
         now = time.time()
@@ -136,7 +136,7 @@ def kubelets(server: KubeApiServer, stop: threading.Event) -> None:
                 server.kubelet.finish_termination(namespace, name)
 
 
-def taint_to_pod(server: KubeApiServer, core: client.CoreV1Api, node: str, passes: Any = None) -> float:
+def taint_to_pod(server: Cluster, core: client.CoreV1Api, node: str, passes: Any = None) -> float:
     """Seconds, by the server's clock, from the taint's write to the next pod created after it;
     `passes()` (when given) runs once, and again until that pod exists."""
     mark = server.requests.mark()
@@ -154,7 +154,7 @@ def taint_to_pod(server: KubeApiServer, core: client.CoreV1Api, node: str, passe
     return float(pod.at - taint.at)
 
 
-def _created_since(server: KubeApiServer, mark: int) -> bool:
+def _created_since(server: Cluster, mark: int) -> bool:
     return any(_creates_pod(r) for r in server.requests.since(mark))
 
 
@@ -167,7 +167,7 @@ def _creates_pod(request: Any) -> bool:
     return request.method == "PATCH" and "/pods/" in request.path
 
 
-def finished(server: KubeApiServer, since: int) -> bool:
+def finished(server: Cluster, since: int) -> bool:
     """Whether a swap's last writes were answered since `since`: its journal entry marked Applied,
     then the Event on its run. Read from the request log, so waiting costs the server nothing."""
     seen = server.requests.since(since)
@@ -184,7 +184,7 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
         "runs": DOMAINS * RUNS_PER_DOMAIN,
         "failures": failures,
     }
-    with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp, KubeApiServer("east") as server:
+    with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp, Cluster("east") as server:
         root = Path(tmp)
         server.seed(*nodes())
         server.kubelet_emulation = True  # deleted pods terminate as on a real cluster

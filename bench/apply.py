@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from bench import generate
-from tests.support.kubeapi import KubeApiServer, write_kubeconfig
+from tests.support.controlplane import Cluster, write_kubeconfig
 
 NOW, CHANGED_NOW, DELETED_NOW = generate.START, "2026-03-02T09:05:00Z", "2026-03-02T09:10:00Z"
 _COUNTS = re.compile(r"(\d+) (create|change|status|replace|prune|cordon)\b")
@@ -113,7 +113,7 @@ def one_round(fleet: generate.Fleet) -> dict[str, Any]:
     by_cluster = nodes(fleet)
     with tempfile.TemporaryDirectory(prefix="bench-apply-") as tmp:
         root = Path(tmp)
-        servers = {name: KubeApiServer(name).start() for name in sorted(by_cluster)}
+        servers = {name: Cluster(name).start() for name in sorted(by_cluster)}
         try:
             for name, server in servers.items():
                 server.seed(*by_cluster[name])

@@ -1,11 +1,16 @@
 """Manifests: pod and headless Service dicts for open leases — the one place Kubernetes shapes live.
 
-Pure: builds plain dicts from leases and run specs. Applying them is the reconciler's job.
+Pure: builds plain dicts from leases and run specs. Applying them is the reconciler's job. Every
+name derived here (pod, `hostname`, Service, `subdomain`) is one Kubernetes accepts whatever the
+node and run names are (DESIGN §7.6): a DNS-1123 label (a Service's: DNS-1035), shortened or
+cleaned when needed with a stable hash suffix of what it was made from (`dns_label`).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -23,11 +28,39 @@ from schemas.podtemplate import (
 )
 from schemas.run import Run
 
+SPARE_IMAGE = DEFAULT_IMAGE  # a spare pod holds its GPUs' place: pause, on its own entrypoint
+LABEL_MAX = 63
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+
+
+def dns_label(text: str, *, letter_first: bool = False) -> str:
+    """`text` when it is a DNS-1123 label already (DNS-1035 with `letter_first`: a Service's name),
+    else a label made from it: lowercased, every other character run a `-`, a leading `r` where a
+    letter must come first, cut to leave room for `-` and 8 hex digits of `text`'s SHA-256, so two
+    different texts never make one name and the same text always makes the same one."""
+    valid = _DNS1035_LABEL if letter_first else _DNS1123_LABEL
+    if len(text) <= LABEL_MAX and valid.fullmatch(text):
+        return text
+    base = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    if letter_first and not base[:1].isalpha():
+        base = f"r{base}"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    base = base[: LABEL_MAX - len(digest) - 1].rstrip("-")
+    return f"{base}-{digest}" if base else f"r{digest}"
+
 
 def pod_name(run: str, group: int, node: str, role: str) -> str:
+    """The pod of `run`'s group on `node` (and its `hostname`): `<run>-g<group>-[spare-]<node>`,
+    made a DNS-1123 label (a dotted or long node name, `ip-10-0-1-23.ec2.internal`, is shortened)."""
     name = run.split("/", 1)[1]
     tag = "spare-" if role == Role.SPARE else ""
-    return f"{name}-g{group}-{tag}{node.lower()}"[:253].rstrip("-.")
+    return dns_label(f"{name}-g{group}-{tag}{node.lower()}")
+
+
+def service_name(run: str) -> str:
+    """The headless Service of `run` (`namespace/name`), and its pods' `subdomain`: a DNS-1035 label."""
+    return dns_label(run.split("/", 1)[1], letter_first=True)
 
 
 def render(leases: list[Lease], specs: dict[str, Run], clusters: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -53,7 +86,7 @@ def render(leases: list[Lease], specs: dict[str, Run], clusters: dict[str, str])
             pod = _pod(run, group, node, role, ls, spec, world, rank_base.get((group, node), 0))
             out[f"{cluster}/{ns}/pod-{pod['metadata']['name']}.yaml"] = pod
         if cluster is not None:
-            out[f"{cluster}/{ns}/service-{name}.yaml"] = _service(ns, name)
+            out[f"{cluster}/{ns}/service-{name}.yaml"] = _service(ns, name, service_name(run))
     return out
 
 
@@ -105,7 +138,7 @@ def _pod(
         {"name": "JOBTREE_GROUP_INDEX", "value": str(group)},
         {"name": "JOBTREE_RANK_BASE", "value": str(rank_base)},
         {"name": "JOBTREE_LOCAL_GPUS", "value": str(gpus if role != Role.SPARE else 0)},
-        {"name": "JOBTREE_SERVICE", "value": f"{name}.{ns}.svc"},
+        {"name": "JOBTREE_SERVICE", "value": f"{service_name(run)}.{ns}.svc"},
     ]
     if spec is not None and spec.spec.malleable is not None:
         env += [
@@ -118,12 +151,11 @@ def _pod(
         env += [{"name": e.name, "value": e.value} for e in short.env if not e.name.startswith(ENV_PREFIX)]
     container: dict[str, Any] = {
         "name": "workload" if role != Role.SPARE else "spare",
-        "image": image,
+        "image": image if role != Role.SPARE else SPARE_IMAGE,
         "env": env,
     }
     body: dict[str, Any] = {"containers": [container]}
-    if role == Role.SPARE:
-        container["command"] = ["sleep", "infinity"]
+    if role == Role.SPARE:  # pause's own entrypoint (no command): it starts anywhere and ends at once
         if full is not None and full.spec.get("tolerations"):
             body["tolerations"] = copy.deepcopy(full.spec["tolerations"])  # to start where the workload may
     elif full is not None:
@@ -139,7 +171,7 @@ def _pod(
         f"{GROUP}/run": name,
         f"{GROUP}/group-index": str(group),
         f"{GROUP}/role": role,
-        f"{GROUP}/lease": first.name[:63],
+        f"{GROUP}/lease": first.name[:LABEL_MAX].rstrip("-_."),
         "app.kubernetes.io/managed-by": "jobtree",
     }
     annotations = {f"{GROUP}/leases": ",".join(sorted(x.name for x in leases))}
@@ -153,8 +185,8 @@ def _pod(
         "spec": {
             **body,
             "nodeName": node,
-            "hostname": pname[:63].rstrip("-."),
-            "subdomain": name,
+            "hostname": pname,
+            "subdomain": service_name(run),
             "restartPolicy": "Never",
         },
     }
@@ -183,12 +215,12 @@ def _from_template(template: PodTemplate, env: list[dict[str, str]], gpus: int) 
 _pod_name = pod_name
 
 
-def _service(ns: str, name: str) -> dict[str, Any]:
+def _service(ns: str, name: str, service: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
-            "name": name,
+            "name": service,
             "namespace": ns,
             "labels": {f"{GROUP}/run": name, "app.kubernetes.io/managed-by": "jobtree"},
         },

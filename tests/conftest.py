@@ -24,6 +24,8 @@ import pytest
 collect_ignore = [] if os.environ.get("JOBTREE_CHROMIUM") else ["browser"]
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+# the real control plane the cluster tests run against (`server`, `west`: tests/support/controlplane)
+pytest_plugins = ["tests.support.controlplane.fixtures"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

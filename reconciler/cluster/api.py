@@ -1,8 +1,10 @@
 """The REST calls jobtree makes to one cluster, over the official client's `ApiClient`: plain dicts in and out.
 
-get, list (paged, by label selector), server-side apply (field manager `jobtree`, force on the
-fields jobtree owns; status through `/status`), a merge patch (the cordon flag), delete, and a
-watch for objects to go. Every call goes through `retry` with the cluster's backoff, and every
+get, list (paged, by label selector), server-side apply (as the Api's field manager: `jobtree` for
+reconcile, `jobtree-agent` for the agent, so neither takes the other's fields; force on the fields
+it owns; status through `/status`), a merge patch (the cordon flag), delete, and a watch for
+objects to go. An Api made with `dry_run` sends every write with `dryRun=All`: the server
+validates and answers it as it would, and stores nothing (`rehearsing`). Every call goes through `retry` with the cluster's backoff, and every
 failure becomes a `reconciler.cluster.errors` error: the client's exceptions stop here. Counts the
 requests it sent (reads, writes) for reports and the benchmark. Decides nothing about what to send.
 """
@@ -31,7 +33,8 @@ from reconciler.cluster.errors import (
 )
 from reconciler.cluster.kinds import Kind
 
-FIELD_MANAGER = "jobtree"
+FIELD_MANAGER = "jobtree"  # reconcile's
+AGENT_FIELD_MANAGER = "jobtree-agent"
 APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"
 PAGE = 500  # objects per list page (`limit`), as kubectl asks
@@ -63,10 +66,19 @@ class Api:
     """One cluster's API: `cluster` names it in every error."""
 
     def __init__(
-        self, client: ApiClient, cluster: str, policy: retry.Backoff = DEFAULT_POLICY, timeout: float = 30.0
+        self,
+        client: ApiClient,
+        cluster: str,
+        policy: retry.Backoff = DEFAULT_POLICY,
+        timeout: float = 30.0,
+        manager: str = FIELD_MANAGER,
+        dry_run: bool = False,
     ) -> None:
         self.client, self.cluster, self.policy, self.timeout = client, cluster, policy, timeout
+        self.manager, self.dry_run = manager, dry_run
         self.counts = Counts()
+
+
 
     # --------------------------------------------------------------------------------- reads
 
@@ -119,28 +131,33 @@ class Api:
         """Server-side apply of `body` as field manager `jobtree`, forcing its fields over others'."""
         meta = body["metadata"]
         path = kind.path(meta["name"], meta.get("namespace"), subresource)
-        query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
+        query = [("fieldManager", self.manager), ("force", "true")]
         return self._json("PATCH", path, query, body, APPLY)
 
     def create(self, kind: Kind, body: Obj) -> Obj:
         """Create `body` (POST); `AlreadyExists` when its name is taken, so a second attempt of the
         same step changes nothing."""
         meta = body["metadata"]
-        query = [("fieldManager", FIELD_MANAGER)]
+        query = [("fieldManager", self.manager)]
         return self._json("POST", kind.collection(meta.get("namespace")), query, body)
 
     def merge_patch(
         self, kind: Kind, name: str, patch: Obj, namespace: str | None = None, subresource: str = ""
     ) -> Obj:
         return self._json(
-            "PATCH", kind.path(name, namespace, subresource), [("fieldManager", FIELD_MANAGER)], patch, MERGE
+            "PATCH", kind.path(name, namespace, subresource), [("fieldManager", self.manager)], patch, MERGE
         )
 
     def delete(self, kind: Kind, name: str, namespace: str | None = None, grace: int | None = None) -> bool:
-        """Delete the object (True), or find it already gone (False)."""
-        query = [("gracePeriodSeconds", grace)] if grace is not None else []
+        """Delete the object (True), or find it already gone (False). The options go in the body
+        (DeleteOptions): a server reading a body ignores the same options given in the query."""
+        options: Obj = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        if grace is not None:
+            options["gracePeriodSeconds"] = grace
+        if self.dry_run:
+            options["dryRun"] = ["All"]
         try:
-            self._json("DELETE", kind.path(name, namespace), query, {"propagationPolicy": "Background"})
+            self._json("DELETE", kind.path(name, namespace), [], options)
         except NotFound:
             return False
         return True
@@ -208,6 +225,8 @@ class Api:
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
+        if self.dry_run and method not in ("GET", "DELETE"):  # a DELETE says it in its body
+            query = [*query, ("dryRun", "All")]
         self.counts.add(method)
         try:
             request = self.client.param_serialize(
@@ -224,6 +243,13 @@ class Api:
             return response
         data = response.read()
         raise _status_error(self.cluster, method, path, response.status, data, response.headers)
+
+
+def rehearsing(api: Api) -> Api:
+    """`api` sending every write with `dryRun=All` (reads as they are), counted with it."""
+    out = Api(api.client, api.cluster, api.policy, api.timeout, api.manager, dry_run=True)
+    out.counts = api.counts
+    return out
 
 
 def _seconds(query: list[tuple[str, Any]]) -> float:

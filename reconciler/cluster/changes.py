@@ -3,9 +3,12 @@
 Pure. `Record` is what one commit holds for one cluster (the CRDs, tenant namespaces, mirrors,
 `rendered/<cluster>/`, the nodes jobtree cordoned); `Live` what the cluster holds (jobtree's
 objects of every fleet, namespaces, nodes). `compare` gives the writes that make the cluster hold
-the record and nothing more of this fleet's: create what is missing, change what differs (content
-hash; a mirror's status compared as written), replace a pod whose spec differs (pods are
-immutable), prune what this fleet labelled and the record no longer holds (a pod on a node that is
+the record and nothing more of this fleet's: create what is missing, change what differs (the
+content hash, or any field jobtree applies that the live object no longer holds: a hand edit,
+restored in the same pass and said as `drifted`; a mirror's status compared as written), replace
+a pod whose spec differs (pods are immutable), apply a CRD only when the cluster's copy carries an
+older schema version than this jobtree's (`stamp.SCHEMA_VERSION`; a newer one, another fleet's
+newer jobtree, is left alone and said), prune what this fleet labelled and the record no longer holds (a pod on a node that is
 gone or out of service at once, with no grace period: no kubelet will finish it), cordon. Never an object
 another fleet's label claims, never a namespace or CRD pruned, never a pod created on a node that
 is gone or out of service (it waits for the pass that moves it), never an object the agent's
@@ -69,8 +72,9 @@ class Change:
     kind: Kind
     key: Key
     desired: Desired | None = None
-    live: Obj | None = field(default=None, compare=False, repr=False)  # what a prune deletes
+    live: Obj | None = field(default=None, compare=False, repr=False)  # what a prune deletes; a drifted object
     now: bool = False  # delete with no grace period: its node is gone or out of service (no kubelet)
+    drifted: bool = False  # the live object was changed by hand (its hash still says jobtree's)
 
     @property
     def node(self) -> str:
@@ -96,6 +100,7 @@ class Changes:
     held: list[str] = field(default_factory=list)  # pods not created, and why
     conflicts: list[str] = field(default_factory=list)  # objects another fleet's label claims
     guarded: list[str] = field(default_factory=list)  # writes held back for an unfolded journal entry
+    newer: list[str] = field(default_factory=list)  # CRDs the cluster holds in a newer schema version
     unchanged: int = 0
 
     def all(self) -> list[Change]:
@@ -142,8 +147,14 @@ def compare(record: Record, fleet: str, live: Live, guarded: Mapping[Key, str] |
         have = live.crds.get(d.body["metadata"]["name"])
         if have is None:
             out.crds.append(Change(CREATE, d.kind, d.key, d))
-        elif _hash(have) != _hash(d.body):
-            out.crds.append(Change(CHANGE, d.kind, d.key, d))
+            continue
+        theirs, ours = stamp.schema_version(have), stamp.schema_version(d.body)
+        if theirs > ours:
+            out.newer.append(
+                f"{kinds.named(d.key)} has schema version {theirs}, newer than this jobtree's {ours}: left alone"
+            )
+        elif theirs < ours or _hash(have) != _hash(d.body) or not holds(have, d.body):
+            out.crds.append(Change(CHANGE, d.kind, d.key, d, have, drifted=theirs == ours))
         else:
             out.unchanged += 1
     for d in spaces:
@@ -168,9 +179,10 @@ def compare(record: Record, fleet: str, live: Live, guarded: Mapping[Key, str] |
         elif have is None:
             target.append(Change(CREATE, d.kind, d.key, d))
         else:
-            changed = _hash(have) != _hash(d.body)
+            drifted = _hash(have) == _hash(d.body) and not holds(have, d.body)
+            changed = drifted or _hash(have) != _hash(d.body)
             if changed:
-                target.append(Change(CHANGE, d.kind, d.key, d))
+                target.append(Change(CHANGE, d.kind, d.key, d, have, drifted=drifted))
             if d.status is not None and not _same_status(have, d.status):
                 target.append(Change(STATUS, d.kind, d.key, d))
             elif not changed:
@@ -229,8 +241,10 @@ def _pod(out: Changes, d: Desired, have: Obj | None, nodes: dict[str, Obj]) -> N
         out.rendered.append(Change(CREATE if have is None else REPLACE, d.kind, d.key, d))
     elif stamp.annotation(have, stamp.SPEC_HASH) != stamp.annotation(d.body, stamp.SPEC_HASH):
         out.rendered.append(Change(REPLACE, d.kind, d.key, d))
-    elif _hash(have) != _hash(d.body):
-        out.rendered.append(Change(CHANGE, d.kind, d.key, d))
+    elif not holds(have.get("spec") or {}, d.body.get("spec") or {}):  # a live spec edited by hand
+        out.rendered.append(Change(REPLACE, d.kind, d.key, d, have, drifted=True))
+    elif _hash(have) != _hash(d.body) or not holds(have, d.body):
+        out.rendered.append(Change(CHANGE, d.kind, d.key, d, have, drifted=_hash(have) == _hash(d.body)))
     else:
         out.unchanged += 1
 
@@ -248,3 +262,23 @@ def _node_failed(nodes: dict[str, Obj], name: str) -> str | None:
 
 def _hash(obj: Obj) -> str | None:
     return stamp.annotation(obj, stamp.CONTENT_HASH)
+
+
+_ZERO: tuple[Any, ...] = ([], {}, "", False)  # what Go leaves out of an answer (omitempty): absent is the same
+
+
+def holds(live: Any, sent: Any) -> bool:
+    """Whether `live` still holds every field jobtree sent (`sent`): the same scalars, a dict's keys
+    with values `live` holds, a list whose items `live` holds in order. What the server added
+    (defaults, a toleration admission appended, metadata it owns) is ignored, and so is an empty
+    value the server leaves out."""
+    if isinstance(sent, dict):
+        return isinstance(live, dict) and all(
+            holds(live[k], v) if k in live else v in _ZERO for k, v in sent.items()
+        )
+    if isinstance(sent, list):
+        if not isinstance(live, list):
+            return False
+        rest = iter(live)
+        return all(any(holds(item, want) for item in rest) for want in sent)
+    return bool(live == sent)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from kubernetes import client, config
 
 from reconciler.cluster import retry
-from reconciler.cluster.api import Api
+from reconciler.cluster.api import FIELD_MANAGER, Api
 from reconciler.cluster.errors import Unreachable
 from schemas.fleet import Cluster
 
@@ -74,9 +74,9 @@ def context_namespace(context: str) -> str | None:
     return None
 
 
-def api(target: Target) -> Api:
-    """The API of `target`, configured but not yet contacted; `Unreachable` when no configuration
-    for it can be loaded."""
+def api(target: Target, manager: str = FIELD_MANAGER) -> Api:
+    """The API of `target`, configured but not yet contacted, writing as field manager `manager`;
+    `Unreachable` when no configuration for it can be loaded."""
     settings = type.__call__(client.Configuration)  # a fresh one, not a copy of the process default
     try:
         if target.context is None:
@@ -91,4 +91,4 @@ def api(target: Target) -> Api:
         what = " ".join(str(err).split())[:300]
         raise Unreachable(f"{target.name}: cannot load {target.where}: {what}") from None
     settings.connection_pool_maxsize = max(target.workers * 2, 4)
-    return Api(client.ApiClient(settings), target.name, target.policy, target.timeout)
+    return Api(client.ApiClient(settings), target.name, target.policy, target.timeout, manager)

@@ -5,7 +5,8 @@ mark an object as this fleet's: apply prunes by them and never touches an object
 fleet's. `content-hash` is a digest of everything jobtree applies of the object but its status, so
 an unchanged object costs no write; `spec-hash`, on pods, of the spec alone: pods are immutable,
 so a pod whose spec hash differs is deleted and created again, while a label change is applied in
-place. A pod's resource quantities are sent as text, as the API server serves them. Pure: dicts
+place. A CRD carries `schema-version`: this jobtree's `SCHEMA_VERSION` of the published CRDs
+(raised whenever `schemas/crds/` changes), so a pass never replaces a newer fleet's CRDs with older ones. A pod's resource quantities are sent as text, as the API server serves them. Pure: dicts
 in, dicts out.
 """
 
@@ -23,6 +24,8 @@ MANAGER = "jobtree"
 FLEET = f"{GROUP}/fleet"
 CONTENT_HASH = f"{GROUP}/content-hash"
 SPEC_HASH = f"{GROUP}/spec-hash"
+SCHEMA = f"{GROUP}/schema-version"
+SCHEMA_VERSION = 1  # of schemas/crds/: raise it with every change there (tests/cluster/test_real_cluster.py)
 Obj = dict[str, Any]
 
 
@@ -53,6 +56,8 @@ def stamped(obj: Obj, fleet: str | None) -> tuple[Obj, Obj | None]:
     if body.get("kind") == "Pod" and body.get("apiVersion") == "v1":
         _quantities_as_text(body.get("spec") or {})
         notes[SPEC_HASH] = digest(body.get("spec"))
+    if body.get("kind") == "CustomResourceDefinition":
+        notes[SCHEMA] = str(SCHEMA_VERSION)
     notes[CONTENT_HASH] = digest(body)
     return body, status
 
@@ -68,6 +73,12 @@ def fleet_of(obj: Obj) -> str | None:
     """The fleet an object is labelled with (None: not applied by a fleet)."""
     labels = (obj.get("metadata") or {}).get("labels") or {}
     return labels.get(FLEET) if labels.get(MANAGED_BY) == MANAGER else None
+
+
+def schema_version(crd: Obj) -> int:
+    """The schema version a CRD carries (0: none, a CRD from before versions were stamped)."""
+    text = annotation(crd, SCHEMA) or ""
+    return int(text) if text.isdigit() else 0
 
 
 def annotation(obj: Obj, key: str) -> str | None:

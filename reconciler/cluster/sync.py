@@ -8,9 +8,12 @@ start): what an unfolded entry protects is left alone (`changes.compare`'s `guar
 journal that cannot be read stops the cluster before anything is sent (§7.5). A pod waits
 for the pods deleted on its node (their GPUs) and for its own old self: a deleted pod holds its
 GPUs until it has terminated, and a pod started beside it would be refused by the kubelet. Writes
-of one step go out at most `Target.workers` at a time, each retried with backoff (`retry`); a step
-with a failure stops the steps after it, and the next pass, comparing again, finishes the job.
-A dry run reads and compares, and sends nothing. Returns an `Applied`; raises nothing.
+of one step go out at most `Target.workers` at a time, each retried with backoff (`retry`), each on
+its own (§7.6): an object the server refuses (422, 403, ...) is named with the server's message,
+and every other object, the prunes and the cordons still go; only the commit's mark waits for a
+pass with no error, and the next pass, comparing again, finishes the job. A dry run sends the same
+writes with `dryRun=All` (`api.rehearsing`), so the server's own validation answers, and stores nothing;
+it does not wait for anything. Returns an `Applied`; raises nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.cluster import changes, journal, kinds, stamp
-from reconciler.cluster.api import Api
+from reconciler.cluster.api import Api, rehearsing
 from reconciler.cluster.changes import Change, Changes, Live, Record
 from reconciler.cluster.connect import Target
 from reconciler.cluster.errors import ClusterError, Unreachable
@@ -43,6 +46,8 @@ class Applied:
     held: list[str] = field(default_factory=list)  # pods not created yet, and why
     conflicts: list[str] = field(default_factory=list)  # objects another fleet's label claims
     guarded: list[str] = field(default_factory=list)  # writes held back for an unfolded journal entry
+    newer: list[str] = field(default_factory=list)  # CRDs left alone: the cluster's are newer
+    restored: list[str] = field(default_factory=list)  # objects edited in the cluster, put back as Git holds them
     errors: list[str] = field(default_factory=list)
     unreachable: bool = False
     refused: bool = False  # nothing sent: the journal could not be read (a swap must not be undone)
@@ -82,9 +87,10 @@ class Applied:
         )
 
 
-def read_live(api: Api) -> Live:
-    """Jobtree's CRDs, the namespaces, the nodes, and every object any fleet's jobtree applied."""
-    crds, _ = api.list_all(kinds.CRD, f"{stamp.MANAGED_BY}={stamp.MANAGER}")
+def read_live(api: Api, crd_names: Iterable[str]) -> Live:
+    """Jobtree's CRDs (each read by name: the reconcile role may touch no other), the namespaces,
+    the nodes, and every object any fleet's jobtree applied."""
+    crds = [c for c in (api.get(kinds.CRD, name) for name in sorted(crd_names)) if c is not None]
     spaces, _ = api.list_all(kinds.NAMESPACE)
     nodes, _ = api.list_all(kinds.NODE)
     objects: dict[kinds.Key, dict[str, Any]] = {}
@@ -108,16 +114,17 @@ def sync(api: Api, target: Target, record: Record, dry_run: bool = False, settle
     out = Applied(target.name, record.commit, dry_run)
     reads, writes = api.counts.reads, api.counts.writes
     try:
-        live = read_live(api)
+        live = read_live(api, (c["metadata"]["name"] for c in record.crds))
         out.entries = _journal(api, target)
         guarded = _guarded(out.entries)
         plan = changes.compare(record, target.fleet, live, guarded)
         out.held, out.conflicts, out.unchanged = list(plan.held), list(plan.conflicts), plan.unchanged
+        out.newer = list(plan.newer)
         out.guarded = list(plan.guarded)
-        if dry_run:
-            out.done = [str(c) for c in plan.all()]
-        else:
-            with ThreadPoolExecutor(max_workers=max(1, target.workers)) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, target.workers)) as pool:
+            if dry_run:
+                _rehearse(rehearsing(api), plan, pool.map, out)
+            else:
                 _send(api, target, plan, pool.map, out, settle)
     except Unreachable as err:
         out.unreachable = True
@@ -157,29 +164,37 @@ def _guarded(entries: list[Obj]) -> dict[kinds.Key, str]:
 Mapper = Callable[[Callable[[Change], ClusterError | None], Sequence[Change]], Iterable[ClusterError | None]]
 
 
-def _send(api: Api, target: Target, plan: Changes, pool_map: Mapper, out: Applied, settle: float) -> None:
-    def step(items: Sequence[Change], said: Callable[[Change], bool] = lambda c: True) -> bool:
-        failed = False
-        for change, error in zip(items, pool_map(lambda c: _attempt(api, c), items), strict=True):
-            if error is not None:
-                out.errors.append(str(error))
-                failed = True
-            elif said(change):
-                out.done.append(str(change))
-        return not failed
+def _step(api: Api, items: Sequence[Change], pool_map: Mapper, out: Applied,
+          said: Callable[[Change], bool] = lambda c: True) -> bool:  # fmt: skip
+    """Send `items` (each on its own); every failure named in `out.errors`. True when none failed."""
+    failed = False
+    for change, error in zip(items, pool_map(lambda c: _attempt(api, c), items), strict=True):
+        if error is not None:
+            out.errors.append(f"{change}: {error}")
+            failed = True
+        elif said(change):
+            out.done.append(str(change))
+            if change.drifted:
+                out.restored.append(kinds.named(change.key))
+                _said_restored(api, change, out.commit)
+    return not failed
 
-    if not step(plan.crds):
-        return
+
+def _send(api: Api, target: Target, plan: Changes, pool_map: Mapper, out: Applied, settle: float) -> None:
+    ok = _step(api, plan.crds, pool_map, out)
     if plan.crds:
-        _established(api, [c.desired.body for c in plan.crds if c.desired is not None], settle)
-    if not step(plan.namespaces) or not step(plan.mirrors):
-        return
+        try:
+            _established(api, [c.desired.body for c in plan.crds if c.desired is not None], settle)
+        except ClusterError as err:
+            out.errors.append(str(err))
+            ok = False
+    ok = _step(api, plan.namespaces, pool_map, out) & ok
+    ok = _step(api, plan.mirrors, pool_map, out) & ok
     # deletions before creations: a deleted pod holds its GPUs (and its name) until it has terminated
     replaced = [
         Change(changes.PRUNE, c.kind, c.key, c.desired) for c in plan.rendered if c.action == changes.REPLACE
     ]
-    if not step([*plan.prune, *replaced], lambda c: c.desired is None):
-        return
+    ok = _step(api, [*plan.prune, *replaced], pool_map, out, lambda c: c.desired is None) & ok
     waiting = _wait_gone(api, target.fleet, _blocking([*plan.prune, *replaced], plan.rendered), settle)
     creations = []
     for change in plan.rendered:
@@ -188,10 +203,68 @@ def _send(api: Api, target: Target, plan: Changes, pool_map: Mapper, out: Applie
             out.held.append(f"{kinds.named(change.key)} waits for {kinds.named(blocked[0])} to terminate")
         else:
             creations.append(change)
-    if not step(creations) or not step(plan.cordons):
+    ok = _step(api, creations, pool_map, out) & ok
+    ok = _step(api, plan.cordons, pool_map, out) & ok
+    if ok and plan.commit is not None and not out.held:
+        _step(api, [plan.commit], pool_map, out)
+
+
+RESTORED = "RestoredFromGit"
+
+
+def _said_restored(api: Api, change: Change, commit: str) -> None:
+    """An Event on a Run mirror edited by hand, now put back: the Run is changed in Git. Best
+    effort: the mirror is restored whether or not the Event is accepted."""
+    if change.kind != kinds.RUN or change.live is None:
         return
-    if plan.commit is not None and not out.held:
-        step([plan.commit])
+    _, namespace, name = change.key
+    meta = change.live.get("metadata") or {}
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    body = {
+        "apiVersion": kinds.EVENT.api_version,
+        "kind": kinds.EVENT.kind,
+        "metadata": {"generateName": f"{name}.", "namespace": namespace},
+        "involvedObject": {"apiVersion": kinds.RUN.api_version, "kind": kinds.RUN.kind, "name": name,
+                           "namespace": namespace, "uid": meta.get("uid", "")},
+        "reason": RESTORED,
+        "message": (
+            f"Run {namespace}/{name} was changed in the cluster; jobtree put it back as Git holds it "
+            f"(commit {commit[:12]}). Change the Run in Git instead (edit runs/{namespace}/{name}.yaml, "
+            f"or `kubectl runs shrink {name} -n {namespace} --by N` to change its width)."
+        ),
+        "type": "Warning",
+        "source": {"component": "jobtree-reconcile"},
+        "reportingComponent": "jobtree-reconcile",
+        "firstTimestamp": at,
+        "lastTimestamp": at,
+        "count": 1,
+    }  # fmt: skip
+    try:
+        api.create(kinds.EVENT, body)
+    except ClusterError:
+        pass
+
+
+def _rehearse(api: Api, plan: Changes, pool_map: Mapper, out: Applied) -> None:
+    """A dry run: every write of `plan` sent with dryRun=All, waiting for nothing. What the server
+    cannot judge before an earlier write is stored is listed unsent: an object in a namespace, or of
+    a kind, the pass would create first, and the status of an object it would create; a replaced
+    pod is its deletion alone (its new spec would be refused as a change to a running pod's)."""
+    new_kinds = {c.desired.body["spec"]["names"]["kind"] for c in plan.crds
+                 if c.desired is not None and c.action == changes.CREATE}  # fmt: skip
+    new_spaces = {c.key[2] for c in plan.namespaces}
+    created = {c.key for c in plan.all() if c.action == changes.CREATE}
+    sent = [
+        Change(changes.PRUNE, c.kind, c.key, c.desired) if c.action == changes.REPLACE else c
+        for c in plan.all()
+        if not (c.kind.api_version != "v1" and c.kind.kind in new_kinds)
+        and c.key[1] not in new_spaces
+        and not (c.action == changes.STATUS and c.key in created)
+    ]
+    for change, error in zip(sent, pool_map(lambda c: _attempt(api, c), sent), strict=True):
+        if error is not None:
+            out.errors.append(f"{change}: {error}")
+    out.done = [str(c) for c in plan.all()]
 
 
 def _attempt(api: Api, change: Change) -> ClusterError | None:
@@ -213,7 +286,8 @@ def _write(api: Api, change: Change) -> None:
         body, status = change.desired.body, change.desired.status
         if change.action != changes.STATUS:
             api.apply(kind, body)
-        if status is not None and change.action in (changes.CREATE, changes.STATUS):
+        created = change.action == changes.CREATE
+        if status is not None and (change.action == changes.STATUS or (created and not api.dry_run)):
             api.apply(kind, stamp.status_body(body, status), "status")
 
 

@@ -5,9 +5,11 @@ mirrors and the fleet's settings), `state/` (statuses, reservations, leases, job
 `rendered/<cluster>/`. Per configured cluster it builds the `Record` that commit holds for it (the
 published CRDs, the tenant namespaces, the mirrors, the rendered pods and Services) and hands it to
 `reconciler.cluster.sync`, all clusters at once: one that cannot be reached (or whose journal
-cannot be read) leaves the others applied and is named in the outcome. With a `Fold` (a reconcile
-pass that pushed), each cluster applied without error then has the journal entries the pass folded
-in marked Folded, and Folded ones past retention deleted (`reconciler.cluster.folding`). Returns an
+cannot be read) leaves the others applied and is named in the outcome, and so is every object a
+cluster refused (the rest of that cluster still applied). With a `Fold` (a reconcile pass that
+pushed), each cluster the commit was applied to then has the journal entries the pass folded in
+marked Folded, and Folded ones past retention deleted (`reconciler.cluster.folding`): the pushed
+commit holds those swaps, so a refused neighbour does not keep them unfolded. Returns an
 `ApplyOutcome`; prints nothing, writes no Git.
 """
 
@@ -67,10 +69,8 @@ class ApplyOutcome:
             if applied.untouched:
                 out.append(f"cluster {applied.cluster} not applied: {applied.errors[0]}")
             elif applied.errors:
-                shown = "; ".join(applied.errors[:3]) + (" ..." if len(applied.errors) > 3 else "")
-                out.append(
-                    f"cluster {applied.cluster} applied in part ({len(applied.errors)} errors): {shown}"
-                )
+                shown = "".join(f"\n  {error}" for error in applied.errors)
+                out.append(f"cluster {applied.cluster} applied in part ({len(applied.errors)} errors):{shown}")
         return out
 
     def lines(self, detail: bool = False) -> list[str]:
@@ -83,6 +83,8 @@ class ApplyOutcome:
             out += [f"  held: {line}" for line in applied.held]
             out += [f"  held back: {line}" for line in applied.guarded]
             out += [f"  conflict: {line}" for line in applied.conflicts]
+            out += [f"  restored: {line} (edited in the cluster; change it in Git)" for line in applied.restored]
+            out += [f"  left alone: {line}" for line in applied.newer]
             out += [f"  journal: {line}" for line in applied.folded]
         return out
 
@@ -126,7 +128,7 @@ def apply_commit(
         except errors.ClusterError as err:
             return sync.Applied(target.name, sha, dry_run, errors=[str(err)], unreachable=True)
         applied = sync.sync(api, target, records[target.name], dry_run, settle)
-        if fold is not None and not dry_run and applied.ok:
+        if fold is not None and not dry_run and not applied.untouched:
             try:
                 applied.folded = folding.settle(
                     api, applied.entries, fold.entries.get(target.name, ()), sha, fold.now,

@@ -1,1 +1,1 @@
-"""Cluster tests: code that talks to Kubernetes, against the in-process API server (tests/support/kubeapi)."""
+"""Cluster tests: code that talks to Kubernetes, against a real kube-apiserver, etcd and kwok (tests/support/controlplane)."""

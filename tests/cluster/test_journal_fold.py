@@ -25,7 +25,7 @@ from reconciler.state import layout
 from tests.support import agentswap
 from tests.support.builders import a_budget, a_run
 from tests.support.clusterfleet import API, T0, ClusterFleet, fleet_config, manifest, node, pods
-from tests.support.kubeapi import KubeApiServer
+from tests.support.controlplane import Cluster
 from tests.support.statefiles import check, kind_of, state_files
 
 SWAP_AT = T0 + 30  # 09:00:30
@@ -44,7 +44,7 @@ def fleet_files() -> dict[str, bytes]:
 
 
 @pytest.fixture
-def fleet(server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterFleet:
+def fleet(server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterFleet:
     server.seed(*(node(f"n{i}") for i in range(1, 5)))
     placed = ClusterFleet(tmp_path, {"east": server}, monkeypatch, fleet_files())
     first = placed.reconcile(T0)
@@ -58,17 +58,17 @@ def swapped(fleet: ClusterFleet) -> dict[str, Any]:
     return agentswap.swap(fleet, "east", "n1", SWAP_AT)
 
 
-def uid(server: KubeApiServer, name: str) -> str | None:
+def uid(server: Cluster, name: str) -> str | None:
     pod = server.get("v1", "Pod", name, "t")
     return None if pod is None else str(pod["metadata"]["uid"])
 
 
-def entry_of(server: KubeApiServer, name: str) -> dict[str, Any] | None:
+def entry_of(server: Cluster, name: str) -> dict[str, Any] | None:
     return server.get(API, "JournalEntry", name)
 
 
 def test_before_the_failure_the_group_is_on_n1_and_its_spare_on_n2(
-    fleet: ClusterFleet, server: KubeApiServer
+    fleet: ClusterFleet, server: Cluster
 ) -> None:
     want = {("Active", "n1#0"), ("Spare", "n2#0")}
     assert {
@@ -78,7 +78,7 @@ def test_before_the_failure_the_group_is_on_n1_and_its_spare_on_n2(
 
 
 def test_the_next_pass_folds_the_swap_at_its_instant_names_the_entry_and_marks_it_folded(
-    fleet: ClusterFleet, server: KubeApiServer
+    fleet: ClusterFleet, server: Cluster
 ) -> None:
     entry = swapped(fleet)
     name = entry["metadata"]["name"]
@@ -113,7 +113,7 @@ def test_the_next_pass_folds_the_swap_at_its_instant_names_the_entry_and_marks_i
 
 
 def test_a_commit_that_folded_a_swap_is_recomputed_from_git_alone(
-    fleet: ClusterFleet, server: KubeApiServer, monkeypatch: pytest.MonkeyPatch
+    fleet: ClusterFleet, server: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     swapped(fleet)
     done = fleet.reconcile(T0 + 300)
@@ -123,7 +123,7 @@ def test_a_commit_that_folded_a_swap_is_recomputed_from_git_alone(
 
 
 def test_a_pass_that_read_everything_before_the_swap_does_not_undo_it_when_it_applies_after(
-    fleet: ClusterFleet, server: KubeApiServer, monkeypatch: pytest.MonkeyPatch
+    fleet: ClusterFleet, server: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the pass reads Git and the cluster (n1 healthy, no journal entry), commits r2's start; then
     # n1 fails and the agent swaps; then the pass applies its commit, which still holds r1 on n1
@@ -165,7 +165,7 @@ def test_a_pass_that_read_everything_before_the_swap_does_not_undo_it_when_it_ap
 
 
 def test_dry_run_apply_lists_what_is_held_back_for_an_unfolded_entry(
-    fleet: ClusterFleet, server: KubeApiServer
+    fleet: ClusterFleet, server: Cluster
 ) -> None:
     name = swapped(fleet)["metadata"]["name"]
     mark = server.requests.mark()
@@ -185,7 +185,7 @@ def test_dry_run_apply_lists_what_is_held_back_for_an_unfolded_entry(
 
 
 def test_a_swap_is_committed_once_and_a_pass_that_crashed_before_marking_folds_it_again_without_a_second_record(
-    fleet: ClusterFleet, server: KubeApiServer, monkeypatch: pytest.MonkeyPatch
+    fleet: ClusterFleet, server: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     name = swapped(fleet)["metadata"]["name"]
 
@@ -213,7 +213,7 @@ def test_a_swap_is_committed_once_and_a_pass_that_crashed_before_marking_folds_i
 
 
 def test_an_entry_that_cannot_be_read_stops_the_apply_naming_it_and_nothing_is_written(
-    fleet: ClusterFleet, server: KubeApiServer
+    fleet: ClusterFleet, server: Cluster
 ) -> None:
     entry = swapped(fleet)
     bad = {
@@ -257,7 +257,7 @@ def test_an_entry_that_cannot_be_read_stops_the_apply_naming_it_and_nothing_is_w
 
 
 def test_a_folded_entry_is_deleted_once_older_than_the_retention(
-    fleet: ClusterFleet, server: KubeApiServer
+    fleet: ClusterFleet, server: Cluster
 ) -> None:
     name = swapped(fleet)["metadata"]["name"]
     fleet.reconcile(T0 + 300)  # folded at 09:05:00
@@ -272,7 +272,7 @@ def test_a_folded_entry_is_deleted_once_older_than_the_retention(
 
 
 def test_a_history_with_an_observed_cluster_a_folded_swap_and_a_workload_outcome_matches_the_published_schemas(
-    fleet: ClusterFleet, server: KubeApiServer
+    fleet: ClusterFleet, server: Cluster
 ) -> None:
     name = swapped(fleet)["metadata"]["name"]
     fleet.reconcile(T0 + 300)  # folds the swap

@@ -23,7 +23,7 @@ from tests.support.clusterfleet import (
     sixteen,
     spared_fleet,
 )
-from tests.support.kubeapi import KubeApiServer
+from tests.support.controlplane import Cluster
 
 
 def closures(fleet: ClusterFleet, run: str) -> list[tuple[int, str, str, str | None]]:
@@ -36,7 +36,7 @@ def closures(fleet: ClusterFleet, run: str) -> list[tuple[int, str, str, str | N
 
 
 def test_a_node_added_to_the_cluster_is_used_by_the_next_pass(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = a_fleet(server, tmp_path, monkeypatch, 2, r1=sixteen("r1"), r2=sixteen("r2"))
     fleet.reconcile(T0)
@@ -51,7 +51,7 @@ def test_a_node_added_to_the_cluster_is_used_by_the_next_pass(
 
 
 def test_a_deleted_node_fails_over_its_group_onto_the_hot_spare_and_the_pod_moves(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # r1: group 0 on n1, group 1 on n2; their 8-GPU spares after them, on n3 and n4
     fleet = spared_fleet(server, tmp_path, monkeypatch)
@@ -76,7 +76,7 @@ def test_a_deleted_node_fails_over_its_group_onto_the_hot_spare_and_the_pod_move
 
 
 def test_a_node_tainted_out_of_service_fails_over_and_is_cordoned_by_jobtree(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
@@ -86,9 +86,9 @@ def test_a_node_tainted_out_of_service_fails_over_and_is_cordoned_by_jobtree(
     assert fleet.status("t/r1")["message"] == "group 1 swapped to spare after node failure"
     assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
     deleted = {
-        r.path.rsplit("/", 1)[1]: r.query for r in server.requests.writes(since=mark) if r.method == "DELETE"
+        r.path.rsplit("/", 1)[1]: r.options for r in server.requests.writes(since=mark) if r.method == "DELETE"
     }
-    assert deleted["r1-g1-n2"].get("gracePeriodSeconds") == "0"  # no kubelet on n2 will finish it
+    assert deleted["r1-g1-n2"].get("gracePeriodSeconds") == 0  # no kubelet on n2 will finish it
     assert "gracePeriodSeconds" not in deleted["r1-g1-spare-n4"]  # the spare's kubelet stops it gracefully
     assert fleet.file("state/fleet.yaml")[0]["cordoned"] == ["n2"]
     fenced = server.get("v1", "Node", "n2")
@@ -96,7 +96,7 @@ def test_a_node_tainted_out_of_service_fails_over_and_is_cordoned_by_jobtree(
 
 
 def test_a_fixed_width_run_whose_node_fails_with_no_spare_fails(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1"))
     fleet.reconcile(T0)
@@ -108,7 +108,7 @@ def test_a_fixed_width_run_whose_node_fails_with_no_spare_fails(
 
 
 def test_a_cordoned_node_only_stops_new_placements(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1"))
     fleet.reconcile(T0)
@@ -128,7 +128,7 @@ def test_a_cordoned_node_only_stops_new_placements(
 
 
 def test_a_completed_workload_frees_its_gpus_for_the_run_waiting_in_the_same_pass(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = a_fleet(server, tmp_path, monkeypatch, 2, r1=sixteen("r1"), r2=sixteen("r2"))
     fleet.reconcile(T0)
@@ -146,7 +146,7 @@ def test_a_completed_workload_frees_its_gpus_for_the_run_waiting_in_the_same_pas
 
 
 def test_a_failed_workload_ends_its_runs_leases(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = a_fleet(server, tmp_path, monkeypatch, 2, r1=sixteen("r1"))
     fleet.reconcile(T0)

@@ -13,7 +13,7 @@ from planner.world import Lease, NodeObs, Payer, WorkloadEvent
 from reconciler.cluster import connect, observe
 from reconciler.cluster.errors import Unreachable
 from tests.support.clusterfleet import FAST, OUT_OF_SERVICE, node
-from tests.support.kubeapi import KubeApiServer, write_kubeconfig
+from tests.support.controlplane import Cluster, write_kubeconfig
 
 GFD = {
     "region": "topology.kubernetes.io/region",
@@ -23,7 +23,7 @@ GFD = {
 
 
 @pytest.fixture
-def east(server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KubeApiServer:
+def east(server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cluster:
     monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", {"east": server})))
     return server
 
@@ -60,14 +60,14 @@ def pod(name: str, run: str, group: int, node_name: str, leases: str, role: str 
 
 
 def seen(
-    east: KubeApiServer, t: connect.Target, leases: Sequence[Lease] = (), known: Iterable[str] = ()
+    east: Cluster, t: connect.Target, leases: Sequence[Lease] = (), known: Iterable[str] = ()
 ) -> observe.Observation:
     """What one pass observes of `east`: `leases` open, on nodes `known` from the last observation."""
     return observe.observe(connect.api(t), t, leases, known, 0, None)
 
 
 def test_nodes_are_read_through_the_clusters_topology_labels_and_their_gpu_capacity(
-    east: KubeApiServer,
+    east: Cluster,
 ) -> None:
     gfd = {GFD["region"]: "us-east", GFD["gpu.flavor"]: "H100-80GB", GFD["fabric.domain"]: "clique-7"}
     east.seed(node("g1", labels=gfd), node("cpu-only", gpus=0, labels=gfd))
@@ -83,7 +83,7 @@ def test_nodes_are_read_through_the_clusters_topology_labels_and_their_gpu_capac
 
 
 def test_a_node_missing_a_topology_label_is_reported_and_handed_over_without_it_never_fatal(
-    east: KubeApiServer,
+    east: Cluster,
 ) -> None:
     east.seed(node("g1", labels={GFD["region"]: "us-east", GFD["gpu.flavor"]: "H100-80GB"}), node("g2"))
     found = seen(east, target(GFD))
@@ -96,7 +96,7 @@ def test_a_node_missing_a_topology_label_is_reported_and_handed_over_without_it_
     )
 
 
-def test_a_node_labelled_with_another_clusters_name_is_left_out_and_named(east: KubeApiServer) -> None:
+def test_a_node_labelled_with_another_clusters_name_is_left_out_and_named(east: Cluster) -> None:
     east.seed(node("g1", cluster="west"), node("g2", cluster="east"))
     found = seen(east, target())
     assert {n.name: n.labels.get("cluster") for n in found.nodes} == {"g1": None, "g2": "east"}
@@ -106,7 +106,7 @@ def test_a_node_labelled_with_another_clusters_name_is_left_out_and_named(east: 
 
 
 def test_health_is_ready_and_its_transition_time_the_cordon_the_out_of_service_taint_and_deletion(
-    east: KubeApiServer,
+    east: Cluster,
 ) -> None:
     taint = OUT_OF_SERVICE
     east.seed(
@@ -123,7 +123,7 @@ def test_health_is_ready_and_its_transition_time_the_cordon_the_out_of_service_t
 
 
 def test_a_failed_pod_fails_its_group_and_a_group_whose_pods_all_succeeded_completed(
-    east: KubeApiServer,
+    east: Cluster,
 ) -> None:
     east.seed(node("n1"), node("n2"), node("n3"))
     east.seed(
@@ -139,14 +139,14 @@ def test_a_failed_pod_fails_its_group_and_a_group_whose_pods_all_succeeded_compl
     assert found.workload == (WorkloadEvent("t/a", "Succeed", 0), WorkloadEvent("t/b", "Fail", 0))
 
 
-def test_a_pod_the_record_holds_but_the_cluster_lacks_is_named_and_is_no_outcome(east: KubeApiServer) -> None:
+def test_a_pod_the_record_holds_but_the_cluster_lacks_is_named_and_is_no_outcome(east: Cluster) -> None:
     east.seed(node("n1"))
     found = seen(east, target(), [lease("t/a", 0, "n1", "a0")], {"n1"})
     assert (found.workload, found.missing) == ((), ("t/a group 0 on n1",))
 
 
 def test_an_older_pod_of_the_same_name_or_a_pod_on_a_failed_node_says_nothing_about_the_workload(
-    east: KubeApiServer,
+    east: Cluster,
 ) -> None:
     taint = {"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"}
     east.seed(node("n1"), node("n2") | {"spec": {"taints": [taint]}})
@@ -157,7 +157,7 @@ def test_an_older_pod_of_the_same_name_or_a_pod_on_a_failed_node_says_nothing_ab
     assert found.workload == ()
 
 
-def test_another_fleets_pods_are_not_this_fleets_workload(east: KubeApiServer) -> None:
+def test_another_fleets_pods_are_not_this_fleets_workload(east: Cluster) -> None:
     east.seed(node("n1"))
     theirs = pod("a-g0-n1", "t/a", 0, "n1", "a0")
     theirs["metadata"]["labels"]["rq.davidlangworthy.io/fleet"] = "other"
@@ -168,7 +168,7 @@ def test_another_fleets_pods_are_not_this_fleets_workload(east: KubeApiServer) -
 
 
 def test_a_cluster_listing_no_gpu_node_while_leases_are_open_there_is_not_believed(
-    east: KubeApiServer,
+    east: Cluster,
 ) -> None:
     with pytest.raises(
         Unreachable, match="lists no GPU node, yet 1 open leases are on nodes last observed there"

@@ -16,14 +16,14 @@ from schemas.fleet import FleetSpec
 from schemas.run import Run
 from tests.support.builders import a_run
 from tests.support.clusterfleet import FAST, node
-from tests.support.kubeapi import Fault, KubeApiServer, write_kubeconfig
+from tests.support.controlplane import Fault, Cluster, write_kubeconfig
 
 COMMIT = "c0ffee" + "0" * 34
 FLEET = "acme"
 
 
 @pytest.fixture
-def east(server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KubeApiServer:
+def east(server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cluster:
     monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", {"east": server})))
     server.seed(node("n1"), node("n2"))
     return server
@@ -71,18 +71,18 @@ def record(*pods: dict[str, Any], commit: str = COMMIT, cordoned: tuple[str, ...
 
 
 def apply(
-    east: KubeApiServer, rec: Record, *, dry_run: bool = False, t: connect.Target | None = None
+    east: Cluster, rec: Record, *, dry_run: bool = False, t: connect.Target | None = None
 ) -> sync.Applied:
     chosen = t or target()
     return sync.sync(connect.api(chosen), chosen, rec, dry_run, settle=5.0)
 
 
-def writes(east: KubeApiServer, since: int) -> list[tuple[str, str]]:
+def writes(east: Cluster, since: int) -> list[tuple[str, str]]:
     return [(r.method, r.path) for r in east.requests.writes(since=since)]
 
 
 def test_a_first_apply_creates_exactly_what_the_record_holds_each_object_labelled_as_this_fleets(
-    east: KubeApiServer,
+    east: Cluster,
 ) -> None:
     done = apply(east, record(a_pod("r1-g0-n1")))
     assert done.ok and not done.held
@@ -102,7 +102,7 @@ def test_a_first_apply_creates_exactly_what_the_record_holds_each_object_labelle
     assert namespace is not None and namespace["metadata"]["labels"]["rq.davidlangworthy.io/fleet"] == FLEET
 
 
-def test_a_second_apply_of_the_same_record_sends_no_write_at_all(east: KubeApiServer) -> None:
+def test_a_second_apply_of_the_same_record_sends_no_write_at_all(east: Cluster) -> None:
     apply(east, record(a_pod("r1-g0-n1")))
     mark = east.requests.mark()
     again = apply(east, record(a_pod("r1-g0-n1")))
@@ -111,7 +111,7 @@ def test_a_second_apply_of_the_same_record_sends_no_write_at_all(east: KubeApiSe
 
 
 def test_what_the_record_no_longer_holds_is_pruned_but_never_another_fleets_nor_a_namespace_or_crd(
-    east: KubeApiServer,
+    east: Cluster,
 ) -> None:
     apply(east, record(a_pod("r1-g0-n1"), a_pod("r1-g1-n2", "n2")))
     theirs = a_pod("other-g0-n2", "n2")
@@ -128,7 +128,7 @@ def test_what_the_record_no_longer_holds_is_pruned_but_never_another_fleets_nor_
 
 
 def test_an_object_another_fleet_applied_under_the_same_name_is_left_alone_and_named(
-    east: KubeApiServer,
+    east: Cluster,
 ) -> None:
     theirs = a_pod("r1-g0-n1", image="theirs:1")
     theirs["metadata"]["labels"] |= {
@@ -143,7 +143,7 @@ def test_an_object_another_fleet_applied_under_the_same_name_is_left_alone_and_n
 
 
 def test_a_pod_whose_spec_changed_is_deleted_and_created_again_and_a_label_change_is_applied_in_place(
-    east: KubeApiServer,
+    east: Cluster,
 ) -> None:
     apply(east, record(a_pod("r1-g0-n1"), a_pod("r1-g1-n2", "n2")))
     first = east.get("v1", "Pod", "r1-g0-n1", "t")
@@ -168,7 +168,7 @@ def test_a_pod_whose_spec_changed_is_deleted_and_created_again_and_a_label_chang
 
 
 def test_a_pod_on_a_node_that_is_gone_is_held_and_the_commit_is_not_marked_applied(
-    east: KubeApiServer,
+    east: Cluster,
 ) -> None:
     done = apply(east, record(a_pod("r1-g0-n9", "n9")))
     assert done.held == ["Pod t/r1-g0-n9 not created: node n9 is gone (the next pass moves it)"]
@@ -177,7 +177,7 @@ def test_a_pod_on_a_node_that_is_gone_is_held_and_the_commit_is_not_marked_appli
     assert settings is not None and "commit" not in (settings.get("status") or {})
 
 
-def test_nodes_jobtree_cordoned_are_cordoned_once(east: KubeApiServer) -> None:
+def test_nodes_jobtree_cordoned_are_cordoned_once(east: Cluster) -> None:
     done = apply(east, record(a_pod("r1-g0-n1"), cordoned=("n2", "elsewhere")))
     assert "cordon Node n2" in done.done
     cordoned = east.get("v1", "Node", "n2")
@@ -187,11 +187,18 @@ def test_nodes_jobtree_cordoned_are_cordoned_once(east: KubeApiServer) -> None:
     assert writes(east, mark) == []
 
 
-def test_a_dry_run_lists_what_would_change_and_sends_nothing(east: KubeApiServer) -> None:
+def test_a_dry_run_lists_what_would_change_and_the_server_checks_it_storing_nothing(east: Cluster) -> None:
     apply(east, record(a_pod("r1-g0-n1"), a_pod("r1-g1-n2", "n2")))
+    before = east.list("v1", "Pod", "t")
     mark = east.requests.mark()
     done = apply(east, record(a_pod("r1-g0-n1", image="train:2"), a_pod("r1-g2-n2", "n2")), dry_run=True)
-    assert writes(east, mark) == []
+    sent = east.requests.writes(since=mark)
+    assert sorted((r.method, r.path.rsplit("/", 1)[1]) for r in sent) == [
+        ("DELETE", "r1-g0-n1"), ("DELETE", "r1-g1-n2"), ("PATCH", "r1-g2-n2"),
+    ]  # fmt: skip
+    assert all("All" in (r.query.get("dryRun"), *r.options.get("dryRun", ())) for r in sent), sent
+    assert done.ok, done.errors
+    assert east.list("v1", "Pod", "t") == before  # the server stored nothing
     assert done.done == [
         "replace Pod t/r1-g0-n1",
         "create Pod t/r1-g2-n2",
@@ -212,7 +219,7 @@ def test_a_dry_run_lists_what_would_change_and_sends_nothing(east: KubeApiServer
     ids=["409 Conflict", "429 with Retry-After", "500", "503 on a read", "a connection cut mid-write"],
 )
 def test_a_refused_request_is_retried_and_the_cluster_ends_exactly_as_recorded(
-    east: KubeApiServer, fault: Fault
+    east: Cluster, fault: Fault
 ) -> None:
     east.faults.add(fault)
     started = time.monotonic()
@@ -227,7 +234,7 @@ def test_a_refused_request_is_retried_and_the_cluster_ends_exactly_as_recorded(
     assert writes(east, mark) == []
 
 
-def test_a_request_slower_than_the_timeout_is_retried(east: KubeApiServer) -> None:
+def test_a_request_slower_than_the_timeout_is_retried(east: Cluster) -> None:
     east.faults.add(Fault.slow(1.5, method="PATCH", times=1))
     mark = east.requests.mark()
     done = apply(east, record(a_pod("r1-g0-n1")), t=target(timeout=0.5))
@@ -241,25 +248,27 @@ def test_a_request_slower_than_the_timeout_is_retried(east: KubeApiServer) -> No
     assert [p["metadata"]["name"] for p in east.list("v1", "Pod")] == ["r1-g0-n1"]
 
 
-def test_a_field_the_crd_does_not_declare_is_not_retried_and_stops_the_steps_after_it(
-    east: KubeApiServer,
+def test_a_field_the_crd_does_not_declare_is_not_retried_and_stops_nothing_else(
+    east: Cluster,
 ) -> None:
     apply(east, record())  # the CRDs and namespace exist
-    rec = record(a_pod("r1-g0-n1"))
+    rec = record(a_pod("r1-g0-n1"), commit="d" * 40)
     bad = dict(rec.mirrors[0])
     bad["spec"] = {**bad["spec"], "notAField": True}
     mark = east.requests.mark()
     done = apply(east, Record(rec.commit, rec.fleet, rec.crds, rec.namespaces, (bad,), rec.rendered))
     assert len(done.errors) == 1 and "field not declared in schema" in done.errors[0]
+    assert done.errors[0].startswith("change Run t/r1: ")  # named, with the server's own words
     run_patches = [p for m, p in writes(east, mark) if p.endswith("/runs/r1")]
     assert run_patches == ["/apis/rq.davidlangworthy.io/v1/namespaces/t/runs/r1"]  # once: no retry
-    assert east.get("v1", "Pod", "r1-g0-n1", "t") is None  # pods wait for the mirrors
+    assert east.get("v1", "Pod", "r1-g0-n1", "t") is not None  # the refused mirror stopped nothing else
+    settings = east.get("rq.davidlangworthy.io/v1", "FleetConfig", FLEET)
+    assert settings is not None and settings["status"]["commit"] == COMMIT  # the new one: not applied in full
 
 
-def test_waiting_for_a_replaced_pod_to_terminate_survives_a_dropped_watch(east: KubeApiServer) -> None:
+def test_waiting_for_a_replaced_pod_to_terminate_survives_a_dropped_watch(east: Cluster) -> None:
     apply(east, record(a_pod("r1-g0-n1")))
-    east.kubelet.set_phase("t", "r1-g0-n1", "Running")
-    east.kubelet_emulation = True  # a deleted pod lingers until its kubelet says it has stopped
+    east.kubelet.hold("n1")  # a deleted pod lingers until its kubelet says it has stopped
     dropped = east.faults.add(Fault.drop_watch(0, path="/api/v1/pods"))
 
     def kubelet_finishes() -> None:
@@ -280,12 +289,12 @@ def test_waiting_for_a_replaced_pod_to_terminate_survives_a_dropped_watch(east: 
 
 
 def test_a_cluster_that_cannot_be_reached_is_named_and_nothing_else_is_claimed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with KubeApiServer("gone") as gone:
-        path = write_kubeconfig(tmp_path / "kubeconfig", {"east": gone})
-        url = gone.url
-    monkeypatch.setenv("KUBECONFIG", str(path))  # the server is stopped: nobody listens there
+    path = write_kubeconfig(tmp_path / "kubeconfig", {"east": server})
+    url = server.proxy.url
+    server.proxy.stop()
+    monkeypatch.setenv("KUBECONFIG", str(path))  # the proxy is stopped: nobody listens there
     t = target()
     done = sync.sync(connect.api(t), t, record(a_pod("r1-g0-n1")), settle=1.0)
     assert done.unreachable and done.done == []
@@ -312,7 +321,7 @@ def test_mirrors_leave_out_exactly_the_fields_the_state_commit_treats_as_clock_o
 
 
 def test_a_reservation_whose_eta_becomes_unknown_loses_the_field_instead_of_being_refused(
-    east: KubeApiServer,
+    east: Cluster,
 ) -> None:
     def reserved(eta: str | None) -> Record:
         doc = {

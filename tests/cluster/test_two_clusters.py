@@ -10,7 +10,6 @@ headroom although w2 has 8 GPUs free: the cap holds across both clusters.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,16 +18,9 @@ from click.testing import CliRunner
 from reconciler.cli import main
 from tests.support.builders import a_budget, a_run
 from tests.support.clusterfleet import T0, ClusterFleet, fleet_config, manifest, node, pods
-from tests.support.kubeapi import KubeApiServer
+from tests.support.controlplane import Cluster
 
 GROUP = "rq.davidlangworthy.io/v1"
-
-
-@pytest.fixture
-def west() -> Iterator[KubeApiServer]:
-    with KubeApiServer("west") as running:
-        yield running
-        assert running.errors == []
 
 
 def files() -> dict[str, bytes]:
@@ -44,7 +36,7 @@ def files() -> dict[str, bytes]:
 
 @pytest.fixture
 def fleet(
-    server: KubeApiServer, west: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, west: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> ClusterFleet:
     server.seed(node("n1", domain="A", region="us-east"), node("n2", domain="A", region="us-east"))
     west.seed(node("w1", domain="B", region="us-west"), node("w2", domain="B", region="us-west"))
@@ -52,7 +44,7 @@ def fleet(
 
 
 def test_each_cluster_gets_its_own_pods_and_one_budgets_cap_holds_across_both(
-    fleet: ClusterFleet, server: KubeApiServer, west: KubeApiServer
+    fleet: ClusterFleet, server: Cluster, west: Cluster
 ) -> None:
     outcome = fleet.reconcile(T0)
     assert outcome.applied is not None and outcome.applied.failed == []
@@ -74,7 +66,7 @@ def test_each_cluster_gets_its_own_pods_and_one_budgets_cap_holds_across_both(
 
 
 def test_when_r2_finishes_r3_takes_its_funding_on_west_and_east_is_left_as_it_was(
-    fleet: ClusterFleet, server: KubeApiServer, west: KubeApiServer
+    fleet: ClusterFleet, server: Cluster, west: Cluster
 ) -> None:
     fleet.reconcile(T0)
     west.kubelet.set_phase("t", "r2-g0-w1", "Succeeded")
@@ -90,7 +82,7 @@ def test_when_r2_finishes_r3_takes_its_funding_on_west_and_east_is_left_as_it_wa
 
 
 def test_an_unreachable_cluster_is_named_and_exits_4_while_the_other_is_applied(
-    fleet: ClusterFleet, server: KubeApiServer, west: KubeApiServer
+    fleet: ClusterFleet, server: Cluster, west: Cluster
 ) -> None:
     gone = f"west: the API server at {west.url} cannot be reached ([Errno 111] Connection refused)"
     west.stop()
@@ -108,7 +100,7 @@ def test_an_unreachable_cluster_is_named_and_exits_4_while_the_other_is_applied(
 
 
 def test_a_node_name_seen_in_both_clusters_is_kept_in_the_first_and_named(
-    fleet: ClusterFleet, server: KubeApiServer, west: KubeApiServer
+    fleet: ClusterFleet, server: Cluster, west: Cluster
 ) -> None:
     west.seed(node("n1", domain="B", region="us-west"))  # east has an n1 too
     outcome = fleet.reconcile(T0)

@@ -72,7 +72,7 @@ WATCHED = (
 CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] = {
     ("cluster/observe.py", "observe", "list_all", "kinds.NODE"): (RECONCILE, (kinds.NODE,), ""),
     ("cluster/observe.py", "observe", "list_all", "kinds.POD"): (RECONCILE, (kinds.POD,), ""),
-    ("cluster/sync.py", "read_live", "list_all", "kinds.CRD"): (RECONCILE, (kinds.CRD,), ""),
+    ("cluster/sync.py", "read_live", "get", "kinds.CRD"): (RECONCILE, (kinds.CRD,), ""),  # by name
     ("cluster/sync.py", "read_live", "list_all", "kinds.NAMESPACE"): (RECONCILE, (kinds.NAMESPACE,), ""),
     ("cluster/sync.py", "read_live", "list_all", "kinds.NODE"): (RECONCILE, (kinds.NODE,), ""),
     ("cluster/sync.py", "read_live", "list_all", "kind"): (RECONCILE, OWNED, ""),  # for kind in kinds.OWNED
@@ -89,6 +89,7 @@ CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] 
     ("cluster/sync.py", "_wait_gone", "list_all", "kinds.POD"): (RECONCILE, (kinds.POD,), ""),
     ("cluster/sync.py", "_wait_gone", "watch", "kinds.POD"): (RECONCILE, (kinds.POD,), ""),
     ("cluster/sync.py", "_established", "get", "kinds.CRD"): (RECONCILE, (kinds.CRD,), ""),
+    ("cluster/sync.py", "_said_restored", "create", "kinds.EVENT"): (RECONCILE, (kinds.EVENT,), ""),
     # the kind a CRD being established serves: each of schemas/crds/
     ("cluster/sync.py", "_established", "serves", "_served_kind(crd)"): (RECONCILE, JOBTREE_CRS, ""),
     # the journal is read and marked by reconcile (fold, §7.5) and by the agent (§7.4)
@@ -298,6 +299,13 @@ def test_each_account_is_granted_exactly_what_it_calls(account: str) -> None:
     have, want = granted(base(), account), needed(account)
     assert not want - have, f"{account} lacks {sorted(want - have)}"
     assert not have - want, f"{account} is granted more than it calls: {sorted(have - want)}"
+
+
+def test_reconcile_may_touch_jobtrees_own_crds_only() -> None:
+    role = one(base(), "ClusterRole", RECONCILE)
+    (rule,) = [r for r in role["rules"] if "customresourcedefinitions" in r["resources"]]
+    published = sorted(documents(p)[0]["metadata"]["name"] for p in CRDS.glob("*.yaml"))
+    assert sorted(rule["resourceNames"]) == published  # no CRD of anyone else's: no escalation path
 
 
 def test_the_agents_leader_lease_is_granted_in_its_namespace_only() -> None:

@@ -1,7 +1,8 @@
 """The in-cluster agent run in-process against a test API server, as its Deployment runs it: a builder for tests.
 
 `an_agent()` is `reconciler.cluster.agent.loop.Agent` for cluster `east` of fleet `acme`, through
-the kubeconfig `ClusterFleet` wrote, with a clock the test sets; `running(agent)` starts its
+the agent's kubeconfig `ClusterFleet` wrote (deploy/'s jobtree-agent ServiceAccount: `agent_api`),
+with a clock the test sets; `running(agent)` starts its
 watches and worker on threads, `act_once(agent)` makes one decision with none; `until(...)` waits
 for something the agent does to show on the server.
 """
@@ -14,12 +15,17 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from reconciler.cluster import connect, journal
+import os
+
+from kubernetes import config
+
+from reconciler.cluster import journal
 from reconciler.cluster.agent import world
 from reconciler.cluster.agent.loop import Agent, Quiet
 from reconciler.cluster.agent.swap import Prepared
-from tests.support.clusterfleet import API, FAST
-from tests.support.kubeapi import KubeApiServer
+from reconciler.cluster.api import AGENT_FIELD_MANAGER, Api
+from tests.support.clusterfleet import AGENT_KUBECONFIG, API, FAST
+from tests.support.controlplane import Cluster
 
 EAST = "east"
 
@@ -39,8 +45,13 @@ class Clock:
 
 def an_agent(cluster: str = EAST, fleet: str = "acme", clock: Callable[[], float] = time.time,
              leading: Callable[[], bool] = lambda: True) -> Agent:  # fmt: skip
-    target = connect.Target(cluster, cluster, fleet, policy=FAST)
-    return Agent(connect.api(target), cluster, fleet, leading=leading, observer=Quiet(), clock=clock)
+    return Agent(agent_api(cluster), cluster, fleet, leading=leading, observer=Quiet(), clock=clock)
+
+
+def agent_api(cluster: str = EAST) -> Api:
+    """`cluster`'s API as the agent's ServiceAccount reaches it (the kubeconfig ClusterFleet wrote)."""
+    client = config.new_client_from_config(config_file=os.environ[AGENT_KUBECONFIG], context=cluster)
+    return Api(client, cluster, FAST, manager=AGENT_FIELD_MANAGER)
 
 
 def act_once(agent: Agent) -> Prepared | None:
@@ -67,12 +78,12 @@ def running(agent: Agent) -> Iterator[Agent]:
         agent.wake.put(time.monotonic())
 
 
-def entries(server: KubeApiServer) -> list[dict]:
+def entries(server: Cluster) -> list[dict]:
     """The journal entries on the server."""
     return server.list(API, "JournalEntry")
 
 
-def applied(server: KubeApiServer) -> list[dict]:
+def applied(server: Cluster) -> list[dict]:
     """The journal entries whose every step is carried out (the swap done, not just begun)."""
     return [e for e in entries(server) if journal.state_of(e) == journal.APPLIED]
 

@@ -17,7 +17,7 @@ from reconciler.cluster.agent.loop import Agent
 from reconciler.cluster.api import Api
 from reconciler.git import read as gitread
 from reconciler.spec import commit as speccache
-from tests.support.agents import act_once
+from tests.support.agents import act_once, agent_api
 from tests.support.clusterfleet import OUT_OF_SERVICE, ClusterFleet
 
 Obj = dict[str, Any]
@@ -38,7 +38,8 @@ def out_of_service(fleet: ClusterFleet, cluster: str, node: str) -> None:
 
 def swap(fleet: ClusterFleet, cluster: str, node: str, at: int) -> Obj:
     """The agent's swap for the fenced `node` at `at` on `cluster`; the JournalEntry as created."""
-    target, api = target_api(fleet, cluster)
+    target, _ = target_api(fleet, cluster)
+    api = agent_api(cluster)
     agent = Agent(api, cluster, target.fleet, clock=lambda: float(at))
     prepared = act_once(agent)
     assert prepared is not None, f"the agent found nothing to swap for {node}"

@@ -1,11 +1,12 @@
-"""A fleet repository driven against test API servers, as a platform engineer sets one up: a builder for tests.
+"""A fleet repository driven against real control planes, as a platform engineer sets one up: a builder for tests.
 
-`ClusterFleet(tmp_path, {"east": server})` writes a kubeconfig with one context per server (and
-points `KUBECONFIG` at it: the caller passes pytest's `monkeypatch`), a bare remote and a clone
-whose jobtree.yaml names each server's context in `clusters`. Nodes are seeded into a server as a
-cluster's kubelets and GPU Feature Discovery would publish them (`nodes`), a pass is
-`reconcile_once` on the clone (`reconcile`), and `apply` is the verb's pass alone. Every object
-stays readable from the server (`server.get`, `server.list`) and from the clone (`file`).
+`ClusterFleet(tmp_path, {"east": server})` writes a kubeconfig with one context per cluster (the
+reconcile CronJob's ServiceAccount token of deploy/, through each test's fault proxy; and points
+`KUBECONFIG` at it: the caller passes pytest's `monkeypatch`), a bare remote and a clone whose
+jobtree.yaml names each cluster's context in `clusters`. Nodes are seeded as a cluster's kubelets
+and GPU Feature Discovery would publish them (`nodes`), a pass is `reconcile_once` on the clone
+(`reconcile`), and `apply` is the verb's pass alone. Every object stays readable by the test's own
+hand (`server.get`, `server.list`) and from the clone (`file`).
 `a_fleet(...)` is the small fleet the node and agent tests share (`sixteen` its 16-GPU runs,
 `api` the official client on it, `OUT_OF_SERVICE` the taint that fences a node).
 """
@@ -29,11 +30,12 @@ from reconciler.passes.reconcile import Outcome, reconcile_once
 from schemas.common import parse_time
 from tests.support.builders import a_budget, a_run
 from tests.support.git import HUMAN, write_tree
-from tests.support.kubeapi import KubeApiServer, write_kubeconfig
+from tests.support.controlplane import Cluster, write_kubeconfig
 
 API = "rq.davidlangworthy.io/v1"
 T0 = parse_time("2026-03-02T09:00:00Z")
 FAST = retry.Backoff(attempts=6, base=0.01, cap=0.05, longest=2.0)  # tests wait for no backoff
+AGENT_KUBECONFIG = "JOBTREE_TEST_AGENT_KUBECONFIG"  # the kubeconfig whose contexts are the agent's ServiceAccount
 
 
 def node(
@@ -47,7 +49,8 @@ def node(
     labels: Mapping[str, str] | None = None,
     ready: bool = True,
 ) -> dict[str, Any]:
-    """A GPU node as Kubernetes shows it: the default topology labels, GPU capacity, Ready."""
+    """A GPU node as Kubernetes shows it: the default topology labels, GPU capacity and allocatable,
+    Ready (a node not Ready has no kubelet: kwok leaves it alone)."""
     have = {"region": region, "fabric.domain": domain, "gpu.flavor": flavor}
     if cluster is not None:
         have["cluster"] = cluster
@@ -63,7 +66,11 @@ def node(
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": have},
-        "status": {"capacity": {"nvidia.com/gpu": str(gpus)}, "conditions": [condition]},
+        "status": {
+            "capacity": {"nvidia.com/gpu": str(gpus)},
+            "allocatable": {"nvidia.com/gpu": str(gpus)},
+            "conditions": [condition],
+        },
     }
 
 
@@ -94,13 +101,17 @@ class ClusterFleet:
     def __init__(
         self,
         tmp_path: Path,
-        servers: Mapping[str, KubeApiServer],
+        servers: Mapping[str, Cluster],
         monkeypatch: pytest.MonkeyPatch,
         files: Mapping[str, bytes],
+        identity: str | None = "reconcile",
     ) -> None:
         self.servers = dict(servers)
-        self.kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", self.servers)
+        self.kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", self.servers, identity)
         monkeypatch.setenv("KUBECONFIG", str(self.kubeconfig))
+        # the agent's own identity (deploy/'s jobtree-agent), for tests.support.agents
+        self.agent_kubeconfig = write_kubeconfig(tmp_path / "agent-kubeconfig", self.servers, "agent")
+        monkeypatch.setenv(AGENT_KUBECONFIG, str(self.agent_kubeconfig))
         bare = pygit2.init_repository(str(tmp_path / "fleet.git"), bare=True, initial_head="main")
         bare.create_commit("refs/heads/main", HUMAN, HUMAN, "the fleet\n", write_tree(bare, dict(files)), [])
         self.path = tmp_path / "work"
@@ -162,8 +173,8 @@ class ClusterFleet:
         return [d for d in self.file(f"state/leases/{run}.yaml") if d]
 
 
-def pods(server: KubeApiServer, fleet: str = "acme") -> list[str]:
-    """Names of the pods `fleet` has on a server, sorted."""
+def pods(server: Cluster, fleet: str = "acme") -> list[str]:
+    """Names of the pods `fleet` has on a cluster, sorted."""
     return sorted(
         p["metadata"]["name"]
         for p in server.list("v1", "Pod")
@@ -176,7 +187,7 @@ OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshut
 
 
 def a_fleet(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nodes: int, **runs: dict[str, Any]
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nodes: int, **runs: dict[str, Any]
 ) -> ClusterFleet:
     server.seed(*(node(f"n{i}") for i in range(1, nodes + 1)))
     files = {
@@ -187,7 +198,7 @@ def a_fleet(
     return ClusterFleet(tmp_path, {"east": server}, monkeypatch, files)
 
 
-def spared_fleet(server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterFleet:
+def spared_fleet(server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterFleet:
     """Four nodes and r1: 16 GPUs in groups of 8 (on n1 and n2 once placed), 8-GPU spares (n3, n4)."""
     return a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8))
 

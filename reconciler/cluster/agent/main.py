@@ -14,13 +14,14 @@ import os
 import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from reconciler.cluster import connect, kinds, stamp
 from reconciler.cluster.agent import cache, health, leader
 from reconciler.cluster.agent.loop import LOG, Agent
-from reconciler.cluster.api import Api
+from reconciler.cluster.api import AGENT_FIELD_MANAGER, Api
 from reconciler.cluster.errors import ClusterError
 
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -114,7 +115,7 @@ def serve(options: Options, stop: threading.Event) -> None:
     FleetConfig mirror) it serves its probes, not ready, and waits."""
     target = connect.Target(options.cluster, options.context, options.fleet or "")
     try:
-        api = connect.api(target)
+        api = connect.api(target, manager=AGENT_FIELD_MANAGER)
     except ClusterError as err:
         raise AgentError(str(err)) from None
     metrics = health.Metrics.create()
@@ -144,13 +145,21 @@ def await_fleet(api: Api, wanted: str | None, beats: health.Health, stop: thread
     return None
 
 
+def candidate(given: str | None) -> str:
+    """This process's name in the election: `--identity` (the pod's name), else $POD_NAME, else the
+    host's name, each followed by `_` and a random suffix as client-go's leader election does, so a
+    restarted container never takes its previous self's record for its own."""
+    base = given or os.environ.get("POD_NAME") or socket.gethostname()
+    return f"{base}_{uuid.uuid4().hex[:10]}"
+
+
 def run(
     api: Api, options: Options, fleet: str, metrics: health.Metrics, beats: health.Health, port: int,
     stop: threading.Event,
 ) -> None:  # fmt: skip
     """Campaign, watch and act for `fleet` until `stop` is set; give the lead up on the way out."""
     beats.forget("fleet")
-    identity = options.identity or os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    identity = candidate(options.identity)
     elector = leader.Elector(
         api, lease_namespace(options.namespace, options.context), f"jobtree-agent-{fleet}-{options.cluster}"[:253], identity,
         options.lease_duration, options.renew_deadline, options.retry_period,

@@ -14,11 +14,11 @@ from reconciler.cluster.agent.cache import Cache
 from tests.support import REPO
 from tests.support.agents import until
 from tests.support.clusterfleet import FAST
-from tests.support.kubeapi import KubeApiServer, write_kubeconfig
+from tests.support.controlplane import Cluster, write_kubeconfig
 
 
 def test_a_kind_not_served_yet_is_listed_again_after_a_growing_pause_then_followed_once_served(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", {"east": server})))
     api = connect.api(connect.Target("east", "east", "acme", policy=FAST))

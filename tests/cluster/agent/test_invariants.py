@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from tests.support.agents import Clock, act_once, an_agent
 from tests.support.builders import a_run
 from tests.support.clusterfleet import API, OUT_OF_SERVICE, T0, a_fleet, api, sixteen
-from tests.support.kubeapi import KubeApiServer
+from tests.support.controlplane import Cluster
+from tests.support.controlplane.fixtures import Running
 
 NODES = [f"n{i}" for i in range(1, 7)]
 failures = st.lists(
@@ -32,7 +33,7 @@ failures = st.lists(
 )
 
 
-def check(server: KubeApiServer) -> None:
+def check(server: Cluster) -> None:
     nodes = {n["metadata"]["name"]: n for n in server.list("v1", "Node")}
     failed = {
         name for name, n in nodes.items()
@@ -79,14 +80,13 @@ def check(server: KubeApiServer) -> None:
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(failures)
 def test_random_failures_leave_the_cluster_consistent_after_every_swap(
-    sequence: list[tuple[str, str]],
+    control_plane: Running, sequence: list[tuple[str, str]]
 ) -> None:
     with (
         tempfile.TemporaryDirectory() as tmp,
-        KubeApiServer("east") as server,
+        control_plane.cluster("east") as server,
         pytest.MonkeyPatch.context() as mp,
     ):
-        server.kubelet_emulation = True
         runs: dict[str, Any] = {
             "r1": sixteen("r1", spares=8),
             "f1": a_run("t/f1", "org:t").gpus(8).groups(8).opportunistic().build(),

@@ -17,16 +17,15 @@ from reconciler.cluster.agent import leader
 from reconciler.cluster.api import Api
 from tests.support.agents import Clock, until
 from tests.support.clusterfleet import FAST
-from tests.support.kubeapi import Fault, KubeApiServer, write_kubeconfig
+from tests.support.controlplane import Fault, Cluster, write_kubeconfig
 
 NAMESPACE, NAME = "jobtree-system", "jobtree-agent-east"
 MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 
 @pytest.fixture
-def kubeconfig(server: KubeApiServer, tmp_path: Path) -> Path:
-    server.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    return write_kubeconfig(tmp_path / "kubeconfig", {"test": server})
+def kubeconfig(server: Cluster, tmp_path: Path) -> Path:
+    return write_kubeconfig(tmp_path / "kubeconfig", {"test": server}, "agent")
 
 
 def replica_api(kubeconfig: Path) -> Api:
@@ -50,14 +49,14 @@ def elector(api: Api, identity: str, clock: Clock, wall: datetime | None = None)
     )  # fmt: skip
 
 
-def stored(server: KubeApiServer) -> dict[str, object]:
+def stored(server: Cluster) -> dict[str, object]:
     lease = server.get("coordination.k8s.io/v1", "Lease", NAME, NAMESPACE)
     assert lease is not None
     spec: dict[str, object] = lease["spec"]
     return spec
 
 
-def test_of_two_replicas_exactly_one_leads(apis: tuple[Api, Api], server: KubeApiServer) -> None:
+def test_of_two_replicas_exactly_one_leads(apis: tuple[Api, Api], server: Cluster) -> None:
     a, b = elector(apis[0], "agent-a", Clock(100.0)), elector(apis[1], "agent-b", Clock(7.0))
 
     assert a.try_acquire_or_renew() is True
@@ -71,7 +70,7 @@ def test_of_two_replicas_exactly_one_leads(apis: tuple[Api, Api], server: KubeAp
     assert spec["leaseTransitions"] == 0
 
 
-def test_replicas_racing_for_an_absent_lease_elect_one(kubeconfig: Path, server: KubeApiServer) -> None:
+def test_replicas_racing_for_an_absent_lease_elect_one(kubeconfig: Path, server: Cluster) -> None:
     apis = [replica_api(kubeconfig) for _ in range(4)]
     electors = [elector(api, f"agent-{i}", Clock(0.0)) for i, api in enumerate(apis)]
     start = threading.Barrier(len(electors))
@@ -93,7 +92,7 @@ def test_replicas_racing_for_an_absent_lease_elect_one(kubeconfig: Path, server:
 
 
 def test_a_crashed_leader_is_replaced_only_after_the_duration_by_the_successors_own_clock(
-    apis: tuple[Api, Api], server: KubeApiServer
+    apis: tuple[Api, Api], server: Cluster
 ) -> None:
     # the replicas' clocks disagree wildly, and so do the times they write: neither matters
     clock_a, clock_b = Clock(5_000.0), Clock(3.0)
@@ -131,7 +130,7 @@ def test_a_successor_that_first_sees_an_old_record_still_waits_the_whole_duratio
     assert b.try_acquire_or_renew()
 
 
-def test_a_leader_that_keeps_renewing_is_never_replaced(apis: tuple[Api, Api], server: KubeApiServer) -> None:
+def test_a_leader_that_keeps_renewing_is_never_replaced(apis: tuple[Api, Api], server: Cluster) -> None:
     clock_a, clock_b = Clock(0.0), Clock(40.0)
     a, b = elector(apis[0], "agent-a", clock_a), elector(apis[1], "agent-b", clock_b)
     assert a.try_acquire_or_renew()
@@ -148,7 +147,7 @@ def test_a_leader_that_keeps_renewing_is_never_replaced(apis: tuple[Api, Api], s
     assert spec["renewTime"] == "2026-03-02T09:01:40.000000Z"
 
 
-def test_a_leader_that_releases_is_replaced_at_once(apis: tuple[Api, Api], server: KubeApiServer) -> None:
+def test_a_leader_that_releases_is_replaced_at_once(apis: tuple[Api, Api], server: Cluster) -> None:
     a, b = elector(apis[0], "agent-a", Clock(0.0)), elector(apis[1], "agent-b", Clock(0.0))
     assert a.try_acquire_or_renew()
     assert not b.try_acquire_or_renew()
@@ -168,7 +167,7 @@ def test_a_leader_that_releases_is_replaced_at_once(apis: tuple[Api, Api], serve
 
 
 def test_releasing_a_lease_held_by_another_writes_nothing(
-    apis: tuple[Api, Api], server: KubeApiServer
+    apis: tuple[Api, Api], server: Cluster
 ) -> None:
     a, b = elector(apis[0], "agent-a", Clock(0.0)), elector(apis[1], "agent-b", Clock(0.0))
     assert a.try_acquire_or_renew()
@@ -182,7 +181,7 @@ def test_releasing_a_lease_held_by_another_writes_nothing(
 
 
 def test_a_leader_whose_renewal_meets_another_writer_loses_leadership(
-    apis: tuple[Api, Api], server: KubeApiServer
+    apis: tuple[Api, Api], server: Cluster
 ) -> None:
     a = elector(apis[0], "agent-a", Clock(0.0))
     assert a.try_acquire_or_renew()
@@ -201,7 +200,7 @@ def test_a_leader_whose_renewal_meets_another_writer_loses_leadership(
 
 
 def test_a_leader_that_cannot_renew_leads_until_its_renew_deadline_and_no_longer(
-    apis: tuple[Api, Api], server: KubeApiServer
+    apis: tuple[Api, Api], server: Cluster
 ) -> None:
     clock = Clock(0.0)
     a = elector(apis[0], "agent-a", clock)
@@ -217,7 +216,7 @@ def test_a_leader_that_cannot_renew_leads_until_its_renew_deadline_and_no_longer
 
 
 def test_a_leader_whose_lease_was_only_relabelled_renews_after_a_conflict(
-    apis: tuple[Api, Api], server: KubeApiServer
+    apis: tuple[Api, Api], server: Cluster
 ) -> None:
     a = elector(apis[0], "agent-a", Clock(0.0))
     assert a.try_acquire_or_renew()
@@ -231,7 +230,7 @@ def test_a_leader_whose_lease_was_only_relabelled_renews_after_a_conflict(
     assert stored(server)["leaseTransitions"] == 0
 
 
-def test_the_official_client_reads_the_record_written(apis: tuple[Api, Api], server: KubeApiServer) -> None:
+def test_the_official_client_reads_the_record_written(apis: tuple[Api, Api], server: Cluster) -> None:
     a = elector(apis[0], "agent-a", Clock(1.5), wall=datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     assert a.try_acquire_or_renew()
 
@@ -324,7 +323,7 @@ def test_run_hands_over_on_a_clean_stop(kubeconfig: Path) -> None:
 
 
 def test_run_stops_acting_by_the_renew_deadline_when_renewals_hang(
-    kubeconfig: Path, server: KubeApiServer
+    kubeconfig: Path, server: Cluster
 ) -> None:
     stopped = threading.Event()
     started = threading.Event()

@@ -1,14 +1,15 @@
 """`jobtree agent` as its Deployment runs it: a process that leads, swaps, reports on /metrics, and steps down on SIGTERM.
 
-The fleet of `test_swap` (`r1`: groups on n1 and n2, spares on n3 and n4), applied to the API test
-server; the agent runs as a subprocess with the kubeconfig context `east`, its leader Lease in
-`default`, its endpoints on a free port.
+The fleet of `test_swap` (`r1`: groups on n1 and n2, spares on n3 and n4), applied to the control
+plane; the agent runs as a subprocess with the kubeconfig context `east` of its own ServiceAccount
+(deploy/'s jobtree-agent), its leader Lease in `jobtree-system`, its endpoints on a free port.
 """
 
 from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -23,8 +24,15 @@ from reconciler.cluster.agent import main
 from tests.support.agents import until
 from tests.support.clusterfleet import API, OUT_OF_SERVICE, T0, api, pods, spared_fleet
 from tests.support.git import cli_env, free_port
-from tests.support.kubeapi import KubeApiServer
-from tests.support.kubeapi.kubeconfig import kubeconfig
+from tests.support.controlplane import Cluster
+
+SYSTEM = "jobtree-system"
+
+
+def leading(port: int, identity: str) -> float | None:
+    """The leader gauge of the replica whose identity starts with `identity` (a random suffix follows)."""
+    found = [v for k, v in samples(port).items() if k.startswith(f"jobtree_agent_leader{{identity={identity}_")]
+    return found[0] if found else None
 
 
 def get(port: int, path: str) -> tuple[int, str]:
@@ -48,7 +56,7 @@ def samples(port: int) -> dict[str, float]:
 
 
 def test_the_agent_process_leads_swaps_counts_and_hands_over_on_sigterm(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
@@ -57,13 +65,13 @@ def test_the_agent_process_leads_swaps_counts_and_hands_over_on_sigterm(
     with log.open("w") as sink:
         agent = subprocess.Popen(
             [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",
-             "--namespace", "default", "--identity", "replica-a", "--listen", f"127.0.0.1:{port}"],
-            env={**cli_env(), "KUBECONFIG": str(fleet.kubeconfig)}, stderr=sink,
+             "--namespace", SYSTEM, "--identity", "replica-a", "--listen", f"127.0.0.1:{port}"],
+            env={**cli_env(), "KUBECONFIG": str(fleet.agent_kubeconfig)}, stderr=sink,
         )  # fmt: skip
         try:
             until(lambda: get(port, "/readyz")[0] == 200, timeout=20.0, what="/readyz to answer 200")
             assert get(port, "/healthz")[0] == 200 and get(port, "/nowhere")[0] == 404
-            until(lambda: samples(port).get("jobtree_agent_leader{identity=replica-a}") == 1.0, timeout=10.0)
+            until(lambda: leading(port, "replica-a") == 1.0, timeout=10.0)
             api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
             until(lambda: server.get("v1", "Pod", "r1-g1-n4", "t"), what="the replacement pod")
             until(lambda: samples(port).get("jobtree_agent_swaps_total{cluster=east}") == 1.0)
@@ -75,7 +83,7 @@ def test_the_agent_process_leads_swaps_counts_and_hands_over_on_sigterm(
             code = agent.wait(timeout=20)
     assert code == 128 + signal.SIGTERM  # as every verb a signal stops (reconciler.cli.signals)
     assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
-    lease = server.get("coordination.k8s.io/v1", "Lease", "jobtree-agent-acme-east", "default")
+    lease = server.get("coordination.k8s.io/v1", "Lease", "jobtree-agent-acme-east", SYSTEM)
     assert lease is not None and not lease["spec"].get("holderIdentity")  # given up: the other leads at once
     lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
     (swap,) = [x for x in lines if x["msg"] == "swap"]
@@ -86,14 +94,14 @@ def test_the_agent_process_leads_swaps_counts_and_hands_over_on_sigterm(
 
 
 def test_an_agent_started_before_the_fleet_is_applied_waits_not_ready_then_serves(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     port = free_port()
     agent = subprocess.Popen(
         [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",
          "--listen", f"127.0.0.1:{port}"],  # its Lease goes where kubectl would look: the context's namespace
-        env={**cli_env(), "KUBECONFIG": str(fleet.kubeconfig)}, stderr=subprocess.DEVNULL,
+        env={**cli_env(), "KUBECONFIG": str(fleet.agent_kubeconfig)}, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         until(
@@ -109,8 +117,8 @@ def test_an_agent_started_before_the_fleet_is_applied_waits_not_ready_then_serve
         until(lambda: get(port, "/readyz")[0] == 200, timeout=20.0, what="ready once the fleet is applied")
         until(lambda: any(k.startswith("jobtree_agent_leader") and v == 1.0 for k, v in samples(port).items()),
               timeout=10.0, what="the agent to lead")  # fmt: skip
-        lease = server.get("coordination.k8s.io/v1", "Lease", "jobtree-agent-acme-east", "default")
-        assert lease is not None and lease["spec"]["holderIdentity"]
+        lease = server.get("coordination.k8s.io/v1", "Lease", "jobtree-agent-acme-east", SYSTEM)
+        assert lease is not None and lease["spec"]["holderIdentity"].startswith(f"{socket.gethostname()}_")
     finally:
         agent.send_signal(signal.SIGTERM)
         agent.wait(timeout=20)
@@ -119,9 +127,13 @@ def test_an_agent_started_before_the_fleet_is_applied_waits_not_ready_then_serve
 def test_the_leader_lease_lives_in_the_given_namespace_else_the_pods_else_the_contexts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    document = kubeconfig({"east": "http://127.0.0.1:1", "west": "http://127.0.0.1:2"})
-    document["contexts"][0]["context"]["namespace"] = "ops"
-    del document["contexts"][1]["context"]["namespace"]
+    document = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "east",
+        "clusters": [{"name": n, "cluster": {"server": f"http://127.0.0.1:{p}"}} for n, p in (("east", 1), ("west", 2))],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "east", "context": {"cluster": "east", "user": "u", "namespace": "ops"}},
+                     {"name": "west", "context": {"cluster": "west", "user": "u"}}],
+    }  # fmt: skip
     (tmp_path / "kubeconfig").write_text(yaml.safe_dump(document))
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
     monkeypatch.setattr(main, "SERVICE_ACCOUNT_NAMESPACE", tmp_path / "namespace")

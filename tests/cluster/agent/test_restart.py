@@ -16,7 +16,7 @@ import pytest
 from reconciler.cluster import connect
 from reconciler.cluster.agent.loop import Agent, Quiet
 from reconciler.cluster.api import Api
-from tests.support.agents import Clock, an_agent, applied, running, until
+from tests.support.agents import Clock, agent_api, an_agent, applied, running, until
 from tests.support.clusterfleet import (
     API,
     FAST,
@@ -26,7 +26,7 @@ from tests.support.clusterfleet import (
     pods,
     spared_fleet,
 )
-from tests.support.kubeapi import KubeApiServer
+from tests.support.controlplane import Cluster
 
 WRITES = 11
 
@@ -52,13 +52,12 @@ class DyingApi(Api):
 
 @pytest.mark.parametrize("survived", range(WRITES))
 def test_a_swap_killed_after_any_number_of_writes_is_finished_by_the_next_agent(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, survived: int
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, survived: int
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
-    target = connect.Target("east", "east", "acme", policy=FAST)
-    dying = Agent(DyingApi(connect.api(target), survived), "east", "acme", leading=lambda: False,
+    dying = Agent(DyingApi(agent_api(), survived), "east", "acme", leading=lambda: False,
                   observer=Quiet(), clock=Clock(T0 + 60))  # fmt: skip
     with running(dying):
         until(lambda: dying.fences()[1], what="the agent to see n2 fenced")

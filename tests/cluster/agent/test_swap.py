@@ -30,7 +30,7 @@ from tests.support.clusterfleet import (
     sixteen,
     spared_fleet,
 )
-from tests.support.kubeapi import Fault, KubeApiServer
+from tests.support.controlplane import Fault, Cluster
 
 
 def env(pod: dict) -> dict[str, str]:
@@ -38,7 +38,7 @@ def env(pod: dict) -> dict[str, str]:
 
 
 def test_an_out_of_service_node_moves_its_group_to_the_spare_keeping_ranks_and_environment(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
@@ -78,7 +78,7 @@ def test_an_out_of_service_node_moves_its_group_to_the_spare_keeping_ranks_and_e
     ]  # fmt: skip
 
 
-def events(server: KubeApiServer) -> list[tuple[str, str, str, str]]:
+def events(server: Cluster) -> list[tuple[str, str, str, str]]:
     """The core Events in namespace t: type, reason, the object they are about, message."""
     return sorted(
         (e["type"], e["reason"], f"{e['involvedObject']['kind']}/{e['involvedObject']['name']}", e["message"])
@@ -90,7 +90,7 @@ def not_ready(agent: Agent, name: str) -> bool:
     return any(n.name == name and not n.ready for n in agent.fences()[0])
 
 
-def graced_fleet(server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterFleet:
+def graced_fleet(server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterFleet:
     """`r1` as above on a fleet whose nodes fail after 300 s NotReady."""
     server.seed(*(node(f"n{i}") for i in range(1, 5)))
     files = {
@@ -104,7 +104,7 @@ def graced_fleet(server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_a_cordon_never_moves_anything(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
@@ -119,7 +119,7 @@ def test_a_cordon_never_moves_anything(
 
 
 def test_not_ready_moves_a_group_only_once_the_fleets_grace_has_passed(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = graced_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
@@ -140,7 +140,7 @@ def test_not_ready_moves_a_group_only_once_the_fleets_grace_has_passed(
 
 
 def test_fillers_on_the_spare_are_deleted_before_the_replacement_is_created_and_go_back_to_pending(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # f1 (opportunistic, 8 GPUs) fills group 0's spare on n3
     f1 = a_run("t/f1", "org:t").gpus(8).groups(8).opportunistic().build()
@@ -152,10 +152,10 @@ def test_fillers_on_the_spare_are_deleted_before_the_replacement_is_created_and_
         api(fleet).patch_node("n1", {"spec": {"taints": [OUT_OF_SERVICE]}})
         until(lambda: applied(server))
     assert pods(server) == ["r1-g0-n3", "r1-g1-n2", "r1-g1-spare-n4"]
-    writes = [(r.method, r.path.rsplit("/", 1)[1], r.query.get("gracePeriodSeconds")) for r in
+    writes = [(r.method, r.path.rsplit("/", 1)[1], r.options.get("gracePeriodSeconds")) for r in
               server.requests.writes(since=mark) if "/pods" in r.path]  # fmt: skip
-    assert writes.index(("DELETE", "f1-g0-n3", "0")) < writes.index(("POST", "pods", None))
-    assert ("DELETE", "r1-g0-n1", "0") in writes  # its kubelet is gone
+    assert writes.index(("DELETE", "f1-g0-n3", 0)) < writes.index(("POST", "pods", None))
+    assert ("DELETE", "r1-g0-n1", 0) in writes  # its kubelet is gone
     (entry,) = entries(server)
     assert sorted((c["name"].split("-g")[0], c["closure"]) for c in entry["spec"]["closed"]) == [
         ("f1", "ReclaimedBySpare"), ("r1", "NodeFailure"), ("r1", "Swap"),
@@ -165,7 +165,7 @@ def test_fillers_on_the_spare_are_deleted_before_the_replacement_is_created_and_
 
 
 def test_a_spare_only_node_that_fails_loses_the_spare_and_nothing_else(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
@@ -192,7 +192,7 @@ def test_a_spare_only_node_that_fails_loses_the_spare_and_nothing_else(
     ],
 )
 def test_with_no_usable_spare_a_run_fails_requeues_or_shrinks_and_funded_work_is_never_evicted(
-    server: KubeApiServer,
+    server: Cluster,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     shape: str,
@@ -225,7 +225,7 @@ def test_with_no_usable_spare_a_run_fails_requeues_or_shrinks_and_funded_work_is
 
 
 def test_a_group_whose_node_and_spare_fail_together_has_no_spare_and_its_run_fails(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # n2 holds group 1, n4 its spare: both out of service in one decision; group 0 still swaps nothing
     fleet = spared_fleet(server, tmp_path, monkeypatch)
@@ -248,7 +248,7 @@ def test_a_group_whose_node_and_spare_fail_together_has_no_spare_and_its_run_fai
 
 
 def test_a_dropped_node_watch_and_a_refused_pod_creation_still_end_in_one_swap(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)

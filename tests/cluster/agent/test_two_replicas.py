@@ -31,9 +31,9 @@ from tests.support.clusterfleet import (
     pods,
     spared_fleet,
 )
-from tests.support.kubeapi import KubeApiServer
+from tests.support.controlplane import Cluster
 
-LEASE = ("default", "jobtree-agent-acme-east")
+LEASE = ("jobtree-system", "jobtree-agent-acme-east")  # where deploy/ lets the agent hold it
 
 
 class Replica:
@@ -74,7 +74,7 @@ class Replica:
 
 
 def replica_api(cluster_api: Api | None = None) -> Api:
-    return cluster_api or connect.api(connect.Target("east", "east", "acme", policy=FAST))
+    return cluster_api or agent_api()
 
 
 @contextlib.contextmanager
@@ -87,7 +87,7 @@ def replicas(*made: Replica) -> Iterator[tuple[Replica, ...]]:
 
 
 def test_two_replicas_one_leader_one_swap_and_the_other_takes_over_when_it_goes(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
@@ -111,7 +111,7 @@ def test_two_replicas_one_leader_one_swap_and_the_other_takes_over_when_it_goes(
 
 
 def test_a_new_leader_finishes_the_swap_its_crashed_predecessor_left_in_intent(
-    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)

@@ -1,6 +1,6 @@
 """Fault injection: fail, delay, drop or cut requests that match (method, path glob, watch or not).
 
-Consulted by the HTTP handler before each request is served. Deterministic by construction: a
+Consulted by the fault proxy (`proxy`) before it forwards each request to the API server. Deterministic by construction: a
 fault fires on matching requests by count (`skip` the first n, then every `every`-th, `times`
 in all); chance is opt-in and seeded (`probability`, `seed`). Effects: a canned Status (409, 429
 with `Retry-After`, 500, ... with the real reasons), a delay before serving, closing the

@@ -1,8 +1,8 @@
 """The request log: every HTTP request the server answered, for tests to assert on.
 
-Appended to by the HTTP handler once a response is complete (for a watch, when the stream ends),
+Appended to by the fault proxy (`proxy`) once a response is complete (for a watch, when the stream ends),
 with the monotonic instant it was (`at`: benchmarks time one write to another by it).
-Writes made by test hooks (seeding, the emulated kubelet) are not HTTP requests and do not appear.
+Writes made by the test's own hand (seeding, the kubelet stand-in) do not pass the proxy and do not appear.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class Request:
     user_agent: str = ""
     watch: bool = False
     fault: str = ""
+    options: Mapping[str, object] = field(default_factory=dict)  # a DELETE's DeleteOptions (its body)
     at: float = (
         0.0  # time.monotonic() when the answer was ready (the change made, for a write; a cut: when cut)
     )
