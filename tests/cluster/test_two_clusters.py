@@ -84,7 +84,7 @@ def test_when_r2_finishes_r3_takes_its_funding_on_west_and_east_is_left_as_it_wa
 def test_an_unreachable_cluster_is_named_and_exits_4_while_the_other_is_applied(
     fleet: ClusterFleet, server: Cluster, west: Cluster
 ) -> None:
-    gone = f"west: the API server at {west.url} cannot be reached ([Errno 111] Connection refused)"
+    gone = f"west: the API server at {west.proxy.url} cannot be reached ([Errno 111] Connection refused)"
     west.stop()
     result = CliRunner().invoke(
         main, ["reconcile", str(fleet.path), "--once", "--apply", "--now", "2026-03-02T09:00:00Z"]

@@ -112,6 +112,8 @@ class ClusterFleet:
         # the agent's own identity (deploy/'s jobtree-agent), for tests.support.agents
         self.agent_kubeconfig = write_kubeconfig(tmp_path / "agent-kubeconfig", self.servers, "agent")
         monkeypatch.setenv(AGENT_KUBECONFIG, str(self.agent_kubeconfig))
+        # a person with kubectl and cluster-admin: drains, taints, deletes a node or a pod
+        self.admin_kubeconfig = write_kubeconfig(tmp_path / "admin-kubeconfig", self.servers, None)
         bare = pygit2.init_repository(str(tmp_path / "fleet.git"), bare=True, initial_head="main")
         bare.create_commit("refs/heads/main", HUMAN, HUMAN, "the fleet\n", write_tree(bare, dict(files)), [])
         self.path = tmp_path / "work"
@@ -173,6 +175,12 @@ class ClusterFleet:
         return [d for d in self.file(f"state/leases/{run}.yaml") if d]
 
 
+def rehearsed(server: Cluster, since: int) -> bool:
+    """Whether every write sent to `server` after the mark `since` was a dry run (dryRun=All): the
+    server checked it and stored nothing."""
+    return all("All" in (r.query.get("dryRun"), *r.options.get("dryRun", ())) for r in server.requests.writes(since))
+
+
 def pods(server: Cluster, fleet: str = "acme") -> list[str]:
     """Names of the pods `fleet` has on a cluster, sorted."""
     return sorted(
@@ -209,4 +217,5 @@ def sixteen(name: str, spares: int = 0) -> dict[str, Any]:
 
 
 def api(fleet: ClusterFleet) -> client.CoreV1Api:
-    return client.CoreV1Api(config.new_client_from_config(str(fleet.kubeconfig), context="east"))
+    """kubectl as a cluster admin on `east` (an operator's hand: taint, drain, delete)."""
+    return client.CoreV1Api(config.new_client_from_config(str(fleet.admin_kubeconfig), context="east"))
