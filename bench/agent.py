@@ -1,7 +1,7 @@
 """Time the agent's swap against a Git round trip: `python -m bench.agent [--failures 200]`.
 
-A fleet of 10,000 GPUs (25 fabric domains × 50 nodes × 8 GPUs, one API test server in this
-process on 127.0.0.1): 5 teams, 150 runs of 32 GPUs in groups of 8 with 8 spare GPUs per group
+A fleet of 10,000 GPUs (25 fabric domains × 50 nodes × 8 GPUs, one real control plane on
+127.0.0.1: kube-apiserver, etcd and kwok, `tests.support.controlplane`): 5 teams, 150 runs of 32 GPUs in groups of 8 with 8 spare GPUs per group
 (1,200 nodes held). Its repository is served by `git daemon` on 127.0.0.1, as a Git host serves
 it. Every jobtree command runs as a subprocess over real HTTP, through the official client:
 
@@ -9,8 +9,8 @@ it. Every jobtree command runs as a subprocess over real HTTP, through the offic
 2. `jobtree agent --cluster east` starts (two replicas would elect one; one runs here), and once
    it leads, `--failures` active nodes are tainted `node.kubernetes.io/out-of-service` one after
    another (each a group's only active node; its spare is on a healthy node). The latency of a
-   swap is the API server's own clock from the taint's write to the replacement pod's creation
-   (both answered writes in its request log); the next failure waits for the entry to be Applied;
+   swap is the proxy's clock from the taint's write being answered to the replacement pod's creation
+   being answered (both in the request log of the fault proxy in front of the API server); the next failure waits for the entry to be Applied;
 3. the agent stopped, one reconcile folds the journal (every swap into Git, once);
 4. then `--round-trips` more nodes are tainted, each followed by `jobtree reconcile --once --push
    --apply` run back to back until the replacement pod exists: the same swap through Git, timed
@@ -18,9 +18,8 @@ it. Every jobtree command runs as a subprocess over real HTTP, through the offic
    and creates the replacement only once it has terminated, so this is at least one grace period
    (30 s) plus two passes, and more with a CronJob's interval between passes.
 
-The server's kubelets are emulated as a real one behaves: a pod deleted with a grace period is
-gone once that period has passed (the placeholder's `sleep` ignores SIGTERM), one deleted with
-none at once.
+The nodes are kwok's: a pod placed there runs, and a deleted one is gone as soon as kwok sees its
+deletion (kwok does not wait out a grace period as a kubelet whose container ignores SIGTERM would).
 
 Prints one JSON object (`rows` makes the `make bench` table rows of it).
 """
@@ -47,8 +46,7 @@ from kubernetes import client, config
 
 from bench.apply import git, jobtree
 from bench.gitdaemon import free_port, git_daemon
-from schemas.common import parse_time
-from tests.support.controlplane import Cluster, write_kubeconfig
+from tests.support.controlplane import Cluster, started, write_kubeconfig
 
 API = "rq.davidlangworthy.io/v1"
 DOMAINS, NODES, GPUS = 25, 50, 8
@@ -125,17 +123,6 @@ def victims(server: Cluster, count: int) -> list[str]:
     return [out[i * step] for i in range(count)]
 
 
-def kubelets(server: Cluster, stop: threading.Event) -> None:
-    """Finish each graceful pod deletion once its grace period has passed, as the node's kubelet does."""
-    while not stop.wait(0.2):
-        now = time.time()
-        for namespace, name in server.kubelet.terminating_pods():
-            pod = server.get("v1", "Pod", name, namespace)
-            when = ((pod or {}).get("metadata") or {}).get("deletionTimestamp")
-            if pod is not None and when and parse_time(when) <= now:
-                server.kubelet.finish_termination(namespace, name)
-
-
 def taint_to_pod(server: Cluster, core: client.CoreV1Api, node: str, passes: Any = None) -> float:
     """Seconds, by the server's clock, from the taint's write to the next pod created after it;
     `passes()` (when given) runs once, and again until that pod exists."""
@@ -184,13 +171,12 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
         "runs": DOMAINS * RUNS_PER_DOMAIN,
         "failures": failures,
     }
-    with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp, Cluster("east") as server:
+    with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp, started("east") as clusters:
+        server = clusters["east"]
         root = Path(tmp)
-        server.seed(*nodes())
-        server.kubelet_emulation = True  # deleted pods terminate as on a real cluster
+        server.seed(*nodes())  # kwok's: a pod placed there runs, a deleted one goes once its deletion is seen
         stop = threading.Event()
-        threading.Thread(target=kubelets, args=(server, stop), daemon=True).start()
-        kubeconfig = write_kubeconfig(root / "kubeconfig", {"east": server})
+        kubeconfig = write_kubeconfig(root / "kubeconfig", {"east": server}, None)
         env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
         core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig), context="east"))
         subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(root / "fleet.git")], check=True)
@@ -285,7 +271,7 @@ def percentiles(seconds: list[float]) -> dict[str, float]:
 
 def rows(result: dict[str, Any]) -> list[dict[str, str]]:
     """The `make bench` table rows of a result (`bench.run.Row` fields)."""
-    where = f"{result['gpus']:,} GPUs, {result['runs']} runs, {result['pods']:,} pods, one API test server"
+    where = f"{result['gpus']:,} GPUs, {result['runs']} runs, {result['pods']:,} pods, one control plane"
     meets = result["p50"] <= 100 and result["p99"] <= 500
     return [
         {"name": "agent swap (fence → replacement pod)", "target": "p50 ≤ 100 ms, p99 ≤ 500 ms",

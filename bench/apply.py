@@ -1,9 +1,9 @@
-"""Time applying a generated fleet to Kubernetes API test servers: `python -m bench.apply [--scale 0.1]`.
+"""Time applying a generated fleet to real Kubernetes control planes: `python -m bench.apply [--scale 0.1]`.
 
 The generated fleet (`bench.generate`, seed 7; scale 0.1 is 10,000 GPUs, 500 runs) is driven
-against one API test server per cluster label (`tests.support.kubeapi`, in this process, on
-127.0.0.1), its nodes seeded as the inventory lists them, jobtree.yaml naming each server's
-context. Every jobtree command runs as a subprocess over real HTTP, through the official client:
+against one control plane per cluster label (kube-apiserver, etcd and kwok on 127.0.0.1:
+`tests.support.controlplane`), its nodes seeded as the inventory lists them, jobtree.yaml naming
+each one's context, requests counted by each one's fault proxy (no fault armed). Every jobtree command runs as a subprocess over real HTTP, through the official client:
 
 1. `jobtree reconcile --once --now T0` (observe, plan, commit; not applied): setup, timed for information;
 2. first apply: `jobtree apply` onto the empty clusters (CRDs, namespaces, mirrors, pods, Services);
@@ -12,9 +12,9 @@ context. Every jobtree command runs as a subprocess over real HTTP, through the 
    replaced), committed, then `jobtree reconcile --once --now T0+5m --apply`;
 5. one run deleted, then `jobtree reconcile --once --now T0+10m --apply` (its pods and mirrors pruned).
 
-Requests are counted by the servers' request logs (every retry included), and objects changed from
+Requests are counted by the proxies' request logs (every retry included), and objects changed from
 the verb's own report (create, change, status, replace, prune, cordon). Prints one JSON object;
-each step is the median of `--repeat` rounds, each round on fresh servers and a fresh repository.
+each step is the median of `--repeat` rounds, each round on fresh control planes and a fresh repository.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from bench import generate
-from tests.support.controlplane import Cluster, write_kubeconfig
+from tests.support.controlplane import started, write_kubeconfig
 
 NOW, CHANGED_NOW, DELETED_NOW = generate.START, "2026-03-02T09:05:00Z", "2026-03-02T09:10:00Z"
 _COUNTS = re.compile(r"(\d+) (create|change|status|replace|prune|cordon)\b")
@@ -113,11 +113,10 @@ def one_round(fleet: generate.Fleet) -> dict[str, Any]:
     by_cluster = nodes(fleet)
     with tempfile.TemporaryDirectory(prefix="bench-apply-") as tmp:
         root = Path(tmp)
-        servers = {name: Cluster(name).start() for name in sorted(by_cluster)}
-        try:
+        with started(*sorted(by_cluster)) as servers:
             for name, server in servers.items():
                 server.seed(*by_cluster[name])
-            env = {**os.environ, "KUBECONFIG": str(write_kubeconfig(root / "kubeconfig", servers))}
+            env = {**os.environ, "KUBECONFIG": str(write_kubeconfig(root / "kubeconfig", servers, None))}
             repo = repository(root, fleet, sorted(servers))
             out: dict[str, Any] = {"clusters": len(servers)}
 
@@ -151,9 +150,6 @@ def one_round(fleet: generate.Fleet) -> dict[str, Any]:
             git(repo, "commit", "-q", "-am", f"{run}: deleted")
             step("deleted", "reconcile", str(repo), "--once", "--now", DELETED_NOW, "--apply", "--quiet")
             return out
-        finally:
-            for server in servers.values():
-                server.stop()
 
 
 def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -181,7 +177,7 @@ STEPS = (
 def rows(result: dict[str, Any]) -> list[dict[str, str]]:
     """The `make bench` table rows of a result (`bench.run.Row` fields)."""
     out = []
-    where = f"{result['gpus']:,} GPUs, {result['runs']} runs, {result['clusters']} API test servers"
+    where = f"{result['gpus']:,} GPUs, {result['runs']} runs, {result['clusters']} control planes"
     for key, name, target in STEPS:
         step = result[key]
         low, high = step["range"]

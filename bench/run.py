@@ -454,7 +454,7 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
 
 
 def apply_rows(scale: float, seed: int, available: bool) -> list[Row]:
-    """Apply to API test servers (`python -m bench.apply`: it runs the servers and times each jobtree
+    """Apply to real control planes (`python -m bench.apply`: it runs them and times each jobtree
     command itself, counting requests in the servers' logs)."""
     if not available:
         return [Row("apply", "-", verdict="not available (`jobtree apply` not built yet)")]

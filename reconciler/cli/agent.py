@@ -26,7 +26,11 @@ from reconciler.cli import exitcodes
     default=None,
     help="Namespace of the leader-election Lease (default: the pod's; with --context, the context's, else default).",
 )
-@click.option("--identity", default=None, help="This replica's name in the election, before a random suffix (default: $POD_NAME).")
+@click.option(
+    "--identity",
+    default=None,
+    help="This replica's name in the election, before a random suffix (default: $POD_NAME).",
+)
 @click.option(
     "--listen", default="0.0.0.0:8080", show_default=True, help="HOST:PORT of /metrics, /healthz, /readyz."
 )

@@ -78,8 +78,6 @@ class Api:
         self.manager, self.dry_run = manager, dry_run
         self.counts = Counts()
 
-
-
     # --------------------------------------------------------------------------------- reads
 
     def get(self, kind: Kind, name: str, namespace: str | None = None) -> Obj | None:

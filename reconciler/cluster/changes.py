@@ -72,7 +72,9 @@ class Change:
     kind: Kind
     key: Key
     desired: Desired | None = None
-    live: Obj | None = field(default=None, compare=False, repr=False)  # what a prune deletes; a drifted object
+    live: Obj | None = field(
+        default=None, compare=False, repr=False
+    )  # what a prune deletes; a drifted object
     now: bool = False  # delete with no grace period: its node is gone or out of service (no kubelet)
     drifted: bool = False  # the live object was changed by hand (its hash still says jobtree's)
 
@@ -210,8 +212,20 @@ def compare(record: Record, fleet: str, live: Live, guarded: Mapping[Key, str] |
 
 
 def _same_status(have: Obj, status: Obj) -> bool:
-    """Whether the live object's status is `status` (compared by digest)."""
-    return stamp.digest(have.get("status") or {}) == stamp.digest(status)
+    """Whether the live object's status is `status` (compared by digest; a number as the server
+    serves it back: Go writes a whole float, `1.0`, as `1`)."""
+    return stamp.digest(_served(have.get("status") or {})) == stamp.digest(_served(status))
+
+
+def _served(value: Any) -> Any:
+    """`value` as a JSON round trip through the API server gives it back: whole floats as integers."""
+    if isinstance(value, dict):
+        return {k: _served(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_served(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _guard(out: Changes, d: Desired, have: Obj | None, entry: str) -> None:
@@ -264,7 +278,12 @@ def _hash(obj: Obj) -> str | None:
     return stamp.annotation(obj, stamp.CONTENT_HASH)
 
 
-_ZERO: tuple[Any, ...] = ([], {}, "", False)  # what Go leaves out of an answer (omitempty): absent is the same
+_ZERO: tuple[Any, ...] = (
+    [],
+    {},
+    "",
+    False,
+)  # what Go leaves out of an answer (omitempty): absent is the same
 
 
 def holds(live: Any, sent: Any) -> bool:

@@ -47,7 +47,9 @@ class Applied:
     conflicts: list[str] = field(default_factory=list)  # objects another fleet's label claims
     guarded: list[str] = field(default_factory=list)  # writes held back for an unfolded journal entry
     newer: list[str] = field(default_factory=list)  # CRDs left alone: the cluster's are newer
-    restored: list[str] = field(default_factory=list)  # objects edited in the cluster, put back as Git holds them
+    restored: list[str] = field(
+        default_factory=list
+    )  # objects edited in the cluster, put back as Git holds them
     errors: list[str] = field(default_factory=list)
     unreachable: bool = False
     refused: bool = False  # nothing sent: the journal could not be read (a swap must not be undone)

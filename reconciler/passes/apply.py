@@ -70,7 +70,9 @@ class ApplyOutcome:
                 out.append(f"cluster {applied.cluster} not applied: {applied.errors[0]}")
             elif applied.errors:
                 shown = "".join(f"\n  {error}" for error in applied.errors)
-                out.append(f"cluster {applied.cluster} applied in part ({len(applied.errors)} errors):{shown}")
+                out.append(
+                    f"cluster {applied.cluster} applied in part ({len(applied.errors)} errors):{shown}"
+                )
         return out
 
     def lines(self, detail: bool = False) -> list[str]:
@@ -83,7 +85,9 @@ class ApplyOutcome:
             out += [f"  held: {line}" for line in applied.held]
             out += [f"  held back: {line}" for line in applied.guarded]
             out += [f"  conflict: {line}" for line in applied.conflicts]
-            out += [f"  restored: {line} (edited in the cluster; change it in Git)" for line in applied.restored]
+            out += [
+                f"  restored: {line} (edited in the cluster; change it in Git)" for line in applied.restored
+            ]
             out += [f"  left alone: {line}" for line in applied.newer]
             out += [f"  journal: {line}" for line in applied.folded]
         return out

@@ -86,7 +86,9 @@ def test_a_node_tainted_out_of_service_fails_over_and_is_cordoned_by_jobtree(
     assert fleet.status("t/r1")["message"] == "group 1 swapped to spare after node failure"
     assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
     deleted = {
-        r.path.rsplit("/", 1)[1]: r.options for r in server.requests.writes(since=mark) if r.method == "DELETE"
+        r.path.rsplit("/", 1)[1]: r.options
+        for r in server.requests.writes(since=mark)
+        if r.method == "DELETE"
     }
     assert deleted["r1-g1-n2"].get("gracePeriodSeconds") == 0  # no kubelet on n2 will finish it
     assert "gracePeriodSeconds" not in deleted["r1-g1-spare-n4"]  # the spare's kubelet stops it gracefully

@@ -19,7 +19,7 @@ from reconciler.passes import provenance
 from tests.support.agents import until
 from tests.support.builders import a_budget, a_run
 from tests.support.clusterfleet import T0, ClusterFleet, api, fleet_config, manifest, node, pods, rehearsed
-from tests.support.controlplane import Fault, Cluster
+from tests.support.controlplane import Cluster, Fault
 
 R1_PODS = ["r1-g0-n1", "r1-g1-n2"]
 
@@ -129,9 +129,7 @@ def test_a_removed_run_is_pruned_and_another_fleets_pods_on_the_cluster_are_not(
     assert [x["status"]["closureReason"] for x in fleet.leases("t/r1")] == ["RunDeleted", "RunDeleted"]
 
 
-def test_a_pod_deleted_by_hand_comes_back_with_the_next_apply(
-    fleet: ClusterFleet, server: Cluster
-) -> None:
+def test_a_pod_deleted_by_hand_comes_back_with_the_next_apply(fleet: ClusterFleet, server: Cluster) -> None:
     fleet.reconcile(T0)
     before = server.get("v1", "Pod", "r1-g0-n1", "t")
     api(fleet).delete_namespaced_pod("r1-g0-n1", "t")
@@ -226,9 +224,7 @@ def test_the_apply_verb_names_an_unknown_cluster_as_a_usage_error(fleet: Cluster
     assert "no cluster 'nowhere' in jobtree.yaml (it configures east)" in result.output
 
 
-def test_the_apply_verb_prints_a_line_per_cluster_and_exits_0(
-    fleet: ClusterFleet, server: Cluster
-) -> None:
+def test_the_apply_verb_prints_a_line_per_cluster_and_exits_0(fleet: ClusterFleet, server: Cluster) -> None:
     fleet.reconcile(T0, apply=False)
     result = CliRunner().invoke(main, ["apply", str(fleet.path), "--quiet"])
     assert result.exit_code == 0, result.output

@@ -16,7 +16,7 @@ from schemas.fleet import FleetSpec
 from schemas.run import Run
 from tests.support.builders import a_run
 from tests.support.clusterfleet import FAST, node, rehearsed
-from tests.support.controlplane import Fault, Cluster, write_kubeconfig
+from tests.support.controlplane import Cluster, Fault, write_kubeconfig
 
 COMMIT = "c0ffee" + "0" * 34
 FLEET = "acme"

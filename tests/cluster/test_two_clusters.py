@@ -35,9 +35,7 @@ def files() -> dict[str, bytes]:
 
 
 @pytest.fixture
-def fleet(
-    server: Cluster, west: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> ClusterFleet:
+def fleet(server: Cluster, west: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterFleet:
     server.seed(node("n1", domain="A", region="us-east"), node("n2", domain="A", region="us-east"))
     west.seed(node("w1", domain="B", region="us-west"), node("w2", domain="B", region="us-west"))
     return ClusterFleet(tmp_path, {"east": server, "west": west}, monkeypatch, files())

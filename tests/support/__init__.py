@@ -6,7 +6,8 @@
 - `git`: real repositories: `git daemon` on 127.0.0.1, the template fleet as a bare remote and a
   clone, commits by a person or by jobtree, the writer lock held by another process;
 - `corpus`: the manifest corpus (`tests/corpus/`) and its `# expect:` headers;
-- `kubeapi`: a Kubernetes API server the official client talks to over HTTP (its own docstring).
+- `controlplane`: a real Kubernetes control plane (kube-apiserver, etcd and kwok, built by `make
+  controlplane`), a fault proxy in front of it, and the pytest fixtures onto it (its own docstring).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The in-cluster agent run in-process against a test API server, as its Deployment runs it: a builder for tests.
+"""The in-cluster agent run in-process against the real control plane, as its Deployment runs it: a builder for tests.
 
 `an_agent()` is `reconciler.cluster.agent.loop.Agent` for cluster `east` of fleet `acme`, through
 the agent's kubeconfig `ClusterFleet` wrote (deploy/'s jobtree-agent ServiceAccount: `agent_api`),
@@ -10,12 +10,11 @@ for something the agent does to show on the server.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
-
-import os
 
 from kubernetes import config
 

@@ -29,13 +29,15 @@ from reconciler.passes import apply as applying
 from reconciler.passes.reconcile import Outcome, reconcile_once
 from schemas.common import parse_time
 from tests.support.builders import a_budget, a_run
-from tests.support.git import HUMAN, write_tree
 from tests.support.controlplane import Cluster, write_kubeconfig
+from tests.support.git import HUMAN, write_tree
 
 API = "rq.davidlangworthy.io/v1"
 T0 = parse_time("2026-03-02T09:00:00Z")
 FAST = retry.Backoff(attempts=6, base=0.01, cap=0.05, longest=2.0)  # tests wait for no backoff
-AGENT_KUBECONFIG = "JOBTREE_TEST_AGENT_KUBECONFIG"  # the kubeconfig whose contexts are the agent's ServiceAccount
+AGENT_KUBECONFIG = (
+    "JOBTREE_TEST_AGENT_KUBECONFIG"  # the kubeconfig whose contexts are the agent's ServiceAccount
+)
 
 
 def node(
@@ -178,7 +180,9 @@ class ClusterFleet:
 def rehearsed(server: Cluster, since: int) -> bool:
     """Whether every write sent to `server` after the mark `since` was a dry run (dryRun=All): the
     server checked it and stored nothing."""
-    return all("All" in (r.query.get("dryRun"), *r.options.get("dryRun", ())) for r in server.requests.writes(since))
+    return all(
+        "All" in (r.query.get("dryRun"), *r.options.get("dryRun", ())) for r in server.requests.writes(since)
+    )
 
 
 def pods(server: Cluster, fleet: str = "acme") -> list[str]:

@@ -240,7 +240,13 @@ class Elector:
         sent = self.clock()
         try:
             created = self._view().create(COORDINATION_LEASE, body)
-        except AlreadyExists:
+        except AlreadyExists:  # another replica's create, or our own whose answer was lost and retried
+            try:
+                live = self._view().get(COORDINATION_LEASE, self.name, self.namespace)
+            except ClusterError:
+                live = None
+            if live is not None and record(live) == record(body):
+                return self._won(live, "", sent)
             self.why = "another replica created the lease first"
             return False
         except ClusterError as err:
@@ -287,7 +293,7 @@ class Elector:
             if self._term is not None:
                 left = self._term + self.renew_deadline - self.clock()
                 timeout = min(timeout, max(SHORTEST_REQUEST, left))
-        view = Api(self.api.client, self.api.cluster, ONCE, timeout)
+        view = Api(self.api.client, self.api.cluster, ONCE, timeout, self.api.manager)
         view.counts = self.api.counts
         return view
 

@@ -1,4 +1,4 @@
-"""The agent's list-then-watch caches against the API test server, through the official client."""
+"""The agent's list-then-watch caches against the real control plane, through the official client."""
 
 from __future__ import annotations
 
@@ -20,7 +20,12 @@ from tests.support.controlplane import Cluster, write_kubeconfig
 def test_a_kind_not_served_yet_is_listed_again_after_a_growing_pause_then_followed_once_served(
     server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", {"east": server})))
+    crd = ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "journalentries.rq.davidlangworthy.io")
+    server.delete(*crd)  # the fleet is not applied yet: the kind is not served
+    until(lambda: server.get(*crd) is None, what="the CRD to go")
+    monkeypatch.setenv(
+        "KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", {"east": server}, "agent"))
+    )
     api = connect.api(connect.Target("east", "east", "acme", policy=FAST))
     cache = Cache(api, kinds.JOURNAL)
     stop = threading.Event()

@@ -1,4 +1,4 @@
-"""The agent's leader election (§7.4) through a coordination.k8s.io/v1 Lease on the test API server, with stepped clocks."""
+"""The agent's leader election (§7.4) through a coordination.k8s.io/v1 Lease on the real control plane, with stepped clocks."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from reconciler.cluster.agent import leader
 from reconciler.cluster.api import Api
 from tests.support.agents import Clock, until
 from tests.support.clusterfleet import FAST
-from tests.support.controlplane import Fault, Cluster, write_kubeconfig
+from tests.support.controlplane import Cluster, Fault, write_kubeconfig
 
 NAMESPACE, NAME = "jobtree-system", "jobtree-agent-east"
 MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
@@ -166,9 +166,7 @@ def test_a_leader_that_releases_is_replaced_at_once(apis: tuple[Api, Api], serve
     )
 
 
-def test_releasing_a_lease_held_by_another_writes_nothing(
-    apis: tuple[Api, Api], server: Cluster
-) -> None:
+def test_releasing_a_lease_held_by_another_writes_nothing(apis: tuple[Api, Api], server: Cluster) -> None:
     a, b = elector(apis[0], "agent-a", Clock(0.0)), elector(apis[1], "agent-b", Clock(0.0))
     assert a.try_acquire_or_renew()
     assert not b.try_acquire_or_renew()
@@ -322,9 +320,7 @@ def test_run_hands_over_on_a_clean_stop(kubeconfig: Path) -> None:
     assert events[-1] == "agent-b stopped"
 
 
-def test_run_stops_acting_by_the_renew_deadline_when_renewals_hang(
-    kubeconfig: Path, server: Cluster
-) -> None:
+def test_run_stops_acting_by_the_renew_deadline_when_renewals_hang(kubeconfig: Path, server: Cluster) -> None:
     stopped = threading.Event()
     started = threading.Event()
     e = leader.Elector(

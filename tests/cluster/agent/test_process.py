@@ -23,15 +23,17 @@ from prometheus_client.parser import text_string_to_metric_families
 from reconciler.cluster.agent import main
 from tests.support.agents import until
 from tests.support.clusterfleet import API, OUT_OF_SERVICE, T0, api, pods, spared_fleet
-from tests.support.git import cli_env, free_port
 from tests.support.controlplane import Cluster
+from tests.support.git import cli_env, free_port
 
 SYSTEM = "jobtree-system"
 
 
 def leading(port: int, identity: str) -> float | None:
     """The leader gauge of the replica whose identity starts with `identity` (a random suffix follows)."""
-    found = [v for k, v in samples(port).items() if k.startswith(f"jobtree_agent_leader{{identity={identity}_")]
+    found = [
+        v for k, v in samples(port).items() if k.startswith(f"jobtree_agent_leader{{identity={identity}_")
+    ]
     return found[0] if found else None
 
 

@@ -13,13 +13,11 @@ from typing import Any
 
 import pytest
 
-from reconciler.cluster import connect
 from reconciler.cluster.agent.loop import Agent, Quiet
 from reconciler.cluster.api import Api
 from tests.support.agents import Clock, agent_api, an_agent, applied, running, until
 from tests.support.clusterfleet import (
     API,
-    FAST,
     OUT_OF_SERVICE,
     T0,
     api,

@@ -30,7 +30,7 @@ from tests.support.clusterfleet import (
     sixteen,
     spared_fleet,
 )
-from tests.support.controlplane import Fault, Cluster
+from tests.support.controlplane import Cluster, Fault
 
 
 def env(pod: dict) -> dict[str, str]:

@@ -16,15 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cluster import connect, journal
+from reconciler.cluster import journal
 from reconciler.cluster.agent import leader
 from reconciler.cluster.agent.loop import Agent, Quiet
 from reconciler.cluster.api import Api
 from tests.cluster.agent.test_restart import DyingApi, Killed
-from tests.support.agents import Clock, applied, until
+from tests.support.agents import Clock, agent_api, applied, until
 from tests.support.clusterfleet import (
     API,
-    FAST,
     OUT_OF_SERVICE,
     T0,
     api,

@@ -25,7 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.support.controlplane", description=__doc__)
     parser.add_argument("--kubeconfig", required=True, type=Path, help="write the admin kubeconfig here")
     parser.add_argument("--context", default="local", help="the kubeconfig context's name (default: local)")
-    parser.add_argument("--nodes", type=int, default=0, help="create N 8-GPU H100 nodes gpu-000, gpu-001, ...")
+    parser.add_argument(
+        "--nodes", type=int, default=0, help="create N 8-GPU H100 nodes gpu-000, gpu-001, ..."
+    )
     parser.add_argument("--cluster", default="local", help="the nodes' cluster label (default: local)")
     parser.add_argument("--inventory", type=Path, help="create the nodes this inventory/nodes.yaml lists")
     args = parser.parse_args(argv)

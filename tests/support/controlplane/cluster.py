@@ -12,9 +12,10 @@ namespace controller runs), jobtree's published CRDs restored.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,9 @@ class Admin:
             return None
         return found
 
-    def list(self, api_version: str, kind: str, namespace: str | None = None, selector: str = "") -> list[Obj]:
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None, selector: str = ""
+    ) -> list[Obj]:
         query = f"?labelSelector={urllib.parse.quote(selector)}" if selector else ""
         try:
             items = self.call("GET", path(api_version, kind, None, namespace) + query).get("items") or []
@@ -112,7 +115,9 @@ class Admin:
             item.setdefault("kind", kind)
         return sorted(items, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
 
-    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, grace: int | None = None) -> bool:
+    def delete(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None, grace: int | None = None
+    ) -> bool:
         query = f"?gracePeriodSeconds={grace}" if grace is not None else ""
         try:
             self.call("DELETE", path(api_version, kind, name, namespace) + query)
@@ -151,7 +156,11 @@ class Admin:
     def ensure_namespace(self, name: str) -> None:
         if self.get("v1", "Namespace", name) is None:
             try:
-                self.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+                self.call(
+                    "POST",
+                    "/api/v1/namespaces",
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                )
             except RuntimeError as err:
                 if "AlreadyExists" not in str(err):
                     raise
@@ -216,7 +225,9 @@ class Kubelet:
         condition = {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": now,
                      "lastHeartbeatTime": now, "reason": reason or ("KubeletReady" if ready else "KubeletNotReady"),
                      "message": "kubelet is posting ready status" if ready else "Kubelet stopped posting node status."}  # fmt: skip
-        self.admin.patch("v1", "Node", node, {"status": {"conditions": [condition]}}, None, "status", strategic=True)
+        self.admin.patch(
+            "v1", "Node", node, {"status": {"conditions": [condition]}}, None, "status", strategic=True
+        )
         if ready:
             self.admin.patch("v1", "Node", node, {"metadata": {"labels": {KWOK: "fake"}}})
 
@@ -278,9 +289,13 @@ class Cluster(Admin):
     def kubeconfig_doc(self, identity: str | None = "reconcile", context: str | None = None) -> Obj:
         """A context for `identity`; the agent's in its own namespace (where its leader Lease is)."""
         namespace = SYSTEM if identity == "agent" else None
-        return self.plane.kubeconfig(context or self.name, self.credentials(identity), self.proxy.url, namespace)
+        return self.plane.kubeconfig(
+            context or self.name, self.credentials(identity), self.proxy.url, namespace
+        )
 
-    def write_kubeconfig(self, where: Path, identity: str | None = "reconcile", context: str | None = None) -> Path:
+    def write_kubeconfig(
+        self, where: Path, identity: str | None = "reconcile", context: str | None = None
+    ) -> Path:
         return merge_kubeconfigs(where, [self.kubeconfig_doc(identity, context)])
 
 
@@ -353,7 +368,9 @@ class Baseline:
             for obj in admin.list(*key, namespace=namespace):
                 if obj["metadata"].get("finalizers"):
                     admin.patch(*key, obj["metadata"]["name"], {"metadata": {"finalizers": None}}, namespace)
-            Baseline._collection(admin, path(*key, namespace=namespace) + "?propagationPolicy=Background" + grace)
+            Baseline._collection(
+                admin, path(*key, namespace=namespace) + "?propagationPolicy=Background" + grace
+            )
 
     @staticmethod
     def _collection(admin: Admin, where: str) -> None:
@@ -363,4 +380,22 @@ class Baseline:
             pass
 
 
-
+@contextlib.contextmanager
+def started(*names: str) -> Iterator[dict[str, Cluster]]:
+    """A control plane of its own per name (deploy/'s RBAC and jobtree's CRDs installed) as that
+    cluster, all stopped when the block ends: for benchmarks. Started one after another from this
+    thread: their processes end with the thread that started them (`plane._die_with_parent`)."""
+    planes: list[ControlPlane] = []
+    try:
+        for name in names:
+            planes.append(ControlPlane(name).start())
+            install(Admin(planes[-1]))
+        clusters = {plane.name: Cluster(plane, plane.name) for plane in planes}
+        try:
+            yield clusters
+        finally:
+            for cluster in clusters.values():
+                cluster.close()
+    finally:
+        for plane in planes:
+            plane.stop()

@@ -32,8 +32,12 @@ def gpu_node(name: str, gpus: int = 8, *, cluster: str = "local", region: str = 
         "metadata": {
             "name": name,
             "labels": {
-                "kubernetes.io/hostname": name, REGION: region, PRODUCT: product, COUNT: str(gpus),
-                CLIQUE: clique, "cluster": cluster,
+                "kubernetes.io/hostname": name,
+                REGION: region,
+                PRODUCT: product,
+                COUNT: str(gpus),
+                CLIQUE: clique,
+                "cluster": cluster,
             },  # fmt: skip
         },
         "status": {"capacity": dict(amounts), "allocatable": dict(amounts)},
@@ -42,7 +46,9 @@ def gpu_node(name: str, gpus: int = 8, *, cluster: str = "local", region: str = 
 
 def numbered(count: int, cluster: str = "local", per_clique: int = 4) -> list[dict[str, Any]]:
     """`count` 8-GPU H100 nodes `gpu-000`, `gpu-001`, ..., `per_clique` to an NVLink domain."""
-    return [gpu_node(f"gpu-{i:03d}", cluster=cluster, clique=f"clique-{i // per_clique}") for i in range(count)]
+    return [
+        gpu_node(f"gpu-{i:03d}", cluster=cluster, clique=f"clique-{i // per_clique}") for i in range(count)
+    ]
 
 
 def from_inventory(path: Path) -> list[dict[str, Any]]:

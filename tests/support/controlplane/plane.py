@@ -29,8 +29,8 @@ import socket
 import ssl
 import subprocess
 import tempfile
-import time
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +66,9 @@ def binaries() -> Path:
     """The folder holding etcd, kube-apiserver and kwok; `ControlPlaneMissing` when one is not built."""
     v = versions()
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    folder = base / "jobtree" / "controlplane" / f"kubernetes-{v['KUBERNETES']}-etcd-{v['ETCD']}-kwok-{v['KWOK']}"
+    folder = (
+        base / "jobtree" / "controlplane" / f"kubernetes-{v['KUBERNETES']}-etcd-{v['ETCD']}-kwok-{v['KWOK']}"
+    )
     for name in ("etcd", "kube-apiserver", "kwok"):
         if not os.access(folder / name, os.X_OK):
             raise ControlPlaneMissing(f"{folder / name} is not built. {README_SENTENCE}")
@@ -80,7 +82,9 @@ def free_port() -> int:
 
 
 def _die_with_parent() -> None:
-    """In the child: SIGTERM when the process that started it dies (Linux prctl PR_SET_PDEATHSIG)."""
+    """In the child: SIGTERM when the thread that started it ends (Linux prctl PR_SET_PDEATHSIG: the
+    parent *thread*), so a killed test run leaves no server behind; start planes from a thread that
+    outlives them."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
     os.setpgrp()
@@ -146,9 +150,7 @@ class ControlPlane:
         logs.mkdir(exist_ok=True)
         key = self.folder / "service-account.key"
         if not key.exists():
-            subprocess.run(
-                ["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True
-            )
+            subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
         (self.folder / "tokens.csv").write_text(f'{self.admin.token},{ADMIN},{ADMIN},"system:masters"\n')
         etcd_data = self.folder / "etcd"
         shutil.rmtree(etcd_data, ignore_errors=True)
@@ -246,7 +248,9 @@ class ControlPlane:
             self._context = ssl.create_default_context(cafile=str(self.ca_file))
         return self._context
 
-    def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> Any:
         """One request as the admin (the test's own hand on the cluster), on a kept-alive connection
         of this thread; the decoded answer. `HTTPError` for an error status."""
         data = None if body is None else json.dumps(body).encode()
@@ -256,7 +260,9 @@ class ControlPlane:
         for attempt in (1, 2):
             conn = getattr(self._local, "conn", None)
             if conn is None:
-                conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ssl_context(), timeout=30)
+                conn = http.client.HTTPSConnection(
+                    "127.0.0.1", self.port, context=self.ssl_context(), timeout=30
+                )
                 self._local.conn = conn
             try:
                 conn.request(method, path, body=data, headers=headers)
@@ -293,8 +299,16 @@ class ControlPlane:
             "kind": "Config",
             "clusters": [{"name": name, "cluster": cluster}],
             "users": [{"name": f"{name}-{who.user}", "user": {"token": who.token}}],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-{who.user}",
-                                                    **({"namespace": namespace} if namespace else {})}}],  # fmt: skip
+            "contexts": [
+                {
+                    "name": name,
+                    "context": {
+                        "cluster": name,
+                        "user": f"{name}-{who.user}",
+                        **({"namespace": namespace} if namespace else {}),
+                    },
+                }
+            ],  # fmt: skip
             "current-context": name,
         }
 
@@ -306,7 +320,13 @@ class ControlPlane:
 
 def merge_kubeconfigs(path: Path, configs: Sequence[dict[str, Any]]) -> Path:
     """One kubeconfig file holding every context of `configs` (the first one current)."""
-    merged: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
+    merged: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [],
+        "users": [],
+        "contexts": [],
+    }
     for config in configs:
         for part in ("clusters", "users", "contexts"):
             merged[part] += config[part]

@@ -17,6 +17,7 @@ import socket
 import ssl
 import threading
 import time
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -29,7 +30,9 @@ REASONS = {
     422: "Invalid", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
     504: "Timeout",
 }  # fmt: skip
-HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection"})
+HOP = frozenset(
+    {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection"}
+)
 
 
 class FaultProxy:
@@ -133,7 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
                 options = json.loads(body)
             except ValueError:
                 pass
-        entry = dict(
+        entry = Request(
             method=self.command, path=split.path, query=query, options=options,
             content_type=self.headers.get("Content-Type", ""), user_agent=self.headers.get("User-Agent", ""),
             watch=watching,
@@ -149,23 +152,36 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault is not None and fault.code is not None:
             self._status(fault)
-            proxy.requests.record(Request(**entry, code=fault.code, fault=f"respond {fault.code}", at=time.monotonic()))
+            proxy.requests.record(
+                replace(entry, code=fault.code, fault=f"respond {fault.code}", at=time.monotonic())
+            )
             return
         try:
             answer = self._forward(body)
         except (OSError, http.client.HTTPException):
             self._cut(proxy, entry, "upstream")
             return
-        events = self._relay(answer, fault if fault is not None and fault.drop_after_events is not None else None)
-        fired = "drop_watch" if events else f"slow {fault.delay:g}" if fault is not None and fault.delay else ""
-        proxy.requests.record(Request(**entry, code=answer.status, fault=fired, at=time.monotonic()))
+        events = self._relay(
+            answer, fault if fault is not None and fault.drop_after_events is not None else None
+        )
+        fired = (
+            "drop_watch" if events else f"slow {fault.delay:g}" if fault is not None and fault.delay else ""
+        )
+        proxy.requests.record(replace(entry, code=answer.status, fault=fired, at=time.monotonic()))
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _do  # noqa: N815 - the stdlib's names
 
     def _forward(self, body: bytes | None) -> http.client.HTTPResponse:
+        """The request sent on to the API server. A read may reuse this connection's kept-alive
+        upstream connection (and is sent again once if that was closed meanwhile); a write always
+        goes on a fresh one and is never sent twice, so the proxy itself never repeats a write."""
         host, port, context = self.server.proxy.upstream
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP and k.lower() != "host"}
         headers["Host"] = f"{host}:{port}"
+        reads = self.command == "GET"
+        if not reads and self._upstream is not None:
+            self._upstream.close()
+            self._upstream = None
         for attempt in (1, 2):
             if self._upstream is None:
                 self._upstream = http.client.HTTPSConnection(host, port, context=context, timeout=120)
@@ -175,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
             except (OSError, http.client.HTTPException):
                 self._upstream.close()
                 self._upstream = None
-                if attempt == 2:
+                if attempt == 2 or not reads:
                     raise
         raise AssertionError("unreachable")
 
@@ -239,8 +255,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _cut(self, proxy: FaultProxy, entry: dict[str, Any], why: str) -> None:
-        proxy.requests.record(Request(**entry, code=0, fault=why, at=time.monotonic()))
+    def _cut(self, proxy: FaultProxy, entry: Request, why: str) -> None:
+        proxy.requests.record(replace(entry, code=0, fault=why, at=time.monotonic()))
         self.close_connection = True
         try:
             self.connection.shutdown(socket.SHUT_RDWR)
