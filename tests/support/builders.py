@@ -49,6 +49,10 @@ class RunBuilder:
         self.spec["sparesPerGroup"] = n
         return self
 
+    def image(self, image: str) -> RunBuilder:
+        self.spec.setdefault("template", {})["image"] = image
+        return self
+
     def malleable(self, low: int, high: int, step: int, desired: int | None = None) -> RunBuilder:
         self.spec["malleable"] = {"minTotalGPUs": low, "maxTotalGPUs": high, "stepGPUs": step}
         if desired is not None:

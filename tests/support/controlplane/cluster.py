@@ -57,12 +57,23 @@ KINDS: dict[tuple[str, str], tuple[str, bool]] = {
     (f"{GROUP}/v1", "Budget"): ("budgets", False),
     (f"{GROUP}/v1", "FleetConfig"): ("fleetconfigs", False),
     (f"{GROUP}/v1", "JournalEntry"): ("journalentries", False),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): ("validatingadmissionpolicies", False),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): (
+        "validatingadmissionpolicybindings",
+        False,
+    ),
 }
 # namespaced collections a test may fill, emptied by reset (pods first); KEPT: also those of deploy/
 EMPTIED = [k for k, (_, namespaced) in KINDS.items() if namespaced and k[0] != "rbac.authorization.k8s.io/v1"
            and k[1] not in ("ServiceAccount", "Secret")]  # fmt: skip
 KEPT = [k for k, (_, namespaced) in KINDS.items() if namespaced and k not in EMPTIED]
-CLUSTER_SCOPED_OWN = [(f"{GROUP}/v1", k) for k in ("Budget", "FleetConfig", "JournalEntry")]
+CLUSTER_SCOPED_OWN = [
+    *((f"{GROUP}/v1", k) for k in ("Budget", "FleetConfig", "JournalEntry")),
+    *(
+        ("admissionregistration.k8s.io/v1", k)
+        for k in ("ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy")
+    ),
+]  # what a test may have made cluster-wide, deleted by reset
 
 
 def path(api_version: str, kind: str, name: str | None = None, namespace: str | None = None) -> str:
