@@ -1,4 +1,4 @@
-"""The cluster deployment (`deploy/`, `Dockerfile`, the kind workflow) read as files: parseable, complete, least privilege.
+"""The cluster deployment (`deploy/`, `Dockerfile`) read as files: parseable, complete, least privilege.
 
 No kubectl or kustomize here (the suite skips nothing for want of a tool): a small resolver follows
 each kustomization's `resources:` and reads what it finds. The RBAC is held against the API calls
@@ -29,7 +29,6 @@ from tests.support.git import RECONCILE_CLI, bare_remote, cli_env
 
 DEPLOY = REPO / "deploy"
 BASE = DEPLOY / "base"
-WORKFLOW = REPO / ".github" / "workflows" / "kind.yml"
 CRDS = REPO / "schemas" / "crds"
 NAMESPACE = "jobtree-system"
 AGENT, RECONCILE = "jobtree-agent", "jobtree-reconcile"  # the two service accounts
@@ -251,7 +250,7 @@ def test_every_yaml_under_deploy_parses_and_names_its_kind() -> None:
             assert isinstance(doc, dict) and doc.get("kind") and doc.get("apiVersion"), path
 
 
-@pytest.mark.parametrize("overlay", ["base", "overlays/example", "overlays/ci"])
+@pytest.mark.parametrize("overlay", ["base", "overlays/example"])
 def test_every_kustomization_resolves_to_files_that_exist(overlay: str) -> None:
     objs = build(DEPLOY / overlay)
     assert {"Deployment", "CronJob", "ClusterRole", "CustomResourceDefinition"} <= {o["kind"] for o in objs}
@@ -419,7 +418,7 @@ def test_the_crd_copies_equal_the_generated_ones_and_are_all_listed() -> None:
 
 
 def test_the_overlays_set_the_cluster_the_image_and_the_repository() -> None:
-    for overlay in ("example", "ci"):
+    for overlay in ("example",):
         (spec,) = documents(DEPLOY / "overlays" / overlay / "kustomization.yaml")
         (config,) = spec["configMapGenerator"]
         assert config["behavior"] == "merge"
@@ -445,27 +444,10 @@ def test_the_dockerfile_installs_the_project_with_pip_and_runs_jobtree_unprivile
     assert "*" in ignored and all(f"!{name}{'/' * (REPO / name).is_dir()}" in ignored for name in PACKAGED)
 
 
-def test_the_kind_workflow_parses_and_deploys_the_ci_overlay() -> None:
-    (workflow,) = documents(WORKFLOW)
-    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
-    assert triggers
-    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
-    runs = "\n".join(s.get("run", "") for s in steps)
-    assert "kubectl apply -k deploy/overlays/ci" in runs
-    assert "kind load docker-image" in runs
-    assert "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute" in runs
-    assert any(str(s.get("uses", "")).startswith("helm/kind-action@") for s in steps)
-    config = next(
-        s["with"]["config"] for s in steps if str(s.get("uses", "")).startswith("helm/kind-action@")
-    )
-    (cluster,) = documents(REPO / config)
-    assert [n["role"] for n in cluster["nodes"]] == ["control-plane", "worker", "worker", "worker"]
-
-
 def test_no_file_under_deploy_reads_outside_the_repository() -> None:
     """A relative path climbing out of its folder still lands in the repository (a fresh clone
     has nothing beside it), and no file names a folder of the machine it was written on."""
-    for path in [*DEPLOY.rglob("*"), WORKFLOW]:
+    for path in DEPLOY.rglob("*"):
         if not path.is_file():
             continue
         text = path.read_text()

@@ -1,4 +1,4 @@
-"""`python -m tests.support.controlplane --kubeconfig PATH [--nodes N | --inventory FILE]`: a control plane for a person.
+"""`python -m tests.support.controlplane --kubeconfig PATH [--nodes N] [--inventory FILE [--cluster NAME]]`: a control plane for a person.
 
 Starts etcd, kube-apiserver (RBAC on) and kwok on free loopback ports with their data in a
 temporary folder, installs what deploy/ gives the cluster (the jobtree-system namespace, the
@@ -28,7 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--nodes", type=int, default=0, help="create N 8-GPU H100 nodes gpu-000, gpu-001, ..."
     )
-    parser.add_argument("--cluster", default="local", help="the nodes' cluster label (default: local)")
+    parser.add_argument(
+        "--cluster", default=None,
+        help="the --nodes' cluster label (default: local); with --inventory, only that cluster's nodes",
+    )  # fmt: skip
     parser.add_argument("--inventory", type=Path, help="create the nodes this inventory/nodes.yaml lists")
     args = parser.parse_args(argv)
     stop = threading.Event()
@@ -46,9 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         admin = Admin(plane)
         install(admin)
-        made = nodes.numbered(args.nodes, args.cluster) if args.nodes else []
+        made = nodes.numbered(args.nodes, args.cluster or "local") if args.nodes else []
         if args.inventory is not None:
-            made += nodes.from_inventory(args.inventory)
+            listed = nodes.from_inventory(args.inventory)
+            made += [n for n in listed if args.cluster in (None, n["metadata"]["labels"]["cluster"])]
         admin.seed(*made)
         plane.write_kubeconfig(args.kubeconfig, context=args.context)
         print(f"control plane at {plane.url} (started in {plane.started_in:.1f} s; {len(made)} GPU nodes); "

@@ -230,12 +230,15 @@ class ControlPlane:
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def _stop_children(self) -> None:
+        """SIGTERM to each, newest first; whatever has not ended 3 s later is killed (its data is
+        thrown away: a graceful drain of the API server's watches buys nothing here)."""
         for _, proc in reversed(self._procs):
             if proc.poll() is None:
                 proc.terminate()
+        deadline = time.monotonic() + 3.0
         for _, proc in reversed(self._procs):
             try:
-                proc.wait(10)
+                proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
