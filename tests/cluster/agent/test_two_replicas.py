@@ -15,15 +15,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes import config
 
 from reconciler.cluster import journal
 from reconciler.cluster.agent import leader
 from reconciler.cluster.agent.loop import Agent, Quiet
-from reconciler.cluster.api import Api
+from reconciler.cluster.api import AGENT_FIELD_MANAGER, Api
 from tests.cluster.agent.test_restart import DyingApi, Killed
 from tests.support.agents import Clock, agent_api, applied, until
 from tests.support.clusterfleet import (
     API,
+    FAST,
     OUT_OF_SERVICE,
     T0,
     api,
@@ -31,6 +33,8 @@ from tests.support.clusterfleet import (
     spared_fleet,
 )
 from tests.support.controlplane import Cluster
+from tests.support.controlplane.plane import merge_kubeconfigs
+from tests.support.controlplane.proxy import FaultProxy
 
 LEASE = ("jobtree-system", "jobtree-agent-acme-east")  # where deploy/ lets the agent hold it
 
@@ -137,3 +141,32 @@ def test_a_new_leader_finishes_the_swap_its_crashed_predecessor_left_in_intent(
         until(lambda: observer.finished == 1, what="the entry counted as finished (not decided again)")
     assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
     assert len(server.list(API, "JournalEntry")) == 1
+
+
+def test_a_partitioned_leader_stops_writing_and_the_replica_that_still_reaches_the_server_swaps(
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
+    fleet.reconcile(T0)
+    cut = FaultProxy("127.0.0.1", server.plane.port, server.plane.ssl_context()).start()  # a's own path
+    try:
+        doc = server.plane.kubeconfig("east", server.credentials("agent"), cut.url, "jobtree-system")
+        path = merge_kubeconfigs(tmp_path / "partitioned", [doc])
+        cut_api = Api(config.new_client_from_config(str(path), context="east"), "east", FAST,
+                      manager=AGENT_FIELD_MANAGER)  # fmt: skip
+        clock = Clock(T0 + 60)
+        with replicas(Replica("a", cut_api, clock)) as (a,):
+            until(lambda: a.elector.is_leader, what="a to lead")
+            with replicas(Replica("b", replica_api(), clock)) as (b,):
+                cut.partition()  # a's node loses the network: its requests get no answer
+                mark = cut.requests.mark()
+                until(lambda: not a.elector.is_leader, timeout=3.0, what="a to stop by its renew deadline")
+                until(lambda: b.elector.is_leader, timeout=10.0, what="b to take over once the lease ran out")
+                api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
+                until(lambda: applied(server), what="b's swap")
+                reached = [r for r in cut.requests.since(mark) if r.is_write and r.code]
+                assert reached == []  # a wrote nothing once cut off (its open watches just ended)
+                assert len(server.list(API, "JournalEntry")) == 1
+    finally:
+        cut.stop()
+    assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
