@@ -110,3 +110,24 @@ def definitions() -> list[Obj]:
     folder = resources.files("schemas").joinpath("crds")
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name)
     return [yaml.safe_load(f.read_text(encoding="utf-8")) for f in files]
+
+
+def run_event(namespace: str, run: str, meta: Obj, reason: str, message: str, warning: bool, component: str,
+              at: str, uid: str = "") -> Obj:  # fmt: skip
+    """A core Event on the Run mirror `namespace/run` (what `kubectl describe run` shows), with the
+    object metadata `meta` (its name or generateName), by `component` at `at`."""
+    involved = {"apiVersion": API_VERSION, "kind": "Run", "name": run, "namespace": namespace}
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {**meta, "namespace": namespace},
+        "involvedObject": {**involved, **({"uid": uid} if uid else {})},
+        "reason": reason,
+        "message": message,
+        "type": "Warning" if warning else "Normal",
+        "source": {"component": component},
+        "reportingComponent": component,
+        "firstTimestamp": at,
+        "lastTimestamp": at,
+        "count": 1,
+    }

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.cluster import changes, journal, kinds, stamp
+from reconciler.cluster import changes, journal, kinds, mirrors, stamp
 from reconciler.cluster.api import Api, rehearsing
 from reconciler.cluster.changes import Change, Changes, Live, Record
 from reconciler.cluster.connect import Target
@@ -222,25 +222,15 @@ def _said_restored(api: Api, change: Change, commit: str) -> None:
     _, namespace, name = change.key
     meta = change.live.get("metadata") or {}
     at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    body = {
-        "apiVersion": kinds.EVENT.api_version,
-        "kind": kinds.EVENT.kind,
-        "metadata": {"generateName": f"{name}.", "namespace": namespace},
-        "involvedObject": {"apiVersion": kinds.RUN.api_version, "kind": kinds.RUN.kind, "name": name,
-                           "namespace": namespace, "uid": meta.get("uid", "")},
-        "reason": RESTORED,
-        "message": (
-            f"Run {namespace}/{name} was changed in the cluster; jobtree put it back as Git holds it "
-            f"(commit {commit[:12]}). Change the Run in Git instead (edit runs/{namespace}/{name}.yaml, "
-            f"or `kubectl runs shrink {name} -n {namespace} --by N` to change its width)."
-        ),
-        "type": "Warning",
-        "source": {"component": "jobtree-reconcile"},
-        "reportingComponent": "jobtree-reconcile",
-        "firstTimestamp": at,
-        "lastTimestamp": at,
-        "count": 1,
-    }  # fmt: skip
+    message = (
+        f"Run {namespace}/{name} was changed in the cluster; jobtree put it back as Git holds it "
+        f"(commit {commit[:12]}). Change the Run in Git instead (edit runs/{namespace}/{name}.yaml, "
+        f"or `kubectl runs shrink {name} -n {namespace} --by N` to change its width)."
+    )
+    body = mirrors.run_event(
+        namespace, name, {"generateName": f"{name}."}, RESTORED, message, True, "jobtree-reconcile", at,
+        str(meta.get("uid") or ""),
+    )  # fmt: skip
     try:
         api.create(kinds.EVENT, body)
     except ClusterError:

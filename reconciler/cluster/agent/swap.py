@@ -166,22 +166,14 @@ def _events(api: Api, entry: Obj, fleet: str, now: int) -> None:
     entry_id = str(entry["metadata"]["name"])
     for change in entry["spec"].get("status") or []:
         namespace, run = str(change["run"]).split("/", 1)
-        body = {
-            "apiVersion": kinds.EVENT.api_version,
-            "kind": kinds.EVENT.kind,
-            "metadata": {"name": f"{run}.{entry_id}"[:253], "namespace": namespace,
-                         "labels": {stamp.MANAGED_BY: stamp.MANAGER, stamp.FLEET: fleet}},
-            "involvedObject": {"apiVersion": kinds.RUN.api_version, "kind": kinds.RUN.kind, "name": run,
-                               "namespace": namespace},
-            "reason": EVENT_REASON,
-            "message": f"{change['message']} (journal entry {entry_id})",
-            "type": "Normal" if change["phase"] == "Running" else "Warning",
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "firstTimestamp": at,
-            "lastTimestamp": at,
-            "count": 1,
-        }  # fmt: skip
+        meta = {
+            "name": f"{run}.{entry_id}"[:253],
+            "labels": {stamp.MANAGED_BY: stamp.MANAGER, stamp.FLEET: fleet},
+        }
+        message = f"{change['message']} (journal entry {entry_id})"
+        body = mirrors.run_event(
+            namespace, run, meta, EVENT_REASON, message, change["phase"] != "Running", COMPONENT, at
+        )
         try:
             api.create(kinds.EVENT, body)
         except ClusterError:  # AlreadyExists: a repeat of the step; anything else: the entry still stands
