@@ -5,7 +5,7 @@ as it came (method, path, query, headers, body: the client's own bearer token au
 the API server over TLS, and streams the answer back (watches included). Before forwarding, the
 armed `faults` decide: answer a Status instead (500, 429 with Retry-After, ...), wait first,
 close the connection without an answer, or end a watch after n events. Every request is logged
-(`requests`). `partition()` cuts everything until `heal()`: an agent that cannot reach its server.
+(`requests`): a plain one before its answer reaches the client, a watch when its stream ends. `partition()` cuts everything until `heal()`: an agent that cannot reach its server.
 It implements no part of the Kubernetes API: every answer that is not a fault is the server's.
 """
 
@@ -161,13 +161,17 @@ class _Handler(BaseHTTPRequestHandler):
         except (OSError, http.client.HTTPException):
             self._cut(proxy, entry, "upstream")
             return
+        slow = f"slow {fault.delay:g}" if fault is not None and fault.delay else ""
+        if (
+            not watching
+        ):  # logged before the client has its answer: a test reading the log after the call sees it
+            proxy.requests.record(replace(entry, code=answer.status, fault=slow, at=time.monotonic()))
         events = self._relay(
             answer, fault if fault is not None and fault.drop_after_events is not None else None
         )
-        fired = (
-            "drop_watch" if events else f"slow {fault.delay:g}" if fault is not None and fault.delay else ""
-        )
-        proxy.requests.record(replace(entry, code=answer.status, fault=fired, at=time.monotonic()))
+        if watching:  # a watch is logged when its stream ends
+            fired = "drop_watch" if events else slow
+            proxy.requests.record(replace(entry, code=answer.status, fault=fired, at=time.monotonic()))
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _do  # noqa: N815 - the stdlib's names
 
