@@ -31,13 +31,21 @@ class Waiting:
     funding: list[tuple[pack.Source, int]]  # (source, GPUs) a funded run's need is paid from
     placeable: bool  # it fits on an empty fleet of the domains its funding reaches
     grouping: bool  # some group (or, kept together, the whole run) is larger than every such domain
+    reach: int = 0  # usable GPUs of the domains its funding reaches
+    flavor_known: bool = True  # some node of its flavor is in the fleet
+    cut_now: bool = False  # a cut put it back in line at this instant
 
     @property
     def why(self) -> Wait:
+        """The binding constraint (§4.5): what no capacity can change, then funding, then capacity."""
+        if not self.placeable:
+            if not self.flavor_known:
+                return Wait.NO_FLAVOR
+            return Wait.GROUPING if self.grouping or self.reach >= self.need else Wait.OUT_OF_REACH
         if self.short is not None:  # the funding reason wins when both are short
             return self.short.why
-        if not self.placeable:
-            return Wait.GROUPING if self.grouping else Wait.CLUSTER_SHORT
+        if self.cut_now and self.scope.deficit == 0:
+            return Wait.REQUEUED
         return Wait.CLUSTER_SHORT
 
     @property
@@ -53,7 +61,6 @@ class Line:
     states: dict[str, Waiting] = field(default_factory=dict)  # what each waits for, at its turn
     funding_holds: list[tuple[str, str, int]] = field(default_factory=list)  # (envelope, class, GPUs)
     held_log: list[str] = field(default_factory=list)  # domains whose hold grew, in order
-    unplaced: list[str] = field(default_factory=list)  # activations that cut and could not start
     unsettled: bool = False  # the pass's rounds of the line never came to rest (a bug if ever true)
     _unheld: dict[str, _Unheld] = field(default_factory=dict)
 
@@ -181,12 +188,24 @@ def _try_start(
 
 
 def _turn(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float, attempted: set[str]) -> None:
-    """One waiting run's turn: start it, activate its due reservation, or (re)draw its reservation."""
+    """One waiting run's turn: start it, activate its due reservation, or (re)draw its reservation.
+
+    A run a cut put back in line at this instant keeps its place and gets its reservation, but no
+    lease opens for it in the pass that cut it (§4.6)."""
     srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
-    if _fits_at_all(ctx, spec, line) and _try_start(ctx, key, spec, srcs, line.held, lookahead_hours):
+    cut_now = ctx.records[key].resized == ctx.now
+    if cut_now:
+        attempted.add(key)
+    elif _fits_at_all(ctx, spec, line) and _try_start(ctx, key, spec, srcs, line.held, lookahead_hours):
         return
     w = waiting(ctx, key, spec, srcs, line.held, lookahead_hours)
-    if w.holds and w.scope.deficit == 0 and _start_in_scope(ctx, key, spec, w, line, lookahead_hours):
+    w.cut_now = cut_now
+    if (
+        not cut_now
+        and w.holds
+        and w.scope.deficit == 0
+        and _start_in_scope(ctx, key, spec, w, line, lookahead_hours)
+    ):
         return  # what pack-to-empty by free GPUs missed, the scope's own domains hold
     res = ctx.reservations.get(key)
     if res is None or res.state != ResState.PENDING:
@@ -210,10 +229,11 @@ def waiting(
     sizes = pack.group_sizes(width, elastic.group_size(spec))
     spares = spec.spec.sparesPerGroup
     single = not spec.spec.locality.allowCrossGroupSpread
-    short = cover.shortfall(ctx.book, spec, need, srcs, lookahead_hours)
+    short = cover.shortfall(ctx.book, ctx.topo, spec, need, srcs, lookahead_hours)
     largest = cover.reach_caps(ctx.book, ctx.topo, spec).largest
     placeable = forecast.fits_empty(largest, sizes, width, spares, single)
     grouping = not placeable and forecast.grouping_blocks(largest, sizes, width, spares, single)
+    flavor_known = placeable or bool(ctx.topo.flavor_domains(spec.spec.resources.gpuType))
     res = ctx.reservations.get(key)
     keep = res.domains if res is not None and res.state == ResState.PENDING else ()
     funding: list[tuple[pack.Source, int]] = []
@@ -234,7 +254,7 @@ def waiting(
     else:  # where it would go if funded: every envelope that could pay for it, nearest first
         everything = [need] * len(srcs)
         sc = forecast.scope(ctx.topo, srcs, everything, sizes, width, spares, held, single, keep, None)
-    return Waiting(need, short, sc, sizes, funding, placeable, grouping)
+    return Waiting(need, short, sc, sizes, funding, placeable, grouping, sum(largest), flavor_known)
 
 
 def _record(ctx: Pass, res: Reservation, w: Waiting, line: Line) -> None:
@@ -242,10 +262,14 @@ def _record(ctx: Pass, res: Reservation, w: Waiting, line: Line) -> None:
     key = res.run
     sc = w.scope
     res.why = w.why
-    if w.short is not None:  # the funding reason wins when both are short
+    if not w.placeable:  # what no capacity can change: its whole need, whatever its funding
+        res.deficit = w.need
+        flavor = ctx.specs[key].spec.resources.gpuType
+        res.reason = reasons.wait_text(res.why, res.deficit, flavor=flavor, reach=w.reach)
+    elif w.short is not None:  # the funding reason wins when both are short
         res.deficit, res.reason = w.short.deficit, w.short.reason
     else:
-        res.deficit = sc.deficit if w.placeable else w.need
+        res.deficit = sc.deficit
         res.reason = reasons.wait_text(res.why, res.deficit)
     res.domains, res.nodes = tuple(sc.claims), tuple(sorted(sc.nodes))  # domains in the order claimed
     res.paying = forecast.paying(sc)
@@ -287,37 +311,61 @@ def _funding_of(srcs: list[pack.Source], need: int, spec: Run) -> list[tuple[pac
 
 def _start_in_scope(ctx: Pass, key: str, spec: Run, w: Waiting, line: Line, lookahead_hours: float) -> bool:
     """Place each group in the domain the scope drew for it (the scope found room where pack did not)."""
-    sc = w.scope
-    srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
-    req = _request(spec, sum(n for _, n in sc.groups), srcs, line.held, ctx.records[key].next_group)
-    req.sizes = [n for _, n in sc.groups]
-    req.assign = tuple(d for d, _ in sc.groups)
-    placed = pack.place(ctx.topo, req, spec.spec.resources.gpuType)
-    if placed.failure is not None:
+    placed = _in_scope(ctx, key, spec, w, line, lookahead_hours)
+    if placed is None:
         return False
     _start(ctx, key, spec, placed)
     return True
 
 
+def _in_scope(
+    ctx: Pass, key: str, spec: Run, w: Waiting, line: Line, lookahead_hours: float
+) -> pack.Packing | None:
+    """The run's whole width, each group in the domain its scope drew for it; None when it does not
+    fit there (or the scope does not hold the whole width)."""
+    sc = w.scope
+    width = elastic.min_width(spec)
+    if sc.unplaceable or sum(n for _, n in sc.groups) != width:
+        return None
+    srcs = cover.sources(ctx.book, ctx.topo, spec, lookahead_hours)
+    req = _request(spec, width, srcs, line.held, ctx.records[key].next_group)
+    req.sizes = [n for _, n in sc.groups]
+    req.assign = tuple(d for d, _ in sc.groups)
+    placed = pack.place(ctx.topo, req, spec.spec.resources.gpuType)
+    return placed if placed.failure is None else None
+
+
 def _activate(
     ctx: Pass, key: str, spec: Run, res: Reservation, w: Waiting, line: Line, lookahead_hours: float
 ) -> bool:
-    """Due, funded, short of capacity: when the runs it may cut can clear its deficit, cut them
-    (the resolver's fixed order) and start on the GPUs they free, each group in its scope's domain.
-    When they cannot, nobody is cut."""
+    """Due, funded, short of capacity: all or nothing (§4.6). Every cut is chosen first (the
+    resolver's fixed order) and made only when together they clear the deficit and the run then
+    fits in its scope; it starts at once on what they freed, before anyone else in line. Otherwise
+    nobody is cut."""
     sc = w.scope
     resolver = Resolver(ctx, res, sc.short, set())
     if not resolver.feasible():
         return False
     # only now worth knowing which groups this run's own claims would leave unfunded
     resolver.unfunded = _unfunded_with(ctx, spec, w.funding)
-    resolver.run()
-    funding.after_cuts(ctx, line.funding_holds)
-    if not _start_in_scope(ctx, key, spec, w, line, lookahead_hours):
-        line.unplaced.append(key)  # the cuts free what the scope needs: never reached (§4.9 check)
+    cuts = resolver.choose()
+    if cuts is None:
         return False
+    freed = [x for cut in cuts for x in cut.leases if x.role != Role.BORROWED]
+    for lease in freed:  # placed as if the cuts were made: nobody is cut unless the run then fits
+        ctx.topo.release(lease)
+    try:
+        placed = _in_scope(ctx, key, spec, w, line, lookahead_hours)
+    finally:
+        for lease in freed:
+            ctx.topo.occupy(lease)
+    if placed is None:
+        return False
+    resolver.apply(cuts)
+    funding.after_cuts(ctx, line.funding_holds)
+    _start(ctx, key, spec, placed)
     # a run cut whole keeps its place in line: it is reserved at once, so runs behind it in line
-    # cannot backfill what it needs (or starts at once where the cuts left room for it)
+    # cannot backfill what it needs
     for victim in sorted(set(resolver.requeued), key=ctx.rank):
         victim_spec = ctx.specs.get(victim)
         if victim_spec is not None and ctx.records[victim].phase == Phase.PENDING:

@@ -176,9 +176,7 @@ def _source(book: Book, topo: Topology, env: Env, category: str, lookahead_hours
 
 
 def _new_source(book: Book, topo: Topology, env: Env, category: str, lookahead_hours: float) -> Source:
-    nodes = topo.env_nodes.get(env.key)
-    if nodes is None:
-        nodes = topo.env_nodes[env.key] = topo.matching(env.flavor, env.selector)
+    nodes = _env_nodes(topo, env)
     room = book.room(env, category, lookahead_hours) if nodes else 0
     return Source(env, category, room, nodes, topo.coverage(nodes))
 
@@ -234,18 +232,17 @@ class _Cached:
 
 
 def reach_caps(book: Book, topo: Topology, run: Run) -> Reach:
-    """Usable GPUs per domain on the nodes any envelope that could pay for this run selects: the
-    fleet its funding reaches, however full (remembered per candidate list for the pass)."""
+    """GPUs per domain on the nodes any envelope that could pay for this run selects, failed nodes
+    left out (a cordoned or not-ready node comes back): the fleet its funding reaches, however full
+    (remembered per candidate list for the pass)."""
     cands = candidates(book, run)
     hit = book.caps_cache.get(id(cands))
     if hit is None or hit[0] is not cands:
-        sets = []
-        for env, _ in cands:
-            nodes = topo.env_nodes.get(env.key)
-            if nodes is None:
-                nodes = topo.env_nodes[env.key] = topo.matching(env.flavor, env.selector)
-            sets.append(nodes)
-        caps = topo.member_view(tuple(sets)).cap
+        sets = [_env_nodes(topo, env) for env, _ in cands]
+        view = topo.member_view(tuple(sets))  # capacity that exists: cordoned nodes come back
+        caps = {
+            d: total for d, ns in view.by_domain.items() if (total := sum(n.gpus for n in ns if not n.fenced))
+        }
         hit = book.caps_cache[id(cands)] = (cands, Reach(caps, sorted(caps.values(), reverse=True)))
     reach: Reach = hit[1]
     return reach
@@ -253,7 +250,7 @@ def reach_caps(book: Book, topo: Topology, run: Run) -> Reach:
 
 @dataclass(frozen=True, slots=True)
 class Reach:
-    """The domains a run's funding reaches, with their usable GPUs (and those, largest first)."""
+    """The domains a run's funding reaches, with their GPUs (and those, largest first)."""
 
     caps: dict[str, int]
     largest: list[int]
@@ -271,7 +268,7 @@ def fundable(srcs: list[Source], max_borrow: int | None) -> int:
 
 
 def shortfall(
-    book: Book, run: Run, need: int, srcs: list[Source], lookahead_hours: float
+    book: Book, topo: Topology, run: Run, need: int, srcs: list[Source], lookahead_hours: float
 ) -> Shortfall | None:
     """None when `need` GPUs are fundable now; otherwise what binds (§4.5): a sponsor's refusal,
     then the borrow limit, then a window that funds the full width when it opens, then headroom."""
@@ -293,7 +290,7 @@ def shortfall(
             for s in run.spec.funding.sponsors
         )
     )
-    window = _funding_window(book, run, srcs, need, max_borrow, lookahead_hours)
+    window = _funding_window(book, topo, run, srcs, need, max_borrow, lookahead_hours)
     applies = {
         Wait.BORROW_LIMIT: borrow_binds,
         Wait.SPONSOR_REFUSED: refused,
@@ -313,17 +310,28 @@ def shortfall(
 
 
 def _funding_window(
-    book: Book, run: Run, srcs: list[Source], need: int, max_borrow: int | None, lookahead_hours: float
+    book: Book,
+    topo: Topology,
+    run: Run,
+    srcs: list[Source],
+    need: int,
+    max_borrow: int | None,
+    lookahead_hours: float,
 ) -> int | None:
     """The first future window opening at which the run is fully funded, counting what that instant
     really funds: envelopes open now that are still open then (their room now), plus every window
-    opened by then (its whole concurrency, within its GPU-hour cap and lending caps)."""
+    opened by then that can pay for some GPU (its selector matches a node of its flavor), with its
+    whole concurrency within its GPU-hour cap and lending caps."""
     cands = candidates(book, run)
     hit = book.window_cache.get(id(cands))
     if hit is None or hit[0] is not cands:
-        later = [env.concurrency for env, _ in cands if env.start is not None and env.start > book.now]
-        starts = sorted({env.start for env, _ in cands if env.start is not None and env.start > book.now})
-        hit = book.window_cache[id(cands)] = (cands, (starts, sum(later)))
+        later = [
+            env
+            for env, _ in cands
+            if env.start is not None and env.start > book.now and _env_nodes(topo, env)
+        ]
+        starts = sorted({env.start for env in later if env.start is not None})
+        hit = book.window_cache[id(cands)] = (cands, (starts, sum(env.concurrency for env in later)))
     starts, opening = hit[1]
     if not starts or fundable(srcs, None) + opening < need:
         return None  # not even every window opened at once would fund it
@@ -335,6 +343,8 @@ def _funding_window(
                 continue
             if env.open_at(book.now):
                 room = now_room.get(env.key, 0)
+            elif not _env_nodes(topo, env):
+                continue  # a window whose selector matches no node funds nothing when it opens
             else:
                 room = env.concurrency
                 if env.max_hours is not None and lookahead_hours > 0:
@@ -348,6 +358,14 @@ def _funding_window(
         if own + (loans if max_borrow is None else min(loans, max_borrow)) >= need:
             return start
     return None
+
+
+def _env_nodes(topo: Topology, env: Env) -> frozenset[str]:
+    """The nodes an envelope can pay for (remembered per envelope for the pass)."""
+    nodes = topo.env_nodes.get(env.key)
+    if nodes is None:
+        nodes = topo.env_nodes[env.key] = topo.matching(env.flavor, env.selector)
+    return nodes
 
 
 def window_sources(book: Book, topo: Topology, run: Run, until: int) -> list[Source]:
@@ -366,9 +384,7 @@ def window_sources(book: Book, topo: Topology, run: Run, until: int) -> list[Sou
         start = env.start
         if start is None or not book.now < start <= until or cat == LOAN:
             continue
-        nodes = topo.env_nodes.get(env.key)
-        if nodes is None:
-            nodes = topo.env_nodes[env.key] = topo.matching(env.flavor, env.selector)
+        nodes = _env_nodes(topo, env)
         if nodes:
             out.append(Source(env, cat, env.concurrency, nodes, topo.coverage(nodes)))
     book.window_sources_cache[(id(cands), until)] = (cands, out)

@@ -113,29 +113,38 @@ def resolve_after(ctx: Pass) -> None:
     """A Waiting run joins the line once every run it waits for Succeeded; it fails if one failed.
 
     A name that does not exist (never submitted, or deleted before this run waited for it) keeps
-    it Waiting, with a message naming it."""
-    for key in sorted(ctx.records):
-        rec = ctx.records[key]
-        spec = ctx.specs.get(key)
-        if rec.phase != Phase.WAITING or spec is None:
-            continue
-        ns = key.split("/", 1)[0]
-        waiting: list[str] = []
-        for dep in spec.spec.after:
-            dep_key = f"{ns}/{dep}"
-            dep_rec = ctx.records.get(dep_key)
-            if dep_rec is None:
-                waiting.append(f"{dep_key} (no such run)")
-            elif dep_rec.phase == Phase.FAILED:
-                _finish(ctx, rec, Phase.FAILED, reasons.dependency_failed(dep_key))
-                break
-            elif dep_rec.phase != Phase.SUCCEEDED:
-                waiting.append(dep_key)
-        else:
-            if waiting:
-                ctx.set_status(key, reasons.waiting_for(waiting))
-            else:
-                ctx.set_status(key, reasons.DEPENDENCIES_SUCCEEDED, Phase.PENDING)
+    it Waiting, with a message naming it. A chain settles in one pass: a run that fails here fails
+    the runs waiting for it at once."""
+    failed = True
+    while failed:
+        failed = False
+        for key in sorted(ctx.records):
+            failed = _resolve_one(ctx, key) or failed
+
+
+def _resolve_one(ctx: Pass, key: str) -> bool:
+    """One Waiting run's dependencies; True when one failed, so it failed too."""
+    rec = ctx.records[key]
+    spec = ctx.specs.get(key)
+    if rec.phase != Phase.WAITING or spec is None:
+        return False
+    ns = key.split("/", 1)[0]
+    waiting: list[str] = []
+    for dep in spec.spec.after:
+        dep_key = f"{ns}/{dep}"
+        dep_rec = ctx.records.get(dep_key)
+        if dep_rec is None:
+            waiting.append(f"{dep_key} (no such run)")
+        elif dep_rec.phase == Phase.FAILED:
+            _finish(ctx, rec, Phase.FAILED, reasons.dependency_failed(dep_key))
+            return True
+        elif dep_rec.phase != Phase.SUCCEEDED:
+            waiting.append(dep_key)
+    if waiting:
+        ctx.set_status(key, reasons.waiting_for(waiting))
+    else:
+        ctx.set_status(key, reasons.DEPENDENCIES_SUCCEEDED, Phase.PENDING)
+    return False
 
 
 def mark_deleted_dependencies(ctx: Pass, deleted: set[str]) -> None:

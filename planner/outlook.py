@@ -295,6 +295,18 @@ def _shrinkable(ctx: Pass, run: str) -> bool:
     return m is not None and ctx.counted(run) - m.stepGPUs >= m.minTotalGPUs
 
 
+def warn(ctx: Pass, sets: dict[str, Outlook]) -> None:
+    """Add each reservation's newly found members to its conflict set, warned from now, dropping
+    nobody: with a notice period of zero, a member is cuttable from the instant it is warned, so a
+    reservation due now may cut it later in the same pass (the pass's last word is `publish`)."""
+    for key, seen in sets.items():
+        res = ctx.reservations[key]
+        known = {e.run for e in res.conflicts}
+        new = [ConflictEntry(run, p, ctx.now) for run, p in sorted(seen.members.items()) if run not in known]
+        if new:
+            res.conflicts = sorted([*res.conflicts, *new], key=lambda e: e.run)
+
+
 def publish(ctx: Pass, sets: dict[str, Outlook]) -> None:
     """Write each reservation's conflict set, keeping `since` for members already warned."""
     for key, seen in sets.items():

@@ -29,7 +29,7 @@ from planner import (
 )
 from planner.admission import Line
 from planner.context import Event, Moved, Pass, kept_cordons_of, snapshot
-from planner.reasons import Confidence, Phase, ResState, Role
+from planner.reasons import Confidence, Phase, ResState, Role, Wait
 from planner.world import FleetState, Lease, World
 from schemas.run import Run
 
@@ -91,7 +91,6 @@ def plan(world: World) -> Plan:
     deleted = lifecycle.fold_deletions(ctx)
     lifecycle.fold_workload(ctx)
     lifecycle.mark_deleted_dependencies(ctx, deleted)
-    lifecycle.resolve_after(ctx)
     # meter GPU-hours since the last pass under the funding classes then in force, exactly
     book.unfunded = set(prev.unfunded)
     meters, cutoffs = metering.meter(
@@ -104,6 +103,7 @@ def plan(world: World) -> Plan:
     _meter_runs(ctx, prev.as_of, cutoffs)
     funding.everything(ctx)
     failover.handle_failures(ctx)
+    lifecycle.resolve_after(ctx)  # after failures too: a run a node failure failed fails its waiters now
     elastic.shrink_to_desired(ctx)
     # 2. funding classes as of now (only envelopes whose leases the failures and shrinks changed)
     funding.after_failures(ctx)
@@ -140,7 +140,6 @@ def plan(world: World) -> Plan:
     )
     open_leases = [x for x in ctx.leases if x.open]
     violations = invariants.check(open_leases, book, set(ctx.records))
-    violations += [f"reservation {k} cut runs and could not start on what they freed" for k in line.unplaced]
     if line.unsettled:
         violations.append(f"the line did not settle in {MAX_ROUNDS} rounds")
     return Plan(
@@ -187,14 +186,14 @@ def _forecast(ctx: Pass, line: Line, attempted: set[str], risk: outlook.AtRisk |
         if res.state != ResState.PENDING:
             continue
         w = line.states[key]
-        window = w.short.window if w.short is not None else None
+        window = w.short.window if w.short is not None and w.placeable else None
         if window is not None:
             res.window = window
-        if w.placeable and (w.holds or window is not None):
+        if w.placeable and not w.scope.unplaceable and (w.holds or window is not None):
             # a reservation aligned to a window opens 10 s past it, as its ETA promised
             earliest = max(res.since + notice, res.window + 10 if res.window is not None else 0)
             entries.append(outlook.Entry(key, w.scope.short, w.scope.claims, earliest, window))
-        else:  # short of funding with no window to fund it, or no fleet it reaches can hold it
+        else:  # short of funding with no window to fund it, or no fleet it reaches can hold it now
             res.earliest_start, res.confidence = None, Confidence.UNKNOWN
     seen = outlook.outlook(ctx, entries, risk or outlook.AtRisk(ctx), with_odds=risk is not None)
     due = False
@@ -217,6 +216,8 @@ def _forecast(ctx: Pass, line: Line, attempted: set[str], risk: outlook.AtRisk |
             res.earliest_start, res.confidence = None, Confidence.UNKNOWN  # waits on its file
     if risk is not None:
         outlook.publish(ctx, seen)
+    elif notice == 0:
+        outlook.warn(ctx, seen)
     return due
 
 
@@ -228,10 +229,10 @@ def _remedies(ctx: Pass, line: Line, risk: outlook.AtRisk) -> None:
         if res.state != ResState.PENDING:
             continue
         w = line.states[key]
-        if w.short is not None:
-            res.remedies, res.remedy_gpus = w.short.remedies, ()
-        elif not w.placeable:  # nothing in scope to act on: the run must change
+        if not w.placeable or w.why == Wait.REQUEUED:  # no advice: the run must change, or it fits
             res.remedies, res.remedy_gpus = (), ()
+        elif w.short is not None:
+            res.remedies, res.remedy_gpus = w.short.remedies, ()
         else:
             res.remedies, res.remedy_gpus = risk.remedies(w.scope.short)
 
@@ -244,8 +245,11 @@ def _say_waiting(ctx: Pass, line: Line) -> None:
         if res.state != ResState.PENDING or rec is None or rec.phase != Phase.PENDING:
             continue
         w = line.states[key]
-        if not w.placeable and w.short is None:
+        if not w.placeable:
             ctx.set_status(key, reasons.held_back(res.reason, rec.cause))
+            continue
+        if w.why == Wait.REQUEUED:
+            ctx.set_status(key, rec.cause or reasons.reserved(res.reason))
             continue
         capacity = res.deficit if w.short is None else None
         ctx.set_status(key, reasons.reserved(res.reason, rec.cause, capacity))

@@ -92,14 +92,27 @@ class Wait(StrEnum):
     SPONSOR_REFUSED = "sponsor refused"  # reads as a headroom shortfall; its remedy differs
     BORROW_LIMIT = "borrow limit"
     WINDOW = "window"
-    GROUPING = "grouping"
+    GROUPING = "grouping"  # no domain its funding reaches holds a group (or the run kept together)
+    NO_FLAVOR = "no flavor"  # no node of its GPU flavor in the fleet
+    OUT_OF_REACH = "out of reach"  # more GPUs than the fleet its funding reaches, even empty
+    REQUEUED = "requeued"  # cut at this instant, it fits and starts at a later pass
     DELETED = "deleted"
 
 
 GROUPING = "no single domain satisfies run grouping"
+# what no capacity can change (§4.5): the infeasible form, with no ETA and no funding advice
+INFEASIBLE = frozenset({Wait.GROUPING, Wait.NO_FLAVOR, Wait.OUT_OF_REACH})
 
 
-def wait_text(kind: Wait, deficit: int, *, window: int | None = None, borrow_limit: int = 0) -> str:
+def wait_text(
+    kind: Wait,
+    deficit: int,
+    *,
+    window: int | None = None,
+    borrow_limit: int = 0,
+    flavor: str = "",
+    reach: int = 0,
+) -> str:
     """The reservation's `status.reason`, as §4.5 words it."""
     if kind == Wait.CLUSTER_SHORT:
         return f"cluster short by {deficit} GPUs in scope"
@@ -112,6 +125,12 @@ def wait_text(kind: Wait, deficit: int, *, window: int | None = None, borrow_lim
         return f"budget window opens at {format_time(window)}"
     if kind == Wait.GROUPING:
         return GROUPING
+    if kind == Wait.NO_FLAVOR:
+        return f"no GPU of flavor {flavor} in the fleet"
+    if kind == Wait.OUT_OF_REACH:
+        return f"needs {deficit} GPUs; its funding reaches {reach}"
+    if kind == Wait.REQUEUED:
+        return "requeued by a cut at this pass; it fits and starts at a later pass"
     return "run deleted"
 
 

@@ -289,6 +289,9 @@ def test_deleting_a_budget_leaves_its_running_work_unfunded_and_never_ends_it() 
 
 
 def test_an_envelope_of_another_flavor_funds_nothing() -> None:
+    # t's only envelope is of A100-80GB: the run's H100-80GB funding reaches no domain, so it could
+    # not be placed even on an empty fleet of the domains its funding reaches (§4.5): the infeasible
+    # form, naming the constraint, with no ETA, no funding advice and nothing held.
     doc = scenario(
         _teams("t"), A32,
         [at(0, apply=[a_budget("t", "org:t").envelope("h", 64, flavor="A100-80GB").build(),
@@ -296,7 +299,9 @@ def test_an_envelope_of_another_flavor_funds_nothing() -> None:
     )  # fmt: skip
     out = play(doc)
     assert out["final"]["runs"]["t/r"]["phase"] == "Pending"
-    assert out["final"]["reservations"]["t/r"]["status"]["reason"] == "budget headroom short by 8 GPUs"
+    res = out["final"]["reservations"]["t/r"]
+    assert res["status"]["reason"] == "needs 8 GPUs; its funding reaches 0"
+    assert res["spec"]["earliestStart"] is None and res["status"]["forecast"]["remedies"] == []
 
 
 def test_growth_goes_to_malleable_runs_in_ranking_order() -> None:

@@ -100,7 +100,7 @@ def test_cover_names_the_binding_shortfall_and_every_remedy_that_applies() -> No
     )
     ctx = snapshot(w)
     spec = ctx.specs["x/r"]
-    short = cover.shortfall(ctx.book, spec, 16, cover.sources(ctx.book, ctx.topo, spec, 1.0), 1.0)
+    short = cover.shortfall(ctx.book, ctx.topo, spec, 16, cover.sources(ctx.book, ctx.topo, spec, 1.0), 1.0)
     assert short is not None
     assert (short.why, short.deficit) == (Wait.BORROW_LIMIT, 4)
     assert short.remedies == (Remedy.BORROW, Remedy.WINDOW)

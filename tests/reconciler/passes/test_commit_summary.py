@@ -37,7 +37,7 @@ def test_a_pass_names_the_runs_it_reserves_with_their_eta_and_reason_and_no_othe
     whisper = files["runs/media-audio/whisper-finetune.yaml"]
     files["runs/media-audio/whisper-big.yaml"] = whisper.replace(
         b"name: whisper-finetune", b"name: whisper-big"
-    ).replace(b"totalGPUs: 8", b"totalGPUs: 96")  # more H100s than media-audio and its family can fund
+    ).replace(b"totalGPUs: 8", b"totalGPUs: 96")  # more H100s than the fleet has (64, all reachable)
     path = tmp_path / "work"
     repo = clone(bare_remote(tmp_path, files), path)
     outcome = reconcile_once(path, now=T0)
@@ -49,8 +49,8 @@ def test_a_pass_names_the_runs_it_reserves_with_their_eta_and_reason_and_no_othe
         ],
     )
     reason = res["status"]["reason"]
-    assert reason.startswith("budget headroom short by")
-    # short of funding with no window or known end to fund it: no earliestStart (DESIGN §4.5)
+    assert reason == "needs 96 GPUs; its funding reaches 64"
+    # no fleet its funding reaches could ever hold it: no earliestStart (DESIGN §4.5)
     assert res["spec"]["earliestStart"] is None
     assert f"- media-audio/whisper-big reserved, ETA unknown: {reason}\n" in message
     assert "reserved media-audio/whisper-big" in message.splitlines()[0]
