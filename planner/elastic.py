@@ -1,7 +1,8 @@
 """Elasticity: widths a malleable run may take, voluntary shrink to `desiredTotalGPUs`, and growth.
 
 Growth adds one step of groups per pass when funded and placeable without touching capacity held
-by reservations; shrink closes the highest-index groups. Admission and cuts live elsewhere.
+by reservations; shrink closes the groups funded furthest in cover order first. Admission and cuts
+live elsewhere.
 """
 
 from __future__ import annotations
@@ -45,24 +46,46 @@ def min_width(run: Run) -> int:
 
 
 def shrink_to_desired(ctx: Pass) -> None:
-    """Lowering `desiredTotalGPUs` closes the highest-index groups (`Shrink`)."""
+    """Lowering `desiredTotalGPUs` closes groups (`Shrink`) until the run is no wider than desired:
+    first the groups funded furthest in cover order (sponsor, then family, then own envelopes), the
+    highest index among equals (§4.7). Never below its minimum, and never its last open group: what
+    completed counts toward the width, so a run lowered to the width it has open keeps it."""
     for key in sorted(ctx.specs):
         spec = ctx.specs[key]
         rec = ctx.records.get(key)
-        if spec.spec.malleable is None or rec is None or rec.phase != Phase.RUNNING:
+        m = spec.spec.malleable
+        if m is None or rec is None or rec.phase != Phase.RUNNING:
             continue
         target = desired(spec)
         if ctx.counted(key) <= target:
             continue
-        for group in sorted(ctx.groups(key), reverse=True):
-            if ctx.counted(key) <= target:
+        groups = ctx.groups(key)
+        order = _cover_positions(ctx, spec)
+        far = {
+            g: max(order.get(x.payer.env_key or "", len(order)) for x in leases)
+            for g, leases in groups.items()
+        }
+        shrunk = False
+        for group in sorted(groups, key=lambda g: (far[g], g), reverse=True):
+            counted, allocated = ctx.counted(key), ctx.allocated(key)
+            if counted <= target:
                 break
+            gpus = sum(x.gpus for x in groups[group])
+            if counted - gpus < m.minTotalGPUs or allocated - gpus <= 0:
+                continue
             for lease in sorted(
                 (x for x in ctx.open_leases(key) if x.group == group), key=lambda x: (x.role, x.node, x.name)
             ):
                 ctx.close_lease(lease, Closure.SHRINK)
-        ctx.resized(key)
-        ctx.set_status(key, reasons.shrunk(ctx.allocated(key)))
+            shrunk = True
+        if shrunk:
+            ctx.resized(key)
+            ctx.set_status(key, reasons.shrunk(ctx.allocated(key)))
+
+
+def _cover_positions(ctx: Pass, spec: Run) -> dict[str, int]:
+    """Envelope -> its place in the run's cover order (own, then family nearest first, then sponsors)."""
+    return {env.key: i for i, (env, _) in enumerate(cover.candidates(ctx.book, spec))}
 
 
 def may_grow(ctx: Pass, key: str) -> bool:

@@ -96,6 +96,31 @@ class _Cursor:
         # only domains with GPUs nobody ahead holds: one at 0 or below is never chosen (_choose, take)
         self.free = unheld(base, self.held)
         self._probe: tuple[tuple[str, int, bool], tuple[list[Piece], list[int], int]] | None = None
+        self._aside: list[tuple[str, int, list[int], int]] = []  # (domain, GPUs, rooms, borrowed) set aside
+
+    def set_aside(self, domain: str, gpus: int) -> bool:
+        """Keep room and funding for a group's spares in its domain while later groups are placed
+        (False: there is none)."""
+        found = self._take(domain, gpus, False) if self.domain_free(domain) >= gpus else None
+        if found is None:
+            return False
+        _, room, borrowed = found
+        self._aside.append(
+            (domain, gpus, [a - b for a, b in zip(self.room, room, strict=True)], borrowed - self.borrowed)
+        )
+        self.room, self.borrowed = room, borrowed
+        self.free[domain] -= gpus
+        self._probe = None
+        return True
+
+    def give_back(self) -> None:
+        """What `set_aside` kept, free again for the spares themselves."""
+        for domain, gpus, rooms, borrowed in self._aside:
+            self.room = [a + b for a, b in zip(self.room, rooms, strict=True)]
+            self.borrowed -= borrowed
+            self.free[domain] = self.free.get(domain, 0) + gpus
+        self._aside.clear()
+        self._probe = None
 
     def avail(self, node: Node) -> int:
         base = node.fill_count() if self.req.fill else node.free
@@ -222,9 +247,9 @@ def _less_taken(nodes: list[tuple[int, str, Node]], taken: dict[str, int]) -> li
 def place(topo: Topology, req: Request, flavor: str) -> Packing:
     """All of the request's groups and spares, or a failure with the reason; nothing is changed.
 
-    Spares are placed after every group. When that leaves some group's spares without room or
-    funding (the groups after it took them), the groups are placed again, each followed at once
-    by its spares: the run is refused only if neither order fits.
+    Spares are placed after every active group, in group order, each in its group's domain (§4.3);
+    while the groups are placed, room and funding for the spares of the groups already placed are
+    set aside in their domains, so a later group never takes them.
     """
     need = req.total + req.spares_per_group * (len(req.sizes) if req.sizes else 1)
     if not req.fill and topo.flavor_free.get(flavor, 0) < need:
@@ -235,18 +260,10 @@ def place(topo: Topology, req: Request, flavor: str) -> Packing:
     cur = _Cursor(topo, req, flavor)
     if cur.total_free() < need:  # fast refusal: not enough fundable free GPUs anywhere
         return Packing([], CAPACITY)
-    packing = _pack(cur, req, spares_last=True)
-    if packing.failure == _SPARES:
-        packing = _pack(_Cursor(topo, req, flavor), req, spares_last=False)
-    if packing.failure == _SPARES:
-        packing.failure = CAPACITY
-    return packing
+    return _pack(cur, req)
 
 
-_SPARES = "spares"  # a group's spares did not fit (reported as CAPACITY)
-
-
-def _pack(cur: _Cursor, req: Request, spares_last: bool) -> Packing:
+def _pack(cur: _Cursor, req: Request) -> Packing:
     used: list[str] = list(req.prefer)
     groups: list[GroupPlan] = []
     sizes = list(req.sizes) if req.sizes is not None else None
@@ -273,21 +290,18 @@ def _pack(cur: _Cursor, req: Request, spares_last: bool) -> Packing:
             return Packing([], CAPACITY)
         group = GroupPlan(index, domain, pieces)
         groups.append(group)
-        if spares and not spares_last:
-            taken = cur.take(domain, spares, commit=True)
-            if taken is None:
-                return Packing([], _SPARES)
-            group.spares = taken
+        if spares and not cur.set_aside(domain, spares):
+            return Packing([], CAPACITY)
         if domain not in used:
             used.append(domain)
         left -= want
         index += 1
-    if spares and spares_last:
-        for g in groups:
-            taken = cur.take(g.domain, spares, commit=True)
-            if taken is None:
-                return Packing([], _SPARES)
-            g.spares = taken
+    cur.give_back()
+    for g in groups if spares else ():
+        taken = cur.take(g.domain, spares, commit=True)
+        if taken is None:
+            return Packing([], CAPACITY)
+        g.spares = taken
     return Packing(groups, None, cur.borrowed)
 
 

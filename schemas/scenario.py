@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from schemas.common import RFC3339_PATTERN, ClusterMetadata, Duration, Model, NonNegInt, RunKey
+from schemas.common import (
+    RFC3339_PATTERN,
+    ClusterMetadata,
+    Duration,
+    Model,
+    NonNegInt,
+    RunKey,
+    format_duration,
+    parse_duration,
+    parse_time,
+)
 from schemas.fleet import FleetSpec, Inventory
 
 OFFSET_OR_TIME = r"^(\+([0-9]+[hms])+|" + RFC3339_PATTERN[1:-1] + ")$"
@@ -80,6 +90,9 @@ def _one_workload_per_run(workloads: list[Workload]) -> list[Workload]:
     return workloads
 
 
+MAX_TICKS = 100_000  # periodic passes one scenario may ask for (`tick` over `start`..`until`)
+
+
 class ScenarioSpec(Model):
     start: str = Field(pattern=OFFSET_OR_TIME)
     fleet: FleetSpec = Field(default_factory=FleetSpec)
@@ -88,6 +101,28 @@ class ScenarioSpec(Model):
     until: str = Field(pattern=OFFSET_OR_TIME)
     tick: Duration | None = None
     workloads: Annotated[list[Workload], AfterValidator(_one_workload_per_run)] = Field(default_factory=list)
+
+    @field_validator("tick")
+    @classmethod
+    def _bounded_ticks(cls, tick: int | None, info: ValidationInfo) -> int | None:
+        """A tick of zero never advances the clock, and a tiny tick over a long scenario would run
+        for days: both are refused with what to change."""
+        if tick is None:
+            return tick
+        if tick <= 0:
+            raise ValueError("tick must be at least 1s; set a positive duration such as 1m, or remove tick")
+        start, until = info.data.get("start"), info.data.get("until")
+        if not isinstance(start, str) or not isinstance(until, str) or start.startswith("+"):
+            return tick  # the start's own error (or the simulator's) says what is wrong
+        begin = parse_time(start)
+        end = begin + parse_duration(until[1:]) if until.startswith("+") else parse_time(until)
+        passes = max(0, end - begin) // tick + 1
+        if passes > MAX_TICKS:
+            raise ValueError(
+                f"tick {format_duration(tick)} from start to until {until} asks for {passes:,} passes; at most "
+                f"{MAX_TICKS:,} are allowed: set a longer tick or an earlier until"
+            )
+        return tick
 
 
 class Scenario(Model):

@@ -24,7 +24,7 @@ from reconciler.spec import validated
 from reconciler.state import codec as statefiles
 from schemas.common import format_time, parse_duration, parse_time
 from schemas.load import bad_document_diagnostic, load_object
-from schemas.scenario import Scenario
+from schemas.scenario import MAX_TICKS, Scenario
 from schemas.yamldoc import BadDocument, Document, parse_all
 
 
@@ -197,6 +197,8 @@ class Simulation:
             ((at_time(s.at, self.start), i, s) for i, s in enumerate(spec.steps)), key=lambda t: (t[0], t[1])
         )
         tick = spec.tick
+        if tick is not None and (tick <= 0 or max(0, until - self.start) // tick + 1 > MAX_TICKS):
+            raise ValueError(f"tick {tick}s from {self.start} to {until} is not a bounded number of passes")
         next_tick = self.start if tick else None
         last_pass: int | None = None
         idx = 0

@@ -93,15 +93,16 @@ def test_plan_of_a_running_run_shows_what_it_holds_and_who_may_cut_it(lottery: P
 
 
 def test_a_run_no_known_event_makes_fundable_has_an_unknown_eta(lottery: Path) -> None:
-    # at 09:25 j1 was reclaimed for j4 and requeued; team-a's envelope (24) is held by j3 (2) and
-    # others' claims, so it is short of headroom with no window coming: no earliestStart
+    # at 09:25 j1 was reclaimed for j4 and requeued (j3 too, not restarted by the pass that cut it);
+    # team-a's envelope (24) funds 24 of j1's 32, so it is short of headroom with no window coming:
+    # no earliestStart
     at = pass_at(lottery, "2026-03-02T09:25:00Z")
     doc = runs(
         "plan", "j1", "--rev", at, "--now", "2026-03-02T09:26:00Z", "--format", "json", repo=lottery
     ).json()
     res = doc["reservation"]
     assert (res["earliestStart"], res["countdownSeconds"], res["confidence"]) == (None, None, "unknown")
-    assert res["reason"] == "budget headroom short by 10 GPUs"
+    assert res["reason"] == "budget headroom short by 8 GPUs"
     assert res["remedies"] == [
         {"remedy": "Wait for budget headroom, add sponsors, or shrink the run", "gpus": None}
     ]
@@ -109,7 +110,7 @@ def test_a_run_no_known_event_makes_fundable_has_an_unknown_eta(lottery: Path) -
     assert "earliestStart: unknown: nothing known (a window opening, a run ending) makes it startable" in text
     assert "unknown (unknown)" not in text and "confidence unknown" not in text
     row = runs("get", "j1", "--rev", at, "--format", "json", repo=lottery).json()["runs"][0]
-    assert (row["pendingReason"], row["earliestStart"]) == ("budget headroom short by 10 GPUs", None)
+    assert (row["pendingReason"], row["earliestStart"]) == ("budget headroom short by 8 GPUs", None)
 
 
 def test_a_window_aligned_reservation_says_when_the_window_opens(window: Path) -> None:
