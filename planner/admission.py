@@ -136,7 +136,7 @@ def fill(ctx: Pass) -> None:
         rec = ctx.records.get(key)
         if not spec.spec.opportunistic or rec is None or rec.phase != Phase.PENDING:
             continue
-        if key in ctx.world.frozen_runs:
+        if key in ctx.world.frozen_runs or rec.resized == ctx.now:  # reclaimed at this instant
             continue
         for width in elastic.widths(spec):
             req = _request(spec, width, [], {}, rec.next_group, fill=True)

@@ -171,4 +171,5 @@ def settle_fill_run(ctx: Pass, run: str) -> None:
         ctx.set_status(run, reasons.running_with(left))
         return
     ctx.close_run(run, Closure.RECLAIMED_BY_SPARE)
+    ctx.resized(run)  # no fill lease opens for it again at this instant
     ctx.set_status(run, reasons.FILL_RECLAIMED, Phase.PENDING, cause=reasons.FILL_RECLAIMED)

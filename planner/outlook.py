@@ -22,7 +22,8 @@ Group = tuple[str, int]  # (run, group index)
 
 
 class AtRisk:
-    """Running groups per domain, as the pass leaves them (read only)."""
+    """Running groups per domain, as the pass leaves them, each with the GPUs a cut of it would free
+    for new work (none on a cordoned node; read only)."""
 
     def __init__(self, ctx: Pass) -> None:
         self.ctx = ctx
@@ -36,10 +37,11 @@ class AtRisk:
             node = ctx.topo.nodes.get(lease.node)
             if node is None:
                 continue
+            gpus = lease.gpus if node.usable else 0
             if lease.role == Role.ACTIVE:
-                self.active[node.domain][(lease.run, lease.group)] += lease.gpus
-            else:
-                self.spares[node.domain][lease.run] += lease.gpus
+                self.active[node.domain][(lease.run, lease.group)] += gpus  # still a lottery candidate
+            elif gpus:
+                self.spares[node.domain][lease.run] += gpus
             self.run_domains[lease.run].add(node.domain)
 
     def held_in(self, domain: str) -> dict[str, int]:
@@ -140,7 +142,8 @@ class _Walk:
         self.gone: set[str] = set()  # runs cut for certain by a reservation walked
         self.gone_groups: set[Group] = set()
         self.taken: dict[str, int] = defaultdict(int)  # running GPUs the walked take, per domain
-        self.later: dict[str, list[tuple[int, int]]] = defaultdict(list)  # domain -> (cuttable from, GPUs)
+        # domain -> (cuttable from, GPUs, the best rank among the runs its activation may cut)
+        self.later: dict[str, list[tuple[int, int, tuple[int, str] | None]]] = defaultdict(list)
         self.unfunded_in = {d: [g for g in gs if g in ctx.book.unfunded] for d, gs in risk.active.items()}
         self.shrinkable_in = {d: {r for r, _ in gs if _shrinkable(ctx, r)} for d, gs in risk.active.items()}
 
@@ -152,8 +155,9 @@ class _Walk:
         if at is None:
             return Outlook(None, {})
         members = self._members(entry, warned, at)
+        victims = min((self.ctx.rank(run) for run in members), default=None)
         for d, claim in entry.claims.items():
-            self.later[d].append((at + self.delay, claim))
+            self.later[d].append((at + self.delay, claim, victims))
         return Outlook(at, members)
 
     def _cover(self, entry: Entry, warned: dict[str, int]) -> int | None:
@@ -171,8 +175,15 @@ class _Walk:
                 skip -= use
                 if gpus > use:
                     kept.append((t, gpus - use))
+            # a reservation ahead frees its run's GPUs to those behind only once it is cuttable, and
+            # only to a run ahead of every run that activation may requeue: a victim keeps its place
+            # in line, so it would take them back first (an ETA counted on them would recede)
+            mine = self.ctx.rank(entry.run)
+            later = [
+                (t, gpus) for t, gpus, victims in self.later.get(d, ()) if victims is None or victims > mine
+            ]
             got = 0
-            for t, gpus in sorted([*kept, *self.later.get(d, ())]):
+            for t, gpus in sorted([*kept, *later]):
                 got += gpus
                 if got >= gap:
                     when = max(when, t)

@@ -2,9 +2,9 @@
 
 `plan(world)` is the whole decision: a pure function of the snapshot. It returns the next state,
 the ledger events and statuses; it writes nothing and reads no clock. The pass is a fixed point:
-the line, growth and fill run again until a round of them changes nothing (capacity an activation's
-cuts freed goes to whoever fits, in line order), so planning again at the same instant from the
-pass's own output decides nothing new. The pod manifests are the render stage's (`Plan.manifests`,
+the line and growth run again until a round of them changes nothing (capacity an activation's
+cuts freed goes to whoever fits, in line order), then the fill, so planning again at the same
+instant from the pass's own output decides nothing new. The pod manifests are the render stage's (`Plan.manifests`,
 built on first use): the simulator and `jobtree plan` never need them.
 """
 
@@ -156,21 +156,28 @@ MAX_ROUNDS = 50  # rounds of the line a pass may take; each round starts, cuts o
 
 
 def _admit(ctx: Pass, lookahead_hours: float) -> Line:
-    """The line, growth and fill again until a round of them changes nothing, each reservation's
-    activation tried at most once: capacity freed in the pass goes to whoever fits, in line order,
-    and the last round's line (which changed nothing) is what a second pass would see."""
+    """The line and growth again until a round of them changes nothing, each reservation's
+    activation tried at most once, then opportunistic fill (so no activation of the pass reclaims
+    a fill it just opened), and all again while the fill changes something: capacity freed in the
+    pass goes to whoever fits, in line order, and the last round's line (which changed nothing) is
+    what a second pass would see."""
     attempted: set[str] = set()
     for _ in range(MAX_ROUNDS):
         mark = (len(ctx.leases), ctx.closures)
         line = admission.run_line(ctx, lookahead_hours, attempted)
         elastic.grow(ctx, line.held, lookahead_hours)
-        admission.fill(ctx)
-        elastic.grow(ctx, {}, lookahead_hours, opportunistic=True)
         failover.settle_fills(ctx)
         _settle_phases(ctx)
         funding.after_line(ctx, line.funding_holds)
         due_now = _forecast(ctx, line, attempted)
-        if mark == (len(ctx.leases), ctx.closures) and not due_now:
+        if mark != (len(ctx.leases), ctx.closures) or due_now:
+            continue
+        # the line is at rest (no activation will cut a spare now): opportunistic work last
+        admission.fill(ctx)
+        elastic.grow(ctx, {}, lookahead_hours, opportunistic=True)
+        failover.settle_fills(ctx)
+        _settle_phases(ctx)
+        if mark == (len(ctx.leases), ctx.closures):
             return line
     line.unsettled = True  # a bug, not a fleet: reported as a §4.9 violation, nothing is written
     return line

@@ -53,10 +53,21 @@ class Resolver:
         n = self.ctx.topo.nodes.get(node)
         return n.domain if n is not None else None
 
-    def _in_scope(self, run: str) -> list[int]:
-        """The run's groups with Active GPUs in a short domain, among what it still holds."""
+    def _usable(self, node: str) -> bool:
+        n = self.ctx.topo.nodes.get(node)
+        return n is not None and n.usable
+
+    def _in_scope(self, run: str, freeing: bool = False) -> list[int]:
+        """The run's groups with Active GPUs in a short domain, among what it still holds (`freeing`:
+        only those with some on a node that can take new work, so cutting them frees something)."""
         return sorted(
-            {x.group for x in self._open[run] if x.role == Role.ACTIVE and self._domain(x.node) in self.left}
+            {
+                x.group
+                for x in self._open[run]
+                if x.role == Role.ACTIVE
+                and self._domain(x.node) in self.left
+                and (not freeing or self._usable(x.node))
+            }
         )
 
     def short(self) -> bool:
@@ -74,8 +85,8 @@ class Resolver:
         for run in self.eligible:
             for lease in self._open[run]:
                 d = self._domain(lease.node)
-                if d in self.left and lease.role != Role.BORROWED:
-                    can[d] += lease.gpus
+                if d in self.left and lease.role != Role.BORROWED and self._usable(lease.node):
+                    can[d] += lease.gpus  # a GPU on a cordoned node, freed, takes no new work
         return all(can[d] >= v for d, v in self.left.items())
 
     def choose(self) -> list[Cut] | None:
@@ -88,13 +99,14 @@ class Resolver:
         eligible = sorted(self.eligible, key=ctx.rank, reverse=True)  # lowest-ranked first
         # (1) reclaim unfunded groups
         for run in eligible:
-            for group in reversed(self._in_scope(run)):
+            for group in reversed(self._in_scope(run, freeing=True)):
                 if self.short() and (run, group) in self.unfunded and run in self._alive:
                     cuts.append(self._cut_group(run, group, Closure.RECLAIM_UNFUNDED))
         # (2) drop spares
         for run in eligible:
             for lease in sorted(self._open[run], key=lambda x: (-x.group, x.node)):
-                if self.short() and lease.role == Role.SPARE and self._domain(lease.node) in self.left:
+                in_scope = self._domain(lease.node) in self.left and self._usable(lease.node)
+                if self.short() and lease.role == Role.SPARE and in_scope:
                     cuts.append(self._end(run, (lease,), Closure.DROP_SPARE))
         # (3) shrink malleable runs by whole groups, highest index first, never below the floor
         for run in eligible:
@@ -102,7 +114,7 @@ class Resolver:
             m = spec.spec.malleable if spec is not None else None
             if m is None:
                 continue
-            for group in reversed(self._in_scope(run)):
+            for group in reversed(self._in_scope(run, freeing=True)):
                 mine = [x for x in self._open[run] if x.group == group]
                 gpus = sum(x.gpus for x in mine if x.role == Role.ACTIVE)
                 if not self.short() or self._counted[run] - gpus < m.minTotalGPUs:
@@ -146,7 +158,7 @@ class Resolver:
         for lease in leases:
             d = self._domain(lease.node)
             if lease.role != Role.BORROWED:
-                if d in self.left:
+                if d in self.left and self._usable(lease.node):
                     self.left[d] -= lease.gpus
                 if lease.role != Role.SPARE:
                     self._counted[run] -= lease.gpus

@@ -30,7 +30,7 @@ from typing import Any
 from planner.lottery import seed_for
 from planner.world import FleetState
 from reconciler.passes import pipeline
-from reconciler.passes.simulation import Simulation
+from reconciler.passes.simulation import Simulation, at_time
 from schemas.common import parse_duration
 from schemas.scenario import Scenario
 from tests.support.builders import a_budget, a_run, domain, scenario
@@ -40,7 +40,12 @@ PARENTS = {"org:r:a:x": "org:r:a", "org:r:a:y": "org:r:a", "org:r:b:z": "org:r:b
            "org:r:b": "org:r"}  # fmt: skip
 NAMESPACE = {owner: owner.rsplit(":", 1)[1] for owner in TEAMS}
 FLAVORS = ("H100-80GB", "A100")
-CUTS = ("RandomPreempt", "ReclaimUnfunded", "DropSpare")
+CUTS = (
+    "RandomPreempt",
+    "ReclaimUnfunded",
+    "DropSpare",
+)  # an activation's cuts (its Shrink reads as voluntary)
+DECIDED = (*CUTS, "Shrink", "ReclaimedBySpare")  # a pass's decisions: no lease opens again for the run
 SEED = re.compile(r"^RandomPreempt\((0x[0-9a-f]{16})\)$")
 
 
@@ -189,6 +194,7 @@ def play_checked(doc: dict[str, Any]) -> Checked:
     seen = Checked()
     real = sim.run_pass
     promised: dict[str, tuple[int, int]] = {}  # reservation -> (ETA, the pass that published it)
+    stepped = {at_time(step["at"], sim.start) for step in doc["spec"]["steps"]}
 
     def checked(now: int) -> None:
         before: FleetState = sim.state
@@ -215,12 +221,10 @@ def play_checked(doc: dict[str, Any]) -> Checked:
                 continue
             why = e.reason
             kind = why.split("(")[0]
+            if kind in DECIDED and e.lease.run in started:
+                seen.problems.append(f"{_t(now)}: {e.lease.run} ended ({why}) and started again in one pass")
             if kind in CUTS:
                 seen.cuts += 1
-                if e.lease.run in started:
-                    seen.problems.append(
-                        f"{_t(now)}: {e.lease.run} cut ({why}) and started again in one pass"
-                    )
                 if not activated:
                     seen.problems.append(f"{_t(now)}: {e.lease.run} cut ({why}) but no reservation started")
                 m = SEED.match(why)
@@ -244,6 +248,21 @@ def play_checked(doc: dict[str, Any]) -> Checked:
             if key in was_pending and res.state == "Released" and sim.state.runs[key].phase == "Pending":
                 seen.problems.append(f"{_t(now)}: {key}'s reservation released while its run stays Pending")
         moved = {m.run for m in plan.moves}
+        for m in plan.moves:
+            was, res = before.reservations.get(m.run), sim.state.reservations.get(m.run)
+            if now in stepped or was is None or res is None:
+                continue
+            same = (was.reason, was.deficit, {e.run for e in was.conflicts}) == (
+                res.reason,
+                res.deficit,
+                {e.run for e in res.conflicts},
+            )
+            receded = m.previous is not None and now < m.previous and (res.earliest_start or 0) > m.previous
+            if same and receded:
+                seen.problems.append(
+                    f"{_t(now)}: {m.run}'s ETA moved from {_t(m.previous or 0)} to {_t(res.earliest_start)} "
+                    f"with nothing changed ({res.reason})"
+                )
         for key, (eta, _) in list(promised.items()):
             res = sim.state.reservations.get(key)
             if res is None or res.state != "Pending" or key in moved:
