@@ -9,6 +9,7 @@ and it then starts on the GPUs they free. ETAs, conflict sets and remedies come 
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 from planner import accounting, bind, cover, elastic, failover, forecast, funding, pack, reasons
@@ -61,6 +62,7 @@ class Line:
     states: dict[str, Waiting] = field(default_factory=dict)  # what each waits for, at its turn
     funding_holds: list[tuple[str, str, int]] = field(default_factory=list)  # (envelope, class, GPUs)
     held_log: list[str] = field(default_factory=list)  # domains whose hold grew, in order
+    requeued: list[str] = field(default_factory=list)  # runs an activation just cut whole
     unsettled: bool = False  # the pass's rounds of the line never came to rest (a bug if ever true)
     _unheld: dict[str, _Unheld] = field(default_factory=dict)
 
@@ -112,17 +114,27 @@ def run_line(ctx: Pass, lookahead_hours: float, attempted: set[str]) -> Line:
     """Funded runs in submission order; reserved runs keep their place. `attempted`: reservations
     whose activation this pass already tried (each is tried once per pass)."""
     line = Line()
-    waiting = [
-        key
-        for key in sorted(ctx.specs, key=ctx.rank)
-        if (rec := ctx.records.get(key)) is not None
-        and rec.phase == Phase.PENDING
+    queue = [
+        (ctx.rank(key), key)
+        for key, rec in ctx.records.items()
+        if rec.phase == Phase.PENDING
+        and key in ctx.specs
         and key not in ctx.world.frozen_runs
         and not ctx.specs[key].spec.opportunistic
     ]
-    for key in waiting:
-        if ctx.records[key].phase == Phase.PENDING:  # an activation ahead may have started it again
-            _turn(ctx, key, ctx.specs[key], line, lookahead_hours, attempted)
+    heapq.heapify(queue)
+    while queue:
+        _, key = heapq.heappop(queue)
+        if ctx.records[key].phase != Phase.PENDING:  # an activation ahead may have started it again
+            continue
+        _turn(ctx, key, ctx.specs[key], line, lookahead_hours, attempted)
+        # a run an activation cut whole keeps its place in line: its turn comes at that place (at
+        # once when that is ahead of here), so runs behind it cannot backfill what it needs and
+        # runs ahead of it are not held back by it
+        for victim in line.requeued:
+            if victim in ctx.specs and victim not in ctx.world.frozen_runs:
+                heapq.heappush(queue, (ctx.rank(victim), victim))
+        line.requeued.clear()
     failover.settle_fills(ctx)  # spares the resolver dropped took fill leases with them
     return line
 
@@ -364,12 +376,7 @@ def _activate(
     resolver.apply(cuts)
     funding.after_cuts(ctx, line.funding_holds)
     _start(ctx, key, spec, placed)
-    # a run cut whole keeps its place in line: it is reserved at once, so runs behind it in line
-    # cannot backfill what it needs
-    for victim in sorted(set(resolver.requeued), key=ctx.rank):
-        victim_spec = ctx.specs.get(victim)
-        if victim_spec is not None and ctx.records[victim].phase == Phase.PENDING:
-            _turn(ctx, victim, victim_spec, line, lookahead_hours, {victim})
+    line.requeued += resolver.requeued  # back in line at their places (`run_line`)
     return True
 
 

@@ -31,7 +31,7 @@ from planner.lottery import seed_for
 from planner.world import FleetState
 from reconciler.passes import pipeline
 from reconciler.passes.simulation import Simulation, at_time
-from schemas.common import parse_duration
+from schemas.common import parse_duration, parse_time
 from schemas.scenario import Scenario
 from tests.support.builders import a_budget, a_run, domain, scenario
 
@@ -62,25 +62,25 @@ def scenario_of(seed: int) -> dict[str, Any]:
     steps: list[dict[str, Any]] = [{"at": "+0m", "apply": budgets}]
     runs: list[dict[str, Any]] = []
     minute = 0
-    for i in range(rng.randint(3, 9)):
+    for i in range(rng.randint(3, 12)):
         minute += rng.choice([0, 0, 1, 5, 10, 30])
         run = _run(rng, i, runs)
         runs.append(run)
         steps.append({"at": f"+{minute}m", "apply": [run]})
     nodes = [f"{d['name']}-n{j:02d}" for d in doms for j in range(d["nodes"])]
-    for _ in range(rng.randint(0, 6)):
+    for _ in range(rng.randint(0, 8)):
         minute += rng.choice([1, 5, 15, 30, 60])
         steps.append(_event(rng, minute, runs, budgets, nodes))
     horizon = minute + rng.choice([60, 120, 240])
     tenants = {ns: owner for owner, ns in NAMESPACE.items()}
     fleet = {
         "reservations": {
-            "noticePeriod": rng.choice(["0s", "5m", "15m", "15m"]),
-            "minRuntime": rng.choice(["0s", "0s", "30m", "2h"]),
+            "noticePeriod": rng.choice(["0s", "1m", "5m", "15m", "15m"]),
+            "minRuntime": rng.choice(["0s", "0s", "10m", "30m", "2h"]),
         }
     }
     doc = scenario(tenants, doms, steps, until=f"+{horizon}m", fleet=fleet)
-    doc["spec"]["tick"] = rng.choice(["5m", "15m", "15m"])
+    doc["spec"]["tick"] = rng.choice(["1m", "5m", "15m", "15m"])
     doc["metadata"]["name"] = f"generated-{seed}"
     return doc
 
@@ -194,7 +194,16 @@ def play_checked(doc: dict[str, Any]) -> Checked:
     seen = Checked()
     real = sim.run_pass
     promised: dict[str, tuple[int, int]] = {}  # reservation -> (ETA, the pass that published it)
-    stepped = {at_time(step["at"], sim.start) for step in doc["spec"]["steps"]}
+    stepped = {at_time(step["at"], sim.start) for step in doc["spec"]["steps"]}  # and window edges:
+    stepped |= {
+        parse_time(env[edge])
+        for step in doc["spec"]["steps"]
+        for obj in step.get("apply", ())
+        if obj["kind"] == "Budget"
+        for env in obj["spec"]["envelopes"]
+        for edge in ("start", "end")
+        if edge in env
+    }
 
     def checked(now: int) -> None:
         before: FleetState = sim.state
@@ -250,8 +259,8 @@ def play_checked(doc: dict[str, Any]) -> Checked:
         moved = {m.run for m in plan.moves}
         for m in plan.moves:
             was, res = before.reservations.get(m.run), sim.state.reservations.get(m.run)
-            if now in stepped or was is None or res is None:
-                continue
+            if now in stepped or events or was is None or res is None:
+                continue  # a step, a window edge or a decision of this pass changed the forecast
             same = (was.reason, was.deficit, {e.run for e in was.conflicts}) == (
                 res.reason,
                 res.deficit,
