@@ -257,6 +257,12 @@ def waiting(
             ctx.topo, [s for s, _ in funding], [n for _, n in funding], sizes, width, spares, held, single,
             keep, cover.borrow_cap(spec),
         )  # fmt: skip
+        if sc.unplaceable:  # that funding cannot pay where the run fits: what pays where it does
+            sc = forecast.scope(
+                ctx.topo, srcs, [s.room for s in srcs], sizes, width, spares, held, single, keep,
+                cover.borrow_cap(spec),
+            )  # fmt: skip
+            funding = [(src, n) for src, n in zip(srcs, sc.paid, strict=True) if n > 0]
     elif short.window is not None:  # what will pay once the window it waits for is open
         later = [*srcs, *cover.window_sources(ctx.book, ctx.topo, spec, short.window)]
         sc = forecast.scope(

@@ -29,6 +29,7 @@ class Scope:
     unpaid: bool = False  # some group goes where capacity is but its held funding does not reach
     view: Members | None = None  # the member nodes the scope was drawn from
     payer: Source | None = None  # the first source paying for the scope
+    paid: list[int] = field(default_factory=list)  # GPUs each source pays toward the scope, in order
 
     @property
     def deficit(self) -> int:
@@ -114,6 +115,7 @@ def scope(
             out.payer = payer
         left -= want
     out.claims = claimed
+    out.paid = [max(0, r) - left for r, left in zip(rooms, purse.left, strict=True)]
     for d, claim in claimed.items():
         short = claim - avail.get(d, 0)
         if short > 0:
