@@ -45,6 +45,8 @@ class Waiting:
             return Wait.GROUPING if self.grouping or self.reach >= self.need else Wait.OUT_OF_REACH
         if self.short is not None:  # the funding reason wins when both are short
             return self.short.why
+        if self.scope.unpaid_gpus:  # funded, but not where it fits: short of headroom there
+            return Wait.HEADROOM
         if self.cut_now and self.scope.deficit == 0:
             return Wait.REQUEUED
         return Wait.CLUSTER_SHORT
@@ -287,7 +289,7 @@ def _record(ctx: Pass, res: Reservation, w: Waiting, line: Line) -> None:
     elif w.short is not None:  # the funding reason wins when both are short
         res.deficit, res.reason = w.short.deficit, w.short.reason
     else:
-        res.deficit = sc.deficit
+        res.deficit = sc.unpaid_gpus if res.why == Wait.HEADROOM else sc.deficit
         res.reason = reasons.wait_text(res.why, res.deficit)
     res.domains, res.nodes = tuple(sc.claims), tuple(sorted(sc.nodes))  # domains in the order claimed
     res.paying = forecast.paying(sc)

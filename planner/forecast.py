@@ -27,6 +27,7 @@ class Scope:
     nodes: list[str] = field(default_factory=list)
     unplaceable: int = 0  # GPUs (groups with spares) no domain its funding reaches can hold
     unpaid: bool = False  # some group goes where capacity is but its held funding does not reach
+    unpaid_gpus: int = 0  # GPUs of such groups that no funding reaching their domain pays
     view: Members | None = None  # the member nodes the scope was drawn from
     payer: Source | None = None  # the first source paying for the scope
     paid: list[int] = field(default_factory=list)  # GPUs each source pays toward the scope, in order
@@ -110,7 +111,8 @@ def scope(
             want = min(want, room_in(d) - spares, max(1, purse.payable(d) - spares))
         claimed[d] = claimed.get(d, 0) + want + spares
         out.groups.append((d, want))
-        payer = purse.spend(d, want + spares)
+        payer, paid = purse.spend(d, want + spares)
+        out.unpaid_gpus += want + spares - paid
         if out.payer is None:
             out.payer = payer
         left -= want
@@ -170,8 +172,10 @@ class _Purse:
             paid += n
         return paid
 
-    def spend(self, domain: str, gpus: int) -> Source | None:
+    def spend(self, domain: str, gpus: int) -> tuple[Source | None, int]:
+        """Pay up to `gpus` in the domain in cover order: the first source paying, and what was paid."""
         first = None
+        asked = gpus
         for i in self.reach(domain):
             if gpus <= 0:
                 break
@@ -184,7 +188,7 @@ class _Purse:
                 self.borrow -= n
             if first is None:
                 first = self.sources[i]
-        return first
+        return first, asked - gpus
 
     def nearest(
         self, target: int, order: Callable[[str], tuple[int, int, int, str]], eligible: Callable[[str], bool]

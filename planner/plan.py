@@ -240,6 +240,8 @@ def _remedies(ctx: Pass, line: Line, risk: outlook.AtRisk) -> None:
             res.remedies, res.remedy_gpus = (), ()
         elif w.short is not None:
             res.remedies, res.remedy_gpus = w.short.remedies, ()
+        elif w.why == Wait.HEADROOM:  # funded, but not where it fits
+            res.remedies, res.remedy_gpus = (reasons.FUNDING_REMEDY[Wait.HEADROOM],), ()
         else:
             res.remedies, res.remedy_gpus = risk.remedies(w.scope.short)
 
@@ -258,7 +260,7 @@ def _say_waiting(ctx: Pass, line: Line) -> None:
         if w.why == Wait.REQUEUED:
             ctx.set_status(key, rec.cause or reasons.reserved(res.reason))
             continue
-        capacity = res.deficit if w.short is None else None
+        capacity = res.deficit if w.why == Wait.CLUSTER_SHORT else None
         ctx.set_status(key, reasons.reserved(res.reason, rec.cause, capacity))
 
 
