@@ -33,10 +33,12 @@ def test_every_template_file_is_valid_with_no_diagnostics(files: dict[str, bytes
     assert [str(d) for d in demo.diagnostics(files)] == []
 
 
-def test_every_yaml_file_in_the_template_parses(files: dict[str, bytes]) -> None:
+def test_every_yaml_file_in_the_template_parses_to_mappings(files: dict[str, bytes]) -> None:
+    # a file of comments alone, a stray scalar or a broken document would each fail here
     for path, text in files.items():
         if path.endswith((".yaml", ".yml")):
-            assert list(yaml.safe_load_all(text)) is not None, path
+            docs = list(yaml.safe_load_all(text))
+            assert docs and all(isinstance(doc, dict) and doc for doc in docs), path
 
 
 def test_every_run_and_budget_file_says_what_it_demonstrates(files: dict[str, bytes]) -> None:

@@ -433,3 +433,25 @@ def test_spares_need_budget_headroom_like_active_gpus() -> None:
     out = play(doc)
     assert out["final"]["runs"]["t/r"]["phase"] == "Pending"
     assert out["final"]["reservations"]["t/r"]["status"]["reason"] == "budget headroom short by 1 GPUs"
+
+
+def test_a_sponsors_refusal_binds_before_the_borrow_limit() -> None:
+    # t owns 8 and wants 16, borrowing at most 2. Sponsor s1 lends t nothing (no lending); s2 lends
+    # up to 4. Fundable now: 8 + min(4, 2) = 10, short by 6; even without the limit, 8 + 4 = 12 is
+    # short: the refusal binds first (§4.5: a sponsor's refusal, then the borrow limit, then
+    # headroom), then every other remedy that applies, in that order.
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 8).build(),
+                      a_budget("s1", "org:s1").envelope("h", 64).build(),
+                      a_budget("s2", "org:s2").envelope("h", 64, lending={"allow": True, "to": ["*"],
+                                                                          "maxConcurrency": 4}).build(),
+                      a_run("t/r", "org:t").gpus(16).groups(8).borrowing("org:s1", "org:s2", cap=2).build()])],
+    )  # fmt: skip
+    status = play(doc)["final"]["reservations"]["t/r"]["status"]
+    assert status["reason"] == "budget headroom short by 6 GPUs"
+    assert status["forecast"]["remedies"] == [
+        "Update the lending policy and re-submit",
+        "Increase maxBorrowGPUs or shrink the run",
+        "Wait for budget headroom, add sponsors, or shrink the run",
+    ]

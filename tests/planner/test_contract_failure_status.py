@@ -137,3 +137,44 @@ def test_a_new_run_whose_file_is_invalid_gets_a_status_naming_the_file() -> None
     run = out["checkpoints"]["invalid"]["runs"]["t/r"]
     assert run["phase"] == "Pending" and run["message"].startswith("spec invalid: fix ")
     assert open_leases(out["final"], "t/r") == []
+
+
+def test_a_group_grown_after_the_highest_one_is_lost_takes_an_index_above_it() -> None:
+    # t/r malleable 8..32 step 8 starts at 32: groups 0..3 on A-n00..A-n03 (A has 6 nodes). A-n03
+    # fails at +5m: group 3, the highest, is lost (24 still >= 8) and the same pass grows one step.
+    # The new group takes index 4, one above the highest the run has ever opened, not 3 (the
+    # highest open is 2, and 3 groups are open).
+    doc = scenario(
+        {"t": "org:t"}, [domain("A", 6)],
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 48).build(),
+                      a_run("t/r", "org:t").gpus(32).groups(8).malleable(8, 32, 8).build()]),
+         at(5, node={"name": "A-n03", "event": "Fail"}), at(5, checkpoint="failed")],
+        until="+6m",
+    )  # fmt: skip
+    out = play(doc)
+    assert _groups(out["checkpoints"]["failed"], "t/r") == {0, 1, 2, 4}
+
+
+def test_a_cap_spent_partly_by_spares_is_metered_at_the_instant_it_was_spent_without_a_pass_then() -> None:
+    # cap 24 GPU-hours; t/r runs 8 active GPUs and an 8-GPU spare from 09:00 (spare rate 0.5): 12
+    # GPU-hours an hour, spent at exactly 11:00. With no pass between 09:00 and 11:30 the envelope
+    # holds 16 consumed + 8 spare GPU-hours (the cap, not 20 + 10), and the run 16 owned GPU-hours.
+    files = {
+        "jobtree.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: FleetConfig\nmetadata: {name: f}\n"
+        b"spec:\n  tenants: [{namespace: t, owner: 'org:t'}]\n",
+        "inventory/nodes.yaml": b"domains: [{name: A, region: west, cluster: c1, flavor: H100-80GB, nodes: 2, gpusPerNode: 8}]\n",
+        "budgets/t.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: Budget\nmetadata: {name: t}\n"
+        b"spec: {owner: 'org:t', envelopes: [{name: h, flavor: H100-80GB, concurrency: 16, maxGPUHours: 24}]}\n",
+        "runs/t/r.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: Run\nmetadata: {name: r, namespace: t}\n"
+        b"spec: {owner: 'org:t', resources: {gpuType: H100-80GB, totalGPUs: 8}, locality: {groupGPUs: 8},"
+        b" sparesPerGroup: 8}\n",
+    }
+    spec = validated.read_spec(files)
+    assert spec.diagnostics == []
+    cluster = EmbeddedCluster(spec.inventory)
+    first = pipeline.run_pass(spec, cluster, FleetState(), T0, render=False)
+    assert T0 + 7200 in first.due
+    later = pipeline.run_pass(spec, cluster, first.state, T0 + 9000, render=False)
+    envelope = later.budgets["t"]["envelopes"][0]
+    assert (envelope["consumedGPUHours"], envelope["spareGPUHours"]) == (16.0, 8.0)
+    assert later.runs["t/r"]["funding"]["ownedGPUHours"] == 16.0

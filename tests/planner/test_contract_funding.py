@@ -298,3 +298,25 @@ def test_headroom_an_unfunded_claim_ranked_ahead_still_holds_is_no_room_for_a_ne
     asked = out["checkpoints"]["asked"]["runs"]["c3/r"]
     assert asked["phase"] == "Pending" and asked["message"] == "reserved: budget headroom short by 4 GPUs"
     assert ends(out) == []
+
+
+def test_spares_spend_a_gpu_hour_cap_at_the_spare_rate_and_a_pass_is_due_when_it_is_spent() -> None:
+    # Envelope 16 GPUs, maxGPUHours 24; t/r runs 8 active GPUs with an 8-GPU spare (spare rate
+    # 0.5): the cap burns 8 + 8 x 0.5 = 12 GPU-hours an hour, so it is spent at exactly +2h (not +3h,
+    # as 8 active GPUs alone would spend it). A pass is due then with no step: from +2h t/r's
+    # group is unfunded (still running), and the envelope holds 16 consumed + 8 spare GPU-hours.
+    doc = scenario(
+        {"t": "org:t"}, A32,
+        [at(0, apply=[a_budget("t", "org:t").envelope("h", 16, maxGPUHours=24).build(),
+                      a_run("t/r", "org:t").gpus(8).groups(8).spares(8).build()]),
+         at(119, checkpoint="before"), at(120, checkpoint="spent")],
+        until="+121m",
+    )  # fmt: skip
+    out = play(doc)
+    assert out["checkpoints"]["before"]["runs"]["t/r"]["funding"]["unfundedGPUs"] == 0
+    spent = out["checkpoints"]["spent"]
+    assert spent["runs"]["t/r"]["phase"] == "Running"
+    assert spent["runs"]["t/r"]["funding"]["unfundedGPUs"] == 8
+    env = envelope(spent, "t", "h")
+    assert env["consumedGPUHours"] == pytest.approx(16.0)
+    assert env["spareGPUHours"] == pytest.approx(8.0)

@@ -250,9 +250,11 @@ def test_owning_the_capacity_buys_no_priority_in_the_lottery() -> None:
 
 def test_a_reservation_cuts_nobody_while_its_noticed_runs_cannot_clear_the_deficit() -> None:
     # u/x (16) and s/z (8) run; s/y (16, after z, submitted at +0) waits. t/r (32) at +1m: short
-    # by 24, conflict set {x, z}. At +5m z succeeds and y (ahead of r in line) starts: r is short by
-    # 32 and y joins its conflict set. At r's ETA (+16m) only x has had its notice and x alone
-    # cannot clear 32: nobody is cut. At +20m y has had its notice too: both are drawn and r starts.
+    # by 24, conflict set {x, z}, ETA +16m. At +5m z succeeds and y (ahead of r in line) starts: r
+    # is short by 32 and y joins its conflict set; x alone cannot clear 32, so the forecast moves
+    # the ETA to +20m, when y has had its notice too: nothing is due at +16m and nobody is cut. At
+    # +20m both are drawn and r starts. (The ETA keeps the resolver from ever facing a member
+    # without its notice here; test_promises reaches the resolver's own check directly.)
     doc = scenario(
         TENANTS, A32,
         [at(0, apply=[*BUDGETS, a_run("u/x", "org:u").gpus(16).groups(8).build(),
@@ -268,6 +270,7 @@ def test_a_reservation_cuts_nobody_while_its_noticed_runs_cannot_clear_the_defic
     due = out["checkpoints"]["due"]
     assert due["runs"]["t/r"]["phase"] == "Pending"
     assert {c["run"] for c in due["reservations"]["t/r"]["status"]["conflictSet"]} == {"u/x", "s/y"}
+    assert due["reservations"]["t/r"]["spec"]["earliestStart"] == stamp(20)
     cut = [e for e in ends(out) if e["reason"] != "Completed"]
     assert {e["at"] for e in cut} == {stamp(20)}
     assert {e["run"] for e in cut} == {"u/x", "s/y"}

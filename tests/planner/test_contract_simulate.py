@@ -9,6 +9,7 @@ import json
 import re
 from typing import Any
 
+from schemas.scenario import Scenario
 from tests.support import TESTS
 from tests.support.builders import a_budget, a_run, scenario
 from tests.support.scenarios import (
@@ -270,3 +271,38 @@ def test_every_timestamp_written_is_rfc3339_utc_with_z_and_whole_seconds() -> No
     )
     walk(play(doc))
     assert found
+
+
+def _simulate_file(tmp: Any, doc: dict[str, Any]) -> tuple[int, str]:
+    from click.testing import CliRunner
+
+    from reconciler.cli.simulate import command
+
+    path = tmp / "s.yaml"
+    path.write_text(json.dumps(doc))  # JSON is YAML: lines are those of this one-line file
+    result = CliRunner().invoke(command, [str(path), "--format", "json"])
+    return result.exit_code, result.output
+
+
+def test_a_zero_tick_is_refused_with_the_file_line_and_what_to_change(tmp_path: Any) -> None:
+    doc = scenario({"t": "org:t"}, A32, [], until="+1h")
+    doc["spec"]["tick"] = "0s"
+    code, output = _simulate_file(tmp_path, doc)
+    assert code == 3
+    assert f"{tmp_path / 's.yaml'}:1:" in output
+    assert "spec.tick: tick must be at least 1s; set a positive duration such as 1m, or remove tick" in output
+    assert "Traceback" not in output
+
+
+def test_a_tick_asking_for_more_passes_than_a_scenario_may_take_is_refused(tmp_path: Any) -> None:
+    # tick 1s until +24000h: 24000 x 3600 + 1 = 86,400,001 periodic passes, past the 100,000 limit
+    # (the scenario ran until killed). tick 1m until +1000h is 60,001 passes: accepted.
+    doc = scenario({"t": "org:t"}, A32, [], until="+24000h")
+    doc["spec"]["tick"] = "1s"
+    code, output = _simulate_file(tmp_path, doc)
+    assert code == 3
+    assert (
+        "spec.tick: tick 1s from start to until +24000h asks for 86,400,001 passes; at most 100,000 are "
+        "allowed: set a longer tick or an earlier until"
+    ) in output
+    assert Scenario.model_validate({**doc, "spec": {**doc["spec"], "tick": "1m", "until": "+1000h"}})

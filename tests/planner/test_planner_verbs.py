@@ -128,6 +128,33 @@ def test_pack_puts_a_group_where_its_owners_own_funding_reaches_before_a_freer_d
     ]
 
 
+def test_pack_places_every_spare_after_all_active_groups_in_group_order() -> None:
+    # A: A-n00 8, A-n01 8, A-n02 4 (20 free); B: two nodes of 8. t pays anywhere. Three groups of 6
+    # with 2 spares each (24): g0 -> A (most free) on A-n00; room for its spare is kept, so A has
+    # 12 for g1 (6 + 2 spares) -> A-n01 (most free 8); g2 needs 8 but A has 4 left once both
+    # spares are kept -> B-n00. Then the spares, after every active group, in group order, each in
+    # its group's domain on the most free node then name: g0's on A-n02 (4), g1's on A-n00 (2, 2,
+    # 2: by name), g2's on B-n01 (8). (Placing a group's spare before the next group's active GPUs
+    # would have put g0's spare on A-n01 and g1 on what was left.)
+    w = world(
+        budgets=[a_budget("t", "org:t").envelope("h", 64).build()],
+        runs=[a_run("t/r", "org:t").gpus(18).groups(6).spares(2).build()],
+        nodes=[a_node("A-n00"), a_node("A-n01"), a_node("A-n02", 4), *nodes("B", 2)],
+    )
+    ctx = snapshot(w)
+    srcs = cover.sources(ctx.book, ctx.topo, ctx.specs["t/r"], 1.0)
+    placed = pack.place(ctx.topo, pack.Request([6, 6, 6], 18, 0, 2, srcs, 0), "H100-80GB")
+    assert placed.failure is None
+    got = [
+        ([(p.node, p.gpus) for p in g.pieces], [(p.node, p.gpus) for p in g.spares]) for g in placed.groups
+    ]
+    assert got == [
+        ([("A-n00", 6)], [("A-n02", 2)]),
+        ([("A-n01", 6)], [("A-n00", 2)]),
+        ([("B-n00", 6)], [("B-n01", 2)]),
+    ]
+
+
 # ------------------------------------------------------------------------------------------ bind
 
 
