@@ -50,9 +50,16 @@ SEED = re.compile(r"^RandomPreempt\((0x[0-9a-f]{16})\)$")
 
 
 def scenario_of(seed: int) -> dict[str, Any]:
-    """A random fleet (1-3 domains, budgets with family, lending, windows and caps), 3-9 runs of every
-    shape, and a timeline of submissions, failures, completions and edits, all from `seed`."""
-    rng = random.Random(seed)
+    """`scenario_from` a generator seeded with `seed` (the same seed, the same scenario)."""
+    doc = scenario_from(random.Random(seed))
+    doc["metadata"]["name"] = f"generated-{seed}"
+    return doc
+
+
+def scenario_from(rng: random.Random) -> dict[str, Any]:
+    """A random fleet (1-3 domains, budgets with family, lending, windows and caps), 3-12 runs of
+    every shape, and a timeline of submissions, failures, completions and edits, drawn from `rng`
+    (hypothesis hands one it can shrink)."""
     doms = []
     for i, name in enumerate("ABC"[: rng.randint(1, 3)]):
         flavor = FLAVORS[0] if i == 0 or rng.random() < 0.7 else FLAVORS[1]
@@ -81,7 +88,7 @@ def scenario_of(seed: int) -> dict[str, Any]:
     }
     doc = scenario(tenants, doms, steps, until=f"+{horizon}m", fleet=fleet)
     doc["spec"]["tick"] = rng.choice(["1m", "5m", "15m", "15m"])
-    doc["metadata"]["name"] = f"generated-{seed}"
+    doc["metadata"]["name"] = "generated"
     return doc
 
 
@@ -190,7 +197,7 @@ class Checked:
 def play_checked(doc: dict[str, Any]) -> Checked:
     """Play a scenario, checking the invariants above after every pass."""
     sim = Simulation(Scenario.model_validate(doc), doc)
-    notice = parse_duration(doc["spec"]["fleet"]["reservations"]["noticePeriod"])
+    notice = parse_duration(doc["spec"]["fleet"].get("reservations", {}).get("noticePeriod", "15m"))
     seen = Checked()
     real = sim.run_pass
     promised: dict[str, tuple[int, int]] = {}  # reservation -> (ETA, the pass that published it)
@@ -250,6 +257,8 @@ def play_checked(doc: dict[str, Any]) -> Checked:
             if low is not None and counted < low:
                 seen.problems.append(f"{_t(now)}: {key} Running with {counted} GPUs, below its minimum {low}")
         for key, res in sim.state.reservations.items():
+            if res.state == "Pending" and " by 0 GPUs" in res.reason:
+                seen.problems.append(f"{_t(now)}: {key} waits, '{res.reason}'")
             if res.state == "Pending" and res.earliest_start is not None and res.earliest_start < now:
                 seen.problems.append(
                     f"{_t(now)}: {key}'s earliestStart {_t(res.earliest_start)} is in the past"
@@ -269,7 +278,7 @@ def play_checked(doc: dict[str, Any]) -> Checked:
             receded = m.previous is not None and now < m.previous and (res.earliest_start or 0) > m.previous
             if same and receded:
                 seen.problems.append(
-                    f"{_t(now)}: {m.run}'s ETA moved from {_t(m.previous or 0)} to {_t(res.earliest_start)} "
+                    f"{_t(now)}: {m.run}'s ETA moved from {_t(m.previous or 0)} to {_t(res.earliest_start or 0)} "
                     f"with nothing changed ({res.reason})"
                 )
         for key, (eta, _) in list(promised.items()):
