@@ -3,8 +3,9 @@
 A run starts when fully funded and placeable without touching capacity held for fully funded
 reservations ahead of it; otherwise it gets (or keeps) a Reservation, whose scope, deficit and
 funding reason are drawn here at its turn in line. A due reservation that is funded but short of
-capacity activates with the resolver only when the cuts the resolver may make clear its deficit,
-and it then starts on the GPUs they free. ETAs, conflict sets and remedies come after the line.
+capacity activates all or nothing: the resolver chooses every cut first, they are made only when
+together they clear its deficit and the run then fits, and it starts at once on what they freed
+(a run they put back in line starts at a later pass). ETAs, conflict sets and remedies come after.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Waiting:
     funding: list[tuple[pack.Source, int]]  # (source, GPUs) a funded run's need is paid from
     placeable: bool  # it fits on an empty fleet of the domains its funding reaches
     grouping: bool  # some group (or, kept together, the whole run) is larger than every such domain
-    reach: int = 0  # usable GPUs of the domains its funding reaches
+    reach: int = 0  # GPUs of the domains its funding reaches (failed nodes left out)
     flavor_known: bool = True  # some node of its flavor is in the fleet
     cut_now: bool = False  # a cut put it back in line at this instant
 

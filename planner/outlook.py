@@ -240,6 +240,7 @@ class _Walk:
             cut(
                 {d: min(room, sum(v for (r, _), v in risk.active[d].items() if r == run)) for d in short}, run
             )
+        structural = set(members)  # cut for certain before any draw
         # (4) the lottery, when what it may draw from covers what is left
         need = {d: v for d, v in deficit.items() if v > 0}
         if need and all(self._pool(d, alive) >= need[d] for d in need):
@@ -247,7 +248,9 @@ class _Walk:
                 members[run] = max(members.get(run, 0.0), p)
             for d in need:
                 self.taken[d] += need[d]
-        self.gone |= {run for run, p in members.items() if p >= 1.0}
+        # what the lottery takes is counted in `taken`, not by run: a run it is sure to draw is not
+        # also left out of what those behind may cut (that would count its GPUs twice)
+        self.gone |= structural
         return members
 
     def _pool(self, domain: str, alive: Callable[[str], bool]) -> int:

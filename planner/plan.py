@@ -4,8 +4,8 @@
 the ledger events and statuses; it writes nothing and reads no clock. The pass is a fixed point:
 the line and growth run again until a round of them changes nothing (capacity an activation's
 cuts freed goes to whoever fits, in line order), then the fill, so planning again at the same
-instant from the pass's own output decides nothing new. The pod manifests are the render stage's (`Plan.manifests`,
-built on first use): the simulator and `jobtree plan` never need them.
+instant from the pass's own output decides nothing new. The pod manifests are the render stage's
+(`Plan.manifests`, built on first use): the simulator and `jobtree plan` never need them.
 """
 
 from __future__ import annotations
