@@ -215,6 +215,12 @@ def test_a_run_is_never_started_on_part_of_its_width_where_its_held_funding_reac
 # -- shrink order -----------------------------------------------------------------------------------
 
 
+def _desired(run: str, gpus: int, minute: int) -> dict[str, Any]:
+    ns, name = run.split("/")
+    merge = {"spec": {"malleable": {"desiredTotalGPUs": gpus}}}
+    return at(minute, patch={"kind": "Run", "namespace": ns, "name": name, "merge": merge})
+
+
 def test_lowering_desired_closes_the_group_its_parent_pays_for_before_its_own() -> None:
     # t (child of p) owns 8; p lends its family 8. t/a (8) takes t's own envelope at +0. t/m
     # (malleable 8..16, step 8) at +1m starts at 8 paid by p (family: group 0). t/a succeeds at
@@ -228,9 +234,7 @@ def test_lowering_desired_closes_the_group_its_parent_pays_for_before_its_own() 
                       a_run("t/a", "org:p:t").gpus(8).build()]),
          at(1, apply=[a_run("t/m", "org:p:t").gpus(16).groups(8).malleable(8, 16, 8).build()]),
          at(2, workload={"run": "t/a", "event": "Succeed"}),
-         at(4, checkpoint="grown"),
-         at(5, patch={"kind": "Run", "namespace": "t", "name": "m",
-                      "merge": {"spec": {"malleable": {"desiredTotalGPUs": 8}}}})],
+         at(4, checkpoint="grown"), _desired("t/m", 8, 5)],
         until="+6m",
     )  # fmt: skip
     doc["spec"]["tick"] = "1m"
@@ -257,9 +261,7 @@ def test_desired_lowered_to_the_open_width_after_a_group_completed_never_shrinks
         {"t": "org:t"}, A32,
         [at(0, apply=[a_budget("t", "org:t").envelope("h", 32).build(),
                       a_run("t/m", "org:t").gpus(16).groups(8).malleable(8, 16, 8).build()]),
-         at(2, workload={"run": "t/m", "event": "Succeed", "group": 0}),
-         at(3, patch={"kind": "Run", "namespace": "t", "name": "m",
-                      "merge": {"spec": {"malleable": {"desiredTotalGPUs": 8}}}})],
+         at(2, workload={"run": "t/m", "event": "Succeed", "group": 0}), _desired("t/m", 8, 3)],
         until="+15m",
     )  # fmt: skip
     doc["spec"]["tick"] = "1m"

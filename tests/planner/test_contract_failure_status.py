@@ -97,20 +97,26 @@ def test_groups_opened_after_failures_take_new_indices_never_one_still_open() ->
     assert out["checkpoints"]["grown"]["runs"]["t/r"]["width"]["allocated"] == 32
 
 
+def _capped_fleet(nodes: int, concurrency: int, hours: int, run: bytes) -> dict[str, bytes]:
+    """A fleet repository: A of `nodes` x 8, t's one envelope with a GPU-hour cap, and run t/r."""
+    return {
+        "jobtree.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: FleetConfig\nmetadata: {name: f}\n"
+        b"spec:\n  tenants: [{namespace: t, owner: 'org:t'}]\n",
+        "inventory/nodes.yaml": b"domains: [{name: A, region: west, cluster: c1, flavor: H100-80GB, nodes: %d, "
+        b"gpusPerNode: 8}]\n" % nodes,
+        "budgets/t.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: Budget\nmetadata: {name: t}\n"
+        b"spec: {owner: 'org:t', envelopes: [{name: h, flavor: H100-80GB, concurrency: %d, maxGPUHours: %d}]}\n"
+        % (concurrency, hours),
+        "runs/t/r.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: Run\nmetadata: {name: r, namespace: t}\n"
+        b"spec: {owner: 'org:t', %s}\n" % run,
+    }
+
+
 def test_gpu_hours_past_a_spent_cap_are_charged_to_nobody_even_without_a_pass_then() -> None:
     # cap 4 GPU-hours, 4 GPUs from 09:00: spent at exactly 10:00. With no pass between 09:00 and
     # 10:30, the envelope is charged 4.0 GPU-hours (not 6.0) and the run 4.0 owned GPU-hours; at
     # 10:30 its group is unfunded (still running, charged to nobody).
-    files = {
-        "jobtree.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: FleetConfig\nmetadata: {name: f}\n"
-        b"spec:\n  tenants: [{namespace: t, owner: 'org:t'}]\n",
-        "inventory/nodes.yaml": b"domains: [{name: A, region: west, cluster: c1, flavor: H100-80GB, nodes: 1, gpusPerNode: 8}]\n",
-        "budgets/t.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: Budget\nmetadata: {name: t}\n"
-        b"spec: {owner: 'org:t', envelopes: [{name: h, flavor: H100-80GB, concurrency: 8, maxGPUHours: 4}]}\n",
-        "runs/t/r.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: Run\nmetadata: {name: r, namespace: t}\n"
-        b"spec: {owner: 'org:t', resources: {gpuType: H100-80GB, totalGPUs: 4}}\n",
-    }
-    spec = validated.read_spec(files)
+    spec = validated.read_spec(_capped_fleet(1, 8, 4, b"resources: {gpuType: H100-80GB, totalGPUs: 4}"))
     assert spec.diagnostics == []
     cluster = EmbeddedCluster(spec.inventory)
     first = pipeline.run_pass(spec, cluster, FleetState(), T0, render=False)
@@ -159,17 +165,8 @@ def test_a_cap_spent_partly_by_spares_is_metered_at_the_instant_it_was_spent_wit
     # cap 24 GPU-hours; t/r runs 8 active GPUs and an 8-GPU spare from 09:00 (spare rate 0.5): 12
     # GPU-hours an hour, spent at exactly 11:00. With no pass between 09:00 and 11:30 the envelope
     # holds 16 consumed + 8 spare GPU-hours (the cap, not 20 + 10), and the run 16 owned GPU-hours.
-    files = {
-        "jobtree.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: FleetConfig\nmetadata: {name: f}\n"
-        b"spec:\n  tenants: [{namespace: t, owner: 'org:t'}]\n",
-        "inventory/nodes.yaml": b"domains: [{name: A, region: west, cluster: c1, flavor: H100-80GB, nodes: 2, gpusPerNode: 8}]\n",
-        "budgets/t.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: Budget\nmetadata: {name: t}\n"
-        b"spec: {owner: 'org:t', envelopes: [{name: h, flavor: H100-80GB, concurrency: 16, maxGPUHours: 24}]}\n",
-        "runs/t/r.yaml": b"apiVersion: rq.davidlangworthy.io/v1\nkind: Run\nmetadata: {name: r, namespace: t}\n"
-        b"spec: {owner: 'org:t', resources: {gpuType: H100-80GB, totalGPUs: 8}, locality: {groupGPUs: 8},"
-        b" sparesPerGroup: 8}\n",
-    }
-    spec = validated.read_spec(files)
+    run = b"resources: {gpuType: H100-80GB, totalGPUs: 8}, locality: {groupGPUs: 8}, sparesPerGroup: 8"
+    spec = validated.read_spec(_capped_fleet(2, 16, 24, run))
     assert spec.diagnostics == []
     cluster = EmbeddedCluster(spec.inventory)
     first = pipeline.run_pass(spec, cluster, FleetState(), T0, render=False)
