@@ -241,7 +241,11 @@ def reach_caps(book: Book, topo: Topology, run: Run) -> Reach:
         sets = [_env_nodes(topo, env) for env, _ in cands]
         view = topo.member_view(tuple(sets))  # capacity that exists: cordoned nodes come back
         caps = {
-            d: total for d, ns in view.by_domain.items() if (total := sum(n.gpus for n in ns if not n.fenced))
+            d: total
+            for d, ns in view.by_domain.items()
+            if (
+                total := topo.domain_present[d] if d in view.full else sum(n.gpus for n in ns if not n.fenced)
+            )
         }
         hit = book.caps_cache[id(cands)] = (cands, Reach(caps, sorted(caps.values(), reverse=True)))
     reach: Reach = hit[1]

@@ -30,7 +30,13 @@ class Scope:
     unpaid_gpus: int = 0  # GPUs of such groups that no funding reaching their domain pays
     view: Members | None = None  # the member nodes the scope was drawn from
     payer: Source | None = None  # the first source paying for the scope
-    paid: list[int] = field(default_factory=list)  # GPUs each source pays toward the scope, in order
+    purse: tuple[Sequence[int], list[int]] = ((), [])  # each source's room, and what it has left
+
+    @property
+    def paid(self) -> list[int]:
+        """GPUs each source pays toward the scope, in cover order (worked out when asked for)."""
+        rooms, left = self.purse
+        return [max(0, r) - rest for r, rest in zip(rooms, left, strict=True)]
 
     @property
     def deficit(self) -> int:
@@ -117,7 +123,7 @@ def scope(
             out.payer = payer
         left -= want
     out.claims = claimed
-    out.paid = [max(0, r) - left for r, left in zip(rooms, purse.left, strict=True)]
+    out.purse = (rooms, purse.left)
     for d, claim in claimed.items():
         short = claim - avail.get(d, 0)
         if short > 0:

@@ -116,6 +116,8 @@ class Topology:
         self.domain_free: dict[str, int] = {}
         self.flavor_free: dict[str, int] = {}
         self.domain_cap = {d: sum(n.gpus for n in ns if n.usable) for d, ns in self.domains.items()}
+        # GPUs of nodes that have not failed (cordoned or not ready ones come back), per domain
+        self.domain_present = {d: sum(n.gpus for n in ns if not n.fenced) for d, ns in self.domains.items()}
         self._by_label: dict[str, tuple[dict[str, set[str]], set[str]]] = {}  # see _label_index
         self._match_cache: dict[tuple[str, tuple[tuple[str, str], ...]], frozenset[str]] = {}
         self.env_nodes: dict[str, frozenset[str]] = {}  # envelope key -> matching nodes (cover fills it)
