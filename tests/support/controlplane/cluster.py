@@ -214,6 +214,7 @@ class Kubelet:
 
     def set_phase(self, namespace: str, name: str, phase: str, *, reason: str = "", exit_code: int | None = None,
                   conditions: Iterable[Obj] = ()) -> None:  # fmt: skip
+        self._started_by_kwok(namespace, name)
         status: Obj = {"phase": phase}
         if reason:
             status["reason"] = reason
@@ -227,6 +228,22 @@ class Kubelet:
                 for c in (pod.get("spec") or {}).get("containers") or []
             ]  # fmt: skip
         self.admin.patch("v1", "Pod", name, {"status": status}, namespace, "status", strategic=True)
+
+    def _started_by_kwok(self, namespace: str, name: str, timeout: float = 30.0) -> None:
+        """A kubelet writes a pod's end after its start: on a node kwok runs, wait for kwok's start
+        (phase no longer Pending), or kwok's late write of Running would overwrite the end."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pod = self.admin.get("v1", "Pod", name, namespace) or {}
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node or (pod.get("status") or {}).get("phase", "Pending") != "Pending":
+                return
+            labels = ((self.admin.get("v1", "Node", node) or {}).get("metadata") or {}).get("labels") or {}
+            if labels.get(KWOK) != "fake":
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"kwok did not start pod {namespace}/{name} on {node} in {timeout} s")
+            time.sleep(0.02)
 
     def set_node_ready(self, node: str, ready: bool, *, reason: str = "") -> None:
         """The node's kubelet stops (NotReady: kwok lets go of it) or comes back (Ready: kwok's again)."""
