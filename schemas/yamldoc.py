@@ -53,8 +53,11 @@ class _FastLoader(_Loader):  # type: ignore[misc,valid-type]  # CSafeLoader is u
 
 
 Path = tuple[str | int, ...]
-MAX_NODES = 200_000  # per document
-MAX_FILE_VALUES = 400_000  # per file, so many small alias bombs cannot add up
+# Values a file's `*alias` references may repeat (each use of an alias builds its anchor's values
+# again), over all its documents so that many small alias bombs cannot add up. Values written out
+# are not counted: they cost their own bytes (a 1,000,000-GPU scenario holds millions), where a
+# billion-laughs file of a few hundred bytes expands to billions.
+MAX_ALIAS_VALUES = 100_000
 MAX_DOCUMENTS = 1_000  # per file: fleets keep one object per file, a few share one at most
 
 
@@ -133,33 +136,51 @@ def _scalar(node: yaml.ScalarNode, offset: int) -> Any:
     )
 
 
-class _Builder:
-    """Plain data from a node tree, counting values; with `track`, the position of every field."""
+class ExpansionError(YamlError):
+    """The file's `*alias` references expand past MAX_ALIAS_VALUES: hostile as a whole, never read twice."""
 
-    def __init__(self, offset: int = 0, file_left: int = MAX_FILE_VALUES, track: bool = True) -> None:
+
+class _Builder:
+    """Plain data from a node tree; with `track`, the position of every field. With `aliases` (the
+    text may hold an `&anchor`), values an alias builds again are counted against `alias_left`."""
+
+    def __init__(
+        self, offset: int = 0, alias_left: int = MAX_ALIAS_VALUES, track: bool = True, aliases: bool = True
+    ) -> None:
         self.positions: dict[Path, tuple[int, int]] = {}
         self.track = track
-        self.count = 0
         self.offset = offset  # lines before this document's chunk (see `parse_all`)
-        self.file_left = file_left  # values the rest of the file may still hold
+        self.alias_left = alias_left  # values the file's aliases may still repeat
+        self.repeated = 0  # values built again through an alias in this document
+        self._seen: set[int] | None = set() if aliases else None  # nodes built once (by id)
+        self._last_new: yaml.Node | None = None  # the last node built for the first time
 
     def _at(self, node: yaml.Node) -> tuple[int, int]:
         return node.start_mark.line + 1 + self.offset, node.start_mark.column + 1
 
+    def _count(self, node: yaml.Node) -> None:
+        """A node the composer shares (an alias's anchor, or inside one) built again counts; past the
+        file's budget the whole file is refused where the alias being expanded is used (an alias is
+        its anchor's very node, so the place is that of the last node built for the first time: the
+        key or the list holding the alias)."""
+        seen = self._seen
+        if seen is None:
+            return
+        key = id(node)  # the composer's node graph lives until the document is built: ids are stable
+        if key not in seen:
+            seen.add(key)
+            self._last_new = node
+            return
+        self.repeated += 1
+        if self.repeated > self.alias_left:
+            raise ExpansionError(
+                *self._at(self._last_new or node),
+                f"the file's *alias references repeat more than {MAX_ALIAS_VALUES} values (each use of an "
+                "&anchor's *alias builds its values again); write the values out or remove the repetition",
+            )
+
     def build(self, node: yaml.Node, path: Path) -> Any:
-        self.count += 1
-        if self.count > MAX_NODES:
-            raise YamlError(
-                *self._at(node),
-                f"document holds more than {MAX_NODES} values (counting each use of an &anchor's *alias); "
-                "a fleet object is far smaller, so split it or remove the repetition",
-            )
-        if self.count > self.file_left:
-            raise YamlError(
-                *self._at(node),
-                f"the file holds more than {MAX_FILE_VALUES} values (counting each use of an &anchor's "
-                "*alias); split it or remove the repetition",
-            )
+        self._count(node)
         if len(path) > MAX_DEPTH:
             raise YamlError(*self._at(node), f"YAML nests deeper than {MAX_DEPTH} levels; flatten it")
         if self.track:
@@ -181,10 +202,9 @@ class _Builder:
 
     def build_plain(self, node: yaml.Node, depth: int) -> Any:
         """`build` without positions: the same values and errors, no path tuple per value."""
-        self.count += 1
-        if self.count > MAX_NODES or self.count > self.file_left or depth > MAX_DEPTH:
-            self.count -= 1
+        if depth > MAX_DEPTH:
             return self.build(node, ("",) * depth)  # raises the error `build` gives here
+        self._count(node)
         if isinstance(node, yaml.ScalarNode):
             return _scalar(node, self.offset)
         if isinstance(node, yaml.SequenceNode):
@@ -228,21 +248,22 @@ def _compose(
     data: bytes, path: str, offset: int, first_index: int, spent: list[int], track: bool = True
 ) -> list[Document]:
     """Every document of one chunk; raises YamlError with file-relative lines on the first bad one.
-    `spent` counts the values built so far in the whole file (aliases expanded), against MAX_FILE_VALUES.
+    `spent` counts the values the whole file's aliases repeated so far, against MAX_ALIAS_VALUES.
     Without `track`, each document's positions are worked out again from `data` when first asked."""
     check_depth(data, offset)
     loader = _FastLoader(data)
     docs: list[Document] = []
+    aliases = b"&" in data  # no anchor, no alias (one naming no anchor is the composer's error)
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:  # pragma: no cover
                 break
-            builder = _Builder(offset, MAX_FILE_VALUES - spent[0], track)
+            builder = _Builder(offset, MAX_ALIAS_VALUES - spent[0], track, aliases)
             try:
                 value = builder.build(node, ()) if track else builder.build_plain(node, 0)
             finally:
-                spent[0] += builder.count
+                spent[0] += builder.repeated
             line, col = builder._at(node)
             marks: Positions | Callable[[], Positions] = (
                 builder.positions if track else partial(_positions, data, offset, len(docs))
@@ -302,10 +323,10 @@ def parse_all(
         return [], [BadDocument(0, 1, bad_text, data)]
     try:
         return [d for d in _compose(data, path, 0, 0, [0], positions) if d.data is not None], []
-    except YamlError as err:
-        if err.message.startswith("the file holds more than"):
-            return [], [BadDocument(0, 1, err, data)]  # hostile as a whole: never build it twice
-        # otherwise find which documents are broken, one chunk at a time
+    except ExpansionError as err:
+        return [], [BadDocument(0, 1, err, data)]  # hostile as a whole: never build it twice
+    except YamlError:
+        pass  # find which documents are broken, one chunk at a time
     docs: list[Document] = []
     bad: list[BadDocument] = []
     index = 0
