@@ -8,10 +8,12 @@ something large to chew on. Same seed and scale, same bytes.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import random
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -260,8 +262,11 @@ def _grouped(rng: random.Random, limit: int) -> tuple[int, int]:
     return total, group
 
 
-def _run(rng: random.Random, i: int, team: Team, teams: list[Team], limit: int) -> dict[str, Any]:
-    """One Run; `limit` keeps single runs to a quarter of a small (scaled-down) fleet."""
+def _run(
+    rng: random.Random, i: int, team: Team, lenders_of: Callable[[str], list[str]], limit: int
+) -> dict[str, Any]:
+    """One Run; `limit` keeps single runs to a quarter of a small (scaled-down) fleet; `lenders_of`
+    the owners whose envelopes lend to an owner (`_lenders_for`)."""
     shape = rng.choices(["plain", "grouped", "malleable", "opportunistic"], weights=[38, 36, 22, 4])[0]
     spec: dict[str, Any] = {"owner": team.owner}
     prefix = {"plain": "dev", "grouped": "train", "malleable": "elastic", "opportunistic": "scavenge"}[shape]
@@ -296,7 +301,7 @@ def _run(rng: random.Random, i: int, team: Team, teams: list[Team], limit: int) 
             spec["sparesPerGroup"] = rng.randint(1, min(8, spec["locality"]["groupGPUs"]))
         if rng.random() < 0.3:
             spec["runtime"] = {"checkpoint": rng.choice(["15m", "30m", "1h"])}
-        lenders = _lenders_for(team.owner, teams)
+        lenders = lenders_of(team.owner)
         if lenders and rng.random() < 0.12:
             sponsors = rng.sample(lenders, min(len(lenders), rng.randint(1, 2)))
             borrow = _round8(spec["resources"]["totalGPUs"] * rng.choice([0.25, 0.5, 1.0]))
@@ -319,7 +324,9 @@ def _runs(rng: random.Random, scale: float, teams: list[Team], gpus: int) -> lis
     count = _scaled(FULL_RUNS, scale, 30)
     limit = gpus // 4
     owners = [t for t in teams if t.level == 3] * 9 + [t for t in teams if t.level == 2]
-    runs = [_run(rng, i, rng.choice(owners), teams, limit) for i in range(count)]
+    # an owner's lenders worked out once (a scan of every team per run made the 1M fleet quadratic)
+    lenders_of = functools.cache(functools.partial(_lenders_for, teams=teams))
+    runs = [_run(rng, i, rng.choice(owners), lenders_of, limit) for i in range(count)]
     by_ns: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
         by_ns.setdefault(run["metadata"]["namespace"], []).append(run)
