@@ -23,7 +23,7 @@ from reconciler.passes.workloads import Work
 from reconciler.spec import validated
 from reconciler.state import codec as statefiles
 from schemas.common import format_time, parse_duration, parse_time
-from schemas.load import bad_document_diagnostic, load_object
+from schemas.load import Symlink, bad_document_diagnostic, load_object
 from schemas.scenario import MAX_TICKS, Scenario
 from schemas.yamldoc import BadDocument, Document, parse_all
 
@@ -332,6 +332,12 @@ def load_scenario(
     when the caller already parsed it (`prefetch`); otherwise it is read here."""
     if read is None:  # one big file, rarely wrong: positions only when a diagnostic asks
         read = parse_all(Path(path).read_bytes(), path, positions=False)
+    return _scenario_of(path, read)
+
+
+def _scenario_of(
+    path: str, read: tuple[list[Document], list[BadDocument]]
+) -> tuple[Scenario | None, dict[str, Any], list[str]]:
     docs, bad = read
     diags = [bad_document_diagnostic(path, b) for b in bad]
     if diags:
@@ -350,3 +356,104 @@ def load_scenario(
             ],
         )
     return loaded.model, docs[0].data, []
+
+
+@dataclass(frozen=True, slots=True)
+class FleetStart:
+    """A fleet repository at one commit as the scenario it is (`from_fleet`)."""
+
+    scenario: Scenario | None
+    raw: dict[str, Any]
+    state: FleetState  # the state jobtree last committed there: the state before the first pass
+    errors: list[str]  # why there is no scenario (file:line:col lines, or what to do)
+    commit: str = ""
+
+
+def from_fleet(repo_path: str, rev: str | None, now: int | None, until: str, tick: str | None) -> FleetStart:
+    """The fleet repository at `rev` (default: its fleet branch) as a scenario: its Budgets and Runs
+    applied at the start, its inventory (or, with clusters configured, their nodes as the commit
+    last observed them: `state/observed/`) as the embedded cluster, and the state jobtree committed
+    there as the state before the first pass. The clock starts at that state's `asOf` (a fleet never
+    reconciled needs `now`), or at `now` when given and not earlier; `until` and `tick` as a
+    scenario's. Files that do not parse are left out and named in `errors` only when nothing is left.
+    """
+    from reconciler.git import read as gitread
+    from reconciler.git.errors import GitStoreError
+    from reconciler.passes import clusters
+    from reconciler.spec import files as specfiles
+    from reconciler.state import memo as passmemo
+
+    try:
+        repo = gitread.open_repo(repo_path)
+        branch = rev or _fleet_branch(repo)
+        commit = gitread.resolve(repo, branch)
+        spec_files = specfiles.read_tree(repo_path, str(commit.id))
+        memo = passmemo.cached(repo, commit) or passmemo.read(repo, commit)
+    except GitStoreError as err:
+        return FleetStart(None, {}, FleetState(), [f"{repo_path}: {err}"])
+    state = memo.state()
+    start = state.as_of if now is None else max(now, state.as_of or now)
+    if start is None:
+        return FleetStart(None, {}, state, [
+            f"{repo_path}: the fleet at {str(commit.id)[:12]} has no state yet (never reconciled), so "
+            "there is no last pass to start from: give --now"
+        ])  # fmt: skip
+    fleet_doc = _first(spec_files.get("jobtree.yaml", b""), "jobtree.yaml")
+    found = fleet_doc.get("spec")
+    fleet_spec: dict[str, Any] = found if isinstance(found, dict) else {}
+    objects: list[Any] = []
+    for path, data in sorted(spec_files.items()):
+        if path.startswith(("budgets/", "runs/")) and not isinstance(data, Symlink):
+            docs, _ = parse_all(data, path, positions=False)
+            objects += [d.data for d in docs if isinstance(d.data, dict)]
+    if fleet_spec.get("clusters"):  # the configured clusters as this commit last observed them
+        validated_spec = validated.read_spec({"jobtree.yaml": spec_files.get("jobtree.yaml", b"")})
+        recorded = clusters.observed_files(memo.blobs, lambda oid: gitread.read_blob(repo, oid))
+        observed = clusters.recorded_nodes(validated_spec, recorded)
+        inventory: dict[str, Any] = {"nodes": [_node_entry(n) for _, n in sorted(observed.items())]}
+    else:
+        inventory = _first(spec_files.get("inventory/nodes.yaml", b""), "inventory/nodes.yaml")
+    raw = {
+        "apiVersion": "rq.davidlangworthy.io/v1",
+        "kind": "Scenario",
+        "metadata": {"name": str((fleet_doc.get("metadata") or {}).get("name") or "fleet")},
+        "spec": {
+            "start": format_time(start),
+            "fleet": fleet_spec,
+            "inventory": inventory,
+            "steps": [{"at": "+0m", "apply": objects}] if objects else [],
+            "until": until,
+            **({"tick": tick} if tick else {}),
+        },
+    }
+    where = f"{repo_path}@{str(commit.id)[:12]}"
+    scenario, raw, errors = _scenario_of(where, ([Document(where, 0, raw, 1, 1)], []))
+    return FleetStart(scenario, raw, state, errors, str(commit.id))
+
+
+def _fleet_branch(repo: Any) -> str:
+    """The branch jobtree.yaml names at HEAD (`git.branch`, main when unset)."""
+    from reconciler.passes.reconcile import configured_branch
+
+    return configured_branch(repo)
+
+
+def _first(data: bytes, path: str) -> dict[str, Any]:
+    """The first document of a spec file as a mapping (empty when it does not read as one)."""
+    docs, _ = parse_all(data, path, positions=False) if data else ([], [])
+    return docs[0].data if docs and isinstance(docs[0].data, dict) else {}
+
+
+def _node_entry(node: Any) -> dict[str, Any]:
+    """An observed node as an inventory `nodes` entry (its state and cordon with it)."""
+    state = (
+        "Deleted"
+        if node.deleted
+        else "Failed"
+        if node.out_of_service
+        else "Ready"
+        if node.ready
+        else "NotReady"
+    )
+    return {"name": node.name, "gpus": node.gpus, "labels": dict(node.labels), "cordoned": node.cordoned,
+            "state": state}  # fmt: skip
