@@ -191,6 +191,7 @@ class Start:
     commit: pygit2.Commit
     edited_in: tuple[str, ...] = ()  # commits after `commit` that changed owned files, newest first
     files: tuple[str, ...] = ()  # owned files that differ between `commit` and the head
+    own: bool = False  # the head's owned files are exactly those of jobtree's last state commit
 
 
 def state_start(repo: pygit2.Repository, head: pygit2.Commit, email: str | None) -> Start:
@@ -206,7 +207,7 @@ def state_start(repo: pygit2.Repository, head: pygit2.Commit, email: str | None)
     for _ in range(WALK_LIMIT):
         if reconciler_commit(repo, commit, email):
             if trees == at_head:
-                return Start(head)
+                return Start(head, own=True)
             return Start(commit, tuple(edited), _differing(commit.tree, head.tree))
         if not commit.parents:
             break

@@ -362,9 +362,12 @@ def _commit(
     tree, author = planned.tree, planned.spec.fleet.git.author
     lines = message.lines(planned.plan, tree.meaningful, planned.start, tree.restored, planned.observed)
     text = message.format_message(lines, _spec_commit(planned.head, author.email))
+    # the head's owned files exactly as jobtree last committed them: only the changed directories are built
+    known = tree.kept.blobs if planned.start.own else None
     oid = gitwrite.commit_tree(
         repo, branch, str(planned.head.id), tree.blobs, tree.contents, message=text,
         author_name=author.name, author_email=author.email, now=planned.now, pending=pending,
+        parent_blobs=known,
     )  # fmt: skip
     return (str(oid) if oid is not None else None), lines
 
@@ -381,11 +384,13 @@ def reconcile_once(
     say: Say | None = None,
     early: specprefetch.Prefetch | None = None,
     lock_wait: float = 0.0,
+    observer: Observer | None = None,
 ) -> Outcome:
     """One reconcile pass; raises GitStoreError (temporary or permanent) with a message for people.
 
     `say`: progress lines (none when None). `lock_wait`: seconds to wait for another writer's pass
-    on the same clone (`writer_lock`)."""
+    on the same clone (`writer_lock`). `observer`: the cluster the pass observes (`plan_once`; by
+    default the configured clusters, observed now)."""
     say = say or _silent
     repo = gitread.open_repo(repo_path)
     token = os.environ.get(TOKEN_ENV)
@@ -421,7 +426,9 @@ def reconcile_once(
                     _no_branch(repo, want_branch, branch is not None, remote if push else None)
                 )
             # 3-5. read, plan, next tree
-            planned = plan_once(repo, want_branch, moment, say, memos, early, now_given=now is not None)
+            planned = plan_once(
+                repo, want_branch, moment, say, memos, early, now_given=now is not None, observer=observer
+            )
             outcome.warnings += planned.warnings
             tree = planned.tree
             outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed
