@@ -8,6 +8,7 @@ measurement); it never imports the planner. A verb that does not exist yet is re
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -18,7 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,21 +40,51 @@ FRESH_NOW = "2026-03-02T09:10:00Z"
 LIMIT = {"timeout": 300}  # seconds per measured command (--timeout); slower is reported as timed out
 REPEAT = {"times": 3}  # measurements per row (--repeat): the row shows the median and the range
 
-# One fresh process per measurement, so RUSAGE_CHILDREN sees only the measured command.
+# One fresh process per measurement, so RUSAGE_CHILDREN sees only the measured command. Its stderr
+# lines are read as they come, each kept with its arrival time and the largest resident set
+# (VmRSS, sampled every 20 ms) the command's own process had since the line before: what each
+# stage of a pass held in memory. (Forked workers share its pages and are not added; the Peak RSS
+# column is the largest of any one process, `ru_maxrss`.)
 _WRAPPER = """
-import json, resource, subprocess, sys, time
+import json, resource, subprocess, sys, threading, time
 cmd, out, cwd, timeout = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
 start = time.perf_counter()
-with open(out, "wb") as sink:
+peak, lines = [0], []
+def rss(pid):
     try:
-        proc = subprocess.run(cmd, stdout=sink, stderr=subprocess.PIPE, cwd=cwd, timeout=timeout)
-        rc, err = proc.returncode, proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        rc, err = None, exc.stderr or b""
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+with open(out, "wb") as sink:
+    proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.PIPE, cwd=cwd)
+    def sample():
+        while proc.poll() is None:
+            peak[0] = max(peak[0], rss(proc.pid))
+            time.sleep(0.02)
+    def read():
+        for raw in proc.stderr:
+            now = rss(proc.pid)
+            lines.append((time.perf_counter() - start, max(peak[0], now), raw.decode(errors="replace").rstrip()))
+            peak[0] = now
+    threads = [threading.Thread(target=work, daemon=True) for work in (sample, read)]
+    for thread in threads:
+        thread.start()
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        rc = None
+    threads[1].join(10)
 wall = time.perf_counter() - start
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-rss, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
-print(json.dumps({"rc": rc, "wall": wall, "rss_kb": rss, "cpu": cpu, "stderr": err.decode(errors="replace")[-4000:]}))
+rss_kb, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+err = "\\n".join(text for _, _, text in lines)
+print(json.dumps({"rc": rc, "wall": wall, "rss_kb": rss_kb, "cpu": cpu, "stderr": err[-4000:], "lines": lines}))
 """
 
 
@@ -65,6 +96,9 @@ class Measured:
     stderr: str
     stdout_path: str
     cpu: float = 0.0  # user + system seconds of the command and its children
+    lines: list[tuple[float, int, str]] = field(
+        default_factory=list
+    )  # stderr: (arrival s, peak kB before, text)
 
     @property
     def ok(self) -> bool:
@@ -93,8 +127,9 @@ def measure(cmd: list[str], stdout_path: str | None = None, cwd: Path = ROOT) ->
     wrapper = [sys.executable, "-c", _WRAPPER, json.dumps(cmd), sink, str(cwd), str(LIMIT["timeout"])]
     proc = subprocess.run(wrapper, capture_output=True, text=True, check=True)
     data = json.loads(proc.stdout)
+    lines = [(float(at), int(kb), str(text)) for at, kb, text in data.get("lines", [])]
     return Measured(
-        data["rc"], data["wall"], data["rss_kb"] / 1024, data["stderr"], sink, data.get("cpu", 0.0)
+        data["rc"], data["wall"], data["rss_kb"] / 1024, data["stderr"], sink, data.get("cpu", 0.0), lines
     )
 
 
@@ -191,10 +226,12 @@ def simulate_row(
     max_rss: float | None,
     available: bool,
     details: bool = False,
+    no_target: str = "- (5 s per pass: see below)",
 ) -> Row:
-    """`max_wall` None: no target for the whole command (the contended one is judged per pass)."""
+    """`max_wall` None: no target for the whole command (`no_target` says why: the contended one is
+    judged per pass)."""
     if max_wall is None:
-        target = "- (5 s per pass: see below)"
+        target = no_target
     else:
         target = f"<= {max_wall:g} s" + (f", <= {max_rss / 1024:g} GB" if max_rss else "")
     row = Row(name, target)
@@ -220,9 +257,10 @@ def simulate_row(
     return row
 
 
-def pass_row(name: str, scenario: Path, max_wall: float) -> Row:
-    """The slowest single reconcile pass of a scenario (`python -m bench.passes`), load excluded."""
-    row = Row(name, f"<= {max_wall:g} s per pass")
+def pass_row(name: str, scenario: Path, max_wall: float | None) -> Row:
+    """The slowest single reconcile pass of a scenario (`python -m bench.passes`), load excluded;
+    `max_wall` None: measured, no target."""
+    row = Row(name, f"<= {max_wall:g} s per pass" if max_wall is not None else "-")
     runs = []  # (slowest pass seconds, its measurement, its passes), one per repetition
     for _ in range(REPEAT["times"]):
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
@@ -240,7 +278,7 @@ def pass_row(name: str, scenario: Path, max_wall: float) -> Row:
     slowest = max(passes, key=lambda p: p["seconds"])
     row.wall, row.rss = f"{slowest['seconds']:.2f} s{spread}", f"{m.rss_mb:.0f} MB"
     row.throughput = ", ".join(f"{p['at'][11:16]} {p['seconds']:.1f} s" for p in passes)
-    row.verdict = _verdict(slowest["seconds"], None, max_wall)
+    row.verdict = _verdict(slowest["seconds"], None, max_wall) if max_wall is not None else "measured"
     changed = [p for p in passes if any((p.get("again") or {}).values())]
     fixed = (
         "a second pass at each instant changed nothing (fixed point)"
@@ -280,41 +318,51 @@ def _commit_time(text: str) -> str:
 
 
 _STAMP = re.compile(r"^\[\s*(\d+\.\d+)s\] (.*)$")
+# A reconcile's stages, by the progress line that ends each (its stamp: seconds since the pass began)
+_ENDS = (("read spec", "read ", "spec files"), ("state", "read state", ""), ("plan", "planned", ""),
+         ("render", "rendered", ""))  # fmt: skip
 
 
-def _stages(text: str) -> str:
-    """Where a reconcile's time went, from its progress lines: read, state, plan, render, commit, push."""
-    at: dict[str, float] = {}
-    extra: dict[str, float] = {}
-    for line in text.splitlines():
-        m = _STAMP.match(line.strip())
-        if not m:
+@dataclass(slots=True)
+class Stage:
+    name: str
+    seconds: float
+    rss_mb: float  # the largest resident set of the command's process during the stage (0: not sampled)
+
+
+def stages(m: Measured) -> list[Stage]:
+    """Where a reconcile's time and memory went, from its progress lines: read spec, state, plan,
+    render, commit, push, and the work-tree writes that outlast the push."""
+    out: list[Stage] = []
+    last = 0.0
+    peak = 0  # kB since the last stage ended
+    for _, kb, line in m.lines:
+        peak = max(peak, kb)
+        found = _STAMP.match(line.strip())
+        if not found:
             continue
-        when, what = float(m.group(1)), m.group(2)
-        for key, start in (
-            ("spec", "read "),
-            ("state", "read state"),
-            ("plan", "planned"),
-            ("render", "rendered"),
-        ):
-            if what.startswith(start) and (key != "spec" or "spec files" in what):
-                at[key] = when
+        when, what = float(found.group(1)), found.group(2)
+        for name, start, also in _ENDS:
+            if what.startswith(start) and also in what and not any(s.name == name for s in out):
+                out.append(Stage(name, when - last, peak / 1024))
+                last, peak = when, 0
         took = re.search(r" in (\d+\.\d+) s", what)
         if took and what.startswith(("committed", "push to")):
-            extra["commit" if what.startswith("committed") else "push"] = float(took.group(1))
+            out.append(
+                Stage("commit" if what.startswith("committed") else "push", float(took.group(1)), peak / 1024)
+            )
+            last, peak = when, 0
         waited = re.search(r"\((\d+\.\d+) s waited\)", what)
-        if waited:
-            extra["wait"] = float(waited.group(1))
-    parts = []
-    last = 0.0
-    for key in ("spec", "state", "plan", "render"):
-        if key in at:
-            parts.append(f"{'read spec' if key == 'spec' else key} {at[key] - last:.1f} s")
-            last = at[key]
-    parts += [f"{key} {extra[key]:.1f} s" for key in ("commit", "push") if key in extra]
-    if extra.get("wait"):
-        parts.append(f"then {extra['wait']:.1f} s finishing the work tree")
-    return ", ".join(parts)
+        if waited and float(waited.group(1)) > 0:
+            out.append(Stage("work tree", float(waited.group(1)), peak / 1024))
+    return out
+
+
+def _stages(m: Measured) -> str:
+    """`stages` as one line for the Result column: `read spec 0.5 s (210 MB), state ...`."""
+    return ", ".join(
+        f"{s.name} {s.seconds:.1f} s" + (f" ({s.rss_mb:,.0f} MB)" if s.rss_mb else "") for s in stages(m)
+    )
 
 
 def _git_round(
@@ -397,11 +445,43 @@ def _median_round(
     return m, text, spread
 
 
-def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: bool) -> list[Row]:
-    cold, warm = Row("reconcile, cold (Git)", "<= 10 s"), Row("reconcile, warm (+1 run)", "<= 1 s")
-    fresh = Row("reconcile, fresh clone (no cache)", "-")
-    commit = Row("state commit (from reconcile output)", "-")
-    pr = Row("plan, pull request (+1 run, fresh clone)", "-")
+@dataclass(frozen=True, slots=True)
+class Size:
+    """A fleet size the Git rows are measured at, with the issue's targets there (None: none)."""
+
+    suffix: str  # added to each row's name ("" for the default 100k fleet)
+    cold: float
+    warm: float
+    pr: float | None = None
+    rss_mb: float | None = None
+
+
+HUNDRED_K = Size("", cold=10.0, warm=1.0, pr=2.0)
+MILLION = Size(" at 1M GPUs", cold=30.0, warm=3.0, rss_mb=4096.0)  # the suffix follows --scale (`gpus`)
+
+
+def gpus(n: int) -> str:
+    """1,000,000 -> "1M GPUs", 100,000 -> "100k GPUs"."""
+    return f"{n / 1e6:g}M GPUs" if n >= 1_000_000 else f"{n / 1e3:g}k GPUs"
+
+
+PROFILE: list[tuple[str, str, Measured]] = []  # (size, row, measurement): the stage table (`stage_table`)
+
+
+def _target(seconds: float | None, rss_mb: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"<= {seconds:g} s" + (f", <= {rss_mb / 1024:g} GB" if rss_mb else "")
+
+
+def git_rows(
+    jobtree: str, repo_src: Path, fleet: generate.Fleet, available: bool, size: Size = HUNDRED_K
+) -> list[Row]:
+    cold = Row(f"reconcile, cold (Git){size.suffix}", _target(size.cold, size.rss_mb))
+    warm = Row(f"reconcile, warm (+1 run){size.suffix}", _target(size.warm, size.rss_mb))
+    fresh = Row(f"reconcile, fresh clone (no cache){size.suffix}", "-")
+    commit = Row(f"state commit (from reconcile output){size.suffix}", "-")
+    pr = Row(f"plan, pull request (+1 run, fresh clone){size.suffix}", _target(size.pr, None))
     rows = [cold, warm, fresh, commit, pr]
     if not available:
         for row in rows:
@@ -425,16 +505,17 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
         if not m.ok:
             row.verdict = m.problem()
             continue
+        PROFILE.append((gpus(fleet.gpus), key, m))
         if row is not fresh:
             outputs.append(text)
         row.wall, row.rss = f"{m.wall:.2f} s{spread}", f"{m.rss_mb:.0f} MB"
-        stages = f"CPU {m.cpu:.1f} s (user + system); " + _stages(text)
+        split = f"CPU {m.cpu:.1f} s (user + system); " + _stages(m)
         if row is fresh:
             row.verdict = "measured (no target)"
-            row.note = "state decoded and every file written again: " + stages
+            row.note = "state decoded and every file written again: " + split
             continue
-        row.verdict = _verdict(m.wall, None, 10.0 if row is cold else 1.0)
-        row.note = ("with --push to git daemon on 127.0.0.1: " if push else "no --push flag yet: ") + stages
+        row.verdict = _verdict(m.wall, m.rss_mb, size.cold if row is cold else size.warm, size.rss_mb)
+        row.note = ("with --push to git daemon on 127.0.0.1: " if push else "no --push flag yet: ") + split
     found = [t for t in (_commit_time(o) for o in outputs) if t]
     commit.wall = " / ".join(found) if found else "-"
     commit.verdict = "cold / warm (the median rounds')" if found else "not reported by `jobtree reconcile`"
@@ -445,11 +526,68 @@ def git_rows(jobtree: str, repo_src: Path, fleet: generate.Fleet, available: boo
         pr.verdict = m.problem()
     else:
         pr.wall, pr.rss = f"{m.wall:.2f} s{spread}", f"{m.rss_mb:.0f} MB"
-        pr.verdict = "measured (no target)"
+        pr.verdict = _verdict(m.wall, None, size.pr) if size.pr is not None else "measured (no target)"
         pr.note = (
             f"CPU {m.cpu:.1f} s (user + system): both specs read, the base state decoded, both planned "
             "(Markdown to /dev/null)"
         )
+    return rows
+
+
+def _started(m: Measured) -> float:
+    """Seconds from the command's start to its pass's start (Python start-up, imports, the lock):
+    a progress line's arrival less its own stamp."""
+    for at, _, line in m.lines:
+        found = _STAMP.match(line.strip())
+        if found:
+            return max(0.0, at - float(found.group(1)))
+    return 0.0
+
+
+def stage_table(profile: list[tuple[str, str, Measured]]) -> str:
+    """Where each reconcile's time and memory went, one row per stage: seconds (the process's
+    largest resident set during the stage) per measured pass. Python start-up and imports are the
+    wall time before the first stage."""
+    if not profile:
+        return ""
+    heads = [f"{size}, {key}" for size, key, _ in profile]
+    split = [{s.name: s for s in stages(m)} for _, _, m in profile]
+    names = [n for n in ("read spec", "state", "plan", "render", "commit", "push", "work tree")
+             if any(n in d for d in split)]  # fmt: skip
+    lines = ["| Stage | " + " | ".join(heads) + " |", "| --- |" + " --- |" * len(heads)]
+    start = [_started(m) for _, _, m in profile]
+    lines.append("| start-up, imports | " + " | ".join(f"{s:.1f} s" for s in start) + " |")
+    for name in names:
+        cells = [
+            f"{d[name].seconds:.1f} s" + (f" ({d[name].rss_mb:,.0f} MB)" if d[name].rss_mb else "")
+            if name in d else "-"
+            for d in split
+        ]  # fmt: skip
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append("| whole command (peak RSS) | " + " | ".join(
+        f"{m.wall:.1f} s ({m.rss_mb:,.0f} MB)" for _, _, m in profile) + " |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def million_rows(args: argparse.Namespace, jobtree: str, have: set[str]) -> list[Row]:
+    """The 1,000,000-GPU rows (10x the fleet: 2,500 domains, 2,000 teams, 50,000 runs), each measured
+    once, with a longer time limit: one full simulate pass, the planner alone, and the Git rows."""
+    out = args.out / "1m"
+    fleet = ensure_generated(out, args.seed, args.scale * 10, args.regenerate)
+    label = gpus(fleet.gpus)
+    size = dataclasses.replace(MILLION, suffix=f" at {label}")
+    times, limit = REPEAT["times"], LIMIT["timeout"]
+    REPEAT["times"], LIMIT["timeout"] = 1, max(limit, 3600)
+    try:
+        rows = [
+            simulate_row(f"simulate, one full pass at {label}", jobtree, out / generate.SCENARIO_FILE, fleet,
+                         None, None, "simulate" in have, no_target="-"),
+            pass_row(f"one pass alone (plan, no I/O) at {label}", out / generate.SCENARIO_FILE, None),
+        ]  # fmt: skip
+        if not args.skip_git:
+            rows += git_rows(jobtree, out / generate.REPO_DIR, fleet, "reconcile" in have, size)
+    finally:
+        REPEAT["times"], LIMIT["timeout"] = times, limit
     return rows
 
 
@@ -564,6 +702,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--jobtree", help="the jobtree executable (default: the one beside this Python)")
     parser.add_argument(
+        "--million",
+        action="store_true",
+        help="also the 1,000,000-GPU rows (10x --scale, in OUT/1m/; measured once each, --timeout 3600 s): "
+        "about an hour on 2 CPUs",
+    )
+    parser.add_argument(
         "--repeat",
         type=int,
         default=REPEAT["times"],
@@ -610,18 +754,24 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if not args.skip_git:
         rows += git_rows(jobtree, args.out / generate.REPO_DIR, fleet, "reconcile" in have)
+    if args.million:
+        rows += million_rows(args, jobtree, have)
     if not args.skip_apply:
         rows += apply_rows(args.apply_scale, args.seed, "apply" in have)
     if not args.skip_agent:
         rows += agent_rows(args.failures, "agent" in have)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load = f"; load average {os.getloadavg()[0]:.1f} at the end" if hasattr(os, "getloadavg") else ""
     text = (
         f"Measured {stamp} on {machine()}; fleet seed {args.seed}, scale {args.scale:g} "
         f"({fleet.gpus:,} GPUs, {len(fleet.runs):,} runs). Each row is the median of {args.repeat} "
         f"measurement{'s' if args.repeat > 1 else ''}"
         + (", with the fastest and slowest in brackets" if args.repeat > 1 else "")
-        + f".\n\n{table(rows)}"
+        + f"{load}.\n\n{table(rows)}"
     )
+    if PROFILE:
+        text += "\n\nWhere each reconcile's time went, by stage (the process's peak RSS during it):\n\n"
+        text += stage_table(PROFILE)
     print(text)
     if args.write_readme:
         write_readme(text)
