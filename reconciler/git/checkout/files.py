@@ -219,18 +219,24 @@ def remove(workdir: str, path: str) -> None:
 
 
 def write(workdir: str, path: str, data: bytes, mode: int, made: set[str]) -> os.stat_result:
-    """Write one file (its directories first); its stat data, for the index entry."""
+    """Write one file (its directories first); its stat data, for the index entry.
+
+    An existing file is written over in place and then cut to length, not truncated first: freeing
+    its blocks and allocating new ones (with ext4's `discard`, a TRIM each) made a warm pass's
+    17,000 rewrites at 1M GPUs take 10-15 s; in place, a fraction of that. A writer killed midway
+    leaves a mixed file either way, which the checkout journal puts back."""
     full = workdir + path
     parent = full.rpartition("/")[0]
     if parent not in made:
         os.makedirs(parent, exist_ok=True)
         made.add(parent)
     executable = mode == FileMode.BLOB_EXECUTABLE
-    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o777 if executable else 0o666)
+    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o777 if executable else 0o666)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
+        os.ftruncate(fd, len(data))
         info = os.fstat(fd)
         if executable != bool(info.st_mode & 0o100):
             os.fchmod(fd, (0o777 if executable else 0o666) & ~_umask())
