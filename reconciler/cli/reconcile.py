@@ -77,7 +77,7 @@ def run(
     from reconciler.git import errors
     from reconciler.git import lock as writerlock
     from reconciler.passes import pipeline
-    from reconciler.passes.reconcile import MAX_CLOCK_SKEW, FleetInvalid, Outcome, reconcile_once
+    from reconciler.passes.reconcile import MAX_CLOCK_SKEW, FleetInvalid, Kept, Outcome, reconcile_once
     from schemas.common import format_time, parse_duration, parse_time
 
     try:
@@ -112,6 +112,7 @@ def run(
     except errors.NotARepository as err:  # a wrong argument, as `jobtree plan` reports it
         raise click.UsageError(str(err)) from err
     shown: list[Diagnostic] | None = None
+    kept = Kept()  # what each pass of --interval keeps in memory for the next
     while True:
         try:
             outcome = reconcile_once(
@@ -124,6 +125,7 @@ def run(
                 say=None if quiet else progress(),
                 early=early,
                 lock_wait=writerlock.WAIT,  # a pass of another process (the webhook's, a cron's) on this clone
+                kept=kept,
             )
             early = None  # a head start for the first pass only
             for warning in outcome.warnings:  # shown even with --quiet: a person's file may be among them

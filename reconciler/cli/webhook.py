@@ -377,13 +377,14 @@ def _reconcile_for(repo: str, apply: bool, branch: str | None) -> tuple[Callable
             f"(git remote add {REMOTE} URL) or serve a clone of the fleet's repository"
         )
     chosen = branch or reconciliation.configured_branch(git)
+    kept = reconciliation.Kept()  # what each pass keeps in memory for the next push's
 
     def one_pass() -> object:
         # a `reconcile` of the same clone (a scheduled pass) holds its writer lock for a pass or so:
         # wait for it rather than fail this push's pass
         try:
             outcome = reconciliation.reconcile_once(
-                repo, push=True, apply=apply, branch=chosen, lock_wait=writerlock.WAIT
+                repo, push=True, apply=apply, branch=chosen, lock_wait=writerlock.WAIT, kept=kept
             )
         except Exception as err:
             for note in getattr(err, "__notes__", ()):  # what the pass had to say before it failed

@@ -151,6 +151,18 @@ class Planned:
 Memos = dict[tuple[tuple[str, str], ...], passmemo.Memo]
 
 
+@dataclass(slots=True)
+class Kept:
+    """What a long-lived reconciler (`reconcile --interval`, the webhook) keeps in memory from one
+    pass for the next: the decoded owned files of the commit it left (by tree ids) and the spec it
+    read (documents by blob id, with what validation remembered of them). The caches on disk are
+    for a process's first pass; after it only what changed is parsed, validated and decoded. A
+    cache only spares work: every entry is keyed by what it was computed from."""
+
+    memos: Memos = field(default_factory=dict)
+    spec: speccache.Kept = field(default_factory=speccache.Kept)
+
+
 def plan_once(
     repo: gitread.Repository,
     branch: str,
@@ -160,10 +172,12 @@ def plan_once(
     early: specprefetch.Prefetch | None = None,
     now_given: bool | None = None,
     observer: Observer | None = None,
+    kept: speccache.Kept | None = None,
 ) -> Planned:
     """Phases 3-5: read the branch head, validate, plan; the next tree (not yet committed) and the plan.
 
     `memos`: decoded owned trees this process already holds (by tree ids), tried before the cache.
+    `kept`: the spec this process read last (`speccache.Kept`), updated here.
     `observer`: the cluster the pass observes, given the spec, the state, the recorded observations
     (`state/observed/`) and the instant; by default the configured clusters, observed now (the
     embedded cluster when none is configured).
@@ -174,7 +188,7 @@ def plan_once(
     """
     # 3. read: the spec at the head, the state jobtree last committed (the head's, unless hand-edited)
     head = gitread.resolve(repo, branch)
-    spec, count, parsed = speccache.read_spec(repo, head, early)
+    spec, count, parsed = speccache.read_spec(repo, head, early, kept)
     say(
         f"read {_n(count, 'spec file')} at {str(head.id)[:12]} ({parsed} parsed, {count - parsed} cached): "
         f"{_n(len(spec.budgets), 'budget')}, {_n(len(spec.runs), 'run')} valid, {_n(len(spec.diagnostics), 'problem')}"
@@ -385,17 +399,19 @@ def reconcile_once(
     early: specprefetch.Prefetch | None = None,
     lock_wait: float = 0.0,
     observer: Observer | None = None,
+    kept: Kept | None = None,
 ) -> Outcome:
     """One reconcile pass; raises GitStoreError (temporary or permanent) with a message for people.
 
     `say`: progress lines (none when None). `lock_wait`: seconds to wait for another writer's pass
     on the same clone (`writer_lock`). `observer`: the cluster the pass observes (`plan_once`; by
-    default the configured clusters, observed now)."""
+    default the configured clusters, observed now). `kept`: what this process kept from its last
+    pass (`Kept`, updated here; None: nothing beyond this pass)."""
     say = say or _silent
     repo = gitread.open_repo(repo_path)
     token = os.environ.get(TOKEN_ENV)
     outcome = Outcome(attempts=0)
-    memos: Memos = {}
+    memos: Memos = kept.memos if kept is not None else {}
     with batchgc.paused(), writer_lock(repo_path, lock_wait, say):
         want_branch = branch or configured_branch(repo)
         if not repo.is_bare and repo.head_is_unborn:  # a clone of a remote whose HEAD is another branch
@@ -427,8 +443,9 @@ def reconcile_once(
                 )
             # 3-5. read, plan, next tree
             planned = plan_once(
-                repo, want_branch, moment, say, memos, early, now_given=now is not None, observer=observer
-            )
+                repo, want_branch, moment, say, memos, early, now_given=now is not None, observer=observer,
+                kept=kept.spec if kept is not None else None,
+            )  # fmt: skip
             outcome.warnings += planned.warnings
             tree = planned.tree
             outcome.state_from, outcome.spec_parsed = planned.state_from, planned.spec_parsed
@@ -454,11 +471,13 @@ def reconcile_once(
                         f"{len(tree.meaningful)} with changed decisions"
                         + (", work tree updating meanwhile)" if later else ")")
                     )
+                if kept is not None:  # the next pass starts from this one's commit: nothing older is kept
+                    memos.clear()
                 memos[memo.trees] = memo
-                where, kept = gitread.cache_directory(repo), memo
+                where, saved = gitread.cache_directory(repo), memo
 
                 def keep() -> None:
-                    passmemo.save(where, kept)
+                    passmemo.save(where, saved)
 
                 later.append(worktree.Pending(keep, "saving the pass cache"))
                 if not push:

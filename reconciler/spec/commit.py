@@ -10,29 +10,55 @@ writes only the parse cache.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.git import read as gitread
 from reconciler.spec import files, lastvalid, parsed, validated
+from schemas.yamldoc import Document
+
+
+@dataclass(slots=True)
+class Kept:
+    """What a long-lived reconciler (`reconcile --interval`, the webhook) keeps of the spec it read
+    last, in memory: each file's documents by blob id and what validation remembered of them, so
+    the next pass hands an unchanged file over as the very same documents and validation skips it
+    (`fleetcheck.check_fleet`'s memo); the subtree listings by tree id. Only the current commit's
+    files are kept."""
+
+    documents: dict[str, list[Document]] = field(default_factory=dict)
+    validated: dict[str, Any] = field(default_factory=dict)  # path -> what validation remembered
+    trees: dict[str, files.Listing] = field(default_factory=dict)
 
 
 def read_spec(
-    repo: gitread.Repository, commit: gitread.Commit, early: parsed.Prefetch | None = None
+    repo: gitread.Repository,
+    commit: gitread.Commit,
+    early: parsed.Prefetch | None = None,
+    kept: Kept | None = None,
 ) -> tuple[validated.Spec, int, int]:
     """The validated spec at `commit` (with the last valid version of each Budget rejected there:
     `lastvalid`), the number of spec files, and how many were not in the cache (parsed here, or by
-    `early`: files a head start (`parsed.start`) parsed before the engine was imported)."""
-    cache = parsed.Cache.load(repo)
-    known_trees = cache.trees.keys()
-    listed = files.list_commit(repo, commit.tree, cache.trees)
+    `early`: files a head start (`parsed.start`) parsed before the engine was imported). `kept`:
+    what this process kept from its last read (updated here); the on-disk cache is then loaded only
+    for files it does not hold."""
+    held = kept.documents if kept is not None else {}
+    # the disk cache when this process holds nothing yet; afterwards only what changed is parsed
+    cache = parsed.Cache.load(repo) if not held else parsed.Cache({}, {})
+    listed = files.list_commit(repo, commit.tree, {**cache.trees, **(kept.trees if kept else {})})
     raw = files.read_listed(repo, listed, files=False)
-    documents, unparsed, fresh = parsed.documents(repo, listed, cache, early)
+    documents, unparsed, fresh = parsed.documents(repo, listed, cache, early, held)
     raw.update(unparsed)  # validation reports them, with their own line and column
-    memo: dict[str, Any] = {}
+    memo: dict[str, Any] = kept.validated if kept is not None else {}
     spec = lastvalid.keep_budgets(
         repo, commit, validated.read_spec(raw, documents, memo), raw, documents, memo
     )
-    if fresh or listed.trees.keys() != known_trees:
+    if not held and (fresh or listed.trees.keys() != cache.trees.keys()):
         cache.trees = listed.trees
         cache.save(repo)
+    if kept is not None:
+        kept.trees = listed.trees
+        kept.documents = {listed.files[path]: docs for path, docs in documents.items()}
+        for path in kept.validated.keys() - documents.keys():
+            del kept.validated[path]
     return spec, len(listed.files) + len(listed.links), fresh

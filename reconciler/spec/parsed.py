@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import marshal
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -94,21 +94,29 @@ class Cache:
 
 
 def documents(
-    repo: gitread.Repository, listed: files.Listed, cache: Cache, early: Prefetch | None = None
+    repo: gitread.Repository,
+    listed: files.Listed,
+    cache: Cache,
+    early: Prefetch | None = None,
+    held: Mapping[str, list[Document]] | None = None,
 ) -> tuple[dict[str, list[Document]], dict[str, bytes], int]:
-    """The listed spec files as documents (from `cache`, `early`, or parsed here, on every CPU for a
-    big batch), the bytes of those that do not parse (validation reports them with their own line
-    and column), and how many were not in the cache. Rows parsed here are added to `cache`."""
+    """The listed spec files as documents (from `held`: this process's own from its last read, the
+    very same objects; from `cache`, `early`, or parsed here, on every CPU for a big batch), the
+    bytes of those that do not parse (validation reports them with their own line and column), and
+    how many were neither held nor in the cache. Rows parsed here are added to `cache`."""
     blobs = listed.files
-    rows: dict[str, Rows] = {oid: cache.rows[oid] for oid in blobs.values() if oid in cache.rows}
-    fresh = len(blobs) - len(rows)
+    held = held or {}
+    rows: dict[str, Rows] = {
+        oid: cache.rows[oid] for oid in blobs.values() if oid in cache.rows and oid not in held
+    }
+    fresh = sum(1 for oid in blobs.values() if oid not in held and oid not in rows)
     if early is not None and fresh:
         head_start = early.rows()
         rows.update((oid, head_start[oid]) for oid in blobs.values() if oid in head_start)
     todo = [  # capped as `jobtree validate` reads: past the limit is reported, not parsed
         (path, gitread.read_blob(repo, oid)[: MAX_FILE_BYTES + 1])
         for path, oid in blobs.items()
-        if oid not in rows
+        if oid not in rows and oid not in held
     ]
     unparsed: dict[str, bytes] = {}
     for (path, data), found in zip(todo, forkmap.map_chunks(parse, todo), strict=True):
@@ -118,7 +126,11 @@ def documents(
             rows[blobs[path]] = found
     parsed: dict[str, list[Document]] = {}
     for path, oid in blobs.items():
-        got = rows.get(oid)
+        same = held.get(oid)
+        if same is not None and all(d.path == path for d in same):
+            parsed[path] = same
+            continue
+        got = rows.get(oid) or _rows(same)
         if got is not None:
             parsed[path] = [
                 Document(path, index, data, line, col, partial(marshal.loads, raw))
@@ -126,6 +138,13 @@ def documents(
             ]
     cache.rows = rows
     return parsed, unparsed, fresh
+
+
+def _rows(docs: list[Document] | None) -> Rows | None:
+    """Held documents as rows again (the same blob at another path: its documents name their path)."""
+    if docs is None:
+        return None
+    return tuple((d.index, d.data, d.line, d.col, marshal.dumps(dict(d.positions))) for d in docs)
 
 
 def start(path: str | os.PathLike[str], least: int = forkmap.MIN_ITEMS) -> Prefetch | None:

@@ -5,8 +5,9 @@ budget edit, a budget window opening and closing, a node failure, a run completi
 and the clone's cache lost or left stale. After each edit a person's commit lands on the remote
 (`git daemon`-free: a bare repository on disk), then the same pass runs twice: in a fresh clone (no
 cache, every file parsed, decoded and rendered) and in the long-lived clone that pushes, with the
-caches its earlier passes left. The two commits must be the same commit: same tree (byte for byte),
-same message, same parent and time.
+caches its earlier passes left on disk, and, when the reconciler is a long-lived process
+(`reconcile --interval`, the webhook), what it kept in memory (`Kept`; a restart drops it). The
+two commits must be the same commit: same tree (byte for byte), same message, same parent and time.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from bench import generate
 from planner.world import FleetState, WorkloadEvent
 from reconciler.git import read as gitread
 from reconciler.passes.embedded import EmbeddedCluster
-from reconciler.passes.reconcile import Outcome, reconcile_once
+from reconciler.passes.reconcile import Kept, Outcome, reconcile_once
 from reconciler.spec.validated import Spec
 from schemas.common import format_time, parse_time
 from tests.support.git import clone, state_at, write_tree
@@ -37,8 +38,9 @@ PERSON = ("Ada", "ada@example.com")
 CACHE = ("jobtree", "cache")
 KINDS = (
     "new run", "deleted run", "budget edit", "window", "node failure", "completion", "time passing",
-    "cache lost", "cache stale",
+    "cache lost", "cache stale", "restart",
 )  # fmt: skip
+FROM_SCRATCH = ("cache lost", "cache stale", "restart")  # edits after which state may be decoded again
 EDIT = st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6), st.integers(1, 300))
 
 
@@ -54,6 +56,7 @@ class Fleet:
     done: list[WorkloadEvent] = field(default_factory=list)  # outcomes the next pass observes
     edges: list[int] = field(default_factory=list)  # window starts and ends still ahead
     made: int = 0  # runs and windows added so far (for their names)
+    kept: Kept | None = None  # the long-lived reconciler's memory (None: every pass a new process)
 
     def observer(
         self, spec: Spec, state: FleetState, recorded: dict[str, bytes], now: int
@@ -146,6 +149,8 @@ def _edit(fleet: Fleet, kind: str, pick: int, minutes: int, repo: pygit2.Reposit
     elif kind == "cache stale" and caches:  # the cache an earlier pass left, older than the branch
         shutil.rmtree(Path(repo.path).joinpath(*CACHE), ignore_errors=True)
         shutil.copytree(rng.choice(caches), Path(repo.path).joinpath(*CACHE))
+    elif kind == "restart" and fleet.kept is not None:  # a long-lived reconciler restarted: memory lost
+        fleet.kept = Kept()
 
 
 def _person_commits(remote: pygit2.Repository, files: dict[str, bytes], now: int) -> None:
@@ -177,14 +182,18 @@ def _difference(
     return f"trees differ at {paths[:10]}"
 
 
-def _pass(path: Path, fleet: Fleet, push: bool) -> Outcome:
-    return reconcile_once(path, now=fleet.now, push=push, observer=fleet.observer)
+def _pass(path: Path, fleet: Fleet, push: bool, kept: Kept | None = None) -> Outcome:
+    return reconcile_once(path, now=fleet.now, push=push, observer=fleet.observer, kept=kept)
 
 
-def play(seed: int, scale: float, edits: list[tuple[str, int, int]], root: Path) -> list[str]:
-    """Play `edits` on a generated fleet; per pass how the long-lived clone's state was read."""
+def play(
+    seed: int, scale: float, edits: list[tuple[str, int, int]], root: Path, long_lived: bool = False
+) -> list[str]:
+    """Play `edits` on a generated fleet; per pass how the long-lived clone's state was read.
+    `long_lived`: its reconciler keeps what it holds in memory between passes (`Kept`)."""
     made = generate.build(seed, scale)
     fleet = Fleet({p: t.encode() for p, t in generate.repo_files(made).items()}, made.teams, made.domains)
+    fleet.kept = Kept() if long_lived else None
     remote_path = root / "remote.git"
     remote = pygit2.init_repository(str(remote_path), bare=True, initial_head="main")
     who = pygit2.Signature(*PERSON, START, 0)
@@ -202,7 +211,7 @@ def play(seed: int, scale: float, edits: list[tuple[str, int, int]], root: Path)
         full_path = root / f"full-{step}.git"  # bare: no work tree to write, only the commit compared
         full = pygit2.clone_repository(str(remote_path), str(full_path), bare=True)
         from_scratch = _pass(full_path, fleet, push=False)
-        incremental = _pass(work, fleet, push=True)
+        incremental = _pass(work, fleet, push=True, kept=fleet.kept)
         fleet.done = []
         assert from_scratch.state_from == "decoded" and from_scratch.spec_parsed == len(
             [p for p in fleet.files if p.endswith(".yaml")]
@@ -212,6 +221,8 @@ def play(seed: int, scale: float, edits: list[tuple[str, int, int]], root: Path)
             + _difference(repo, incremental.commit, full, from_scratch.commit)
         )
         read_from.append(incremental.state_from)
+        if step and kind not in FROM_SCRATCH:  # only the file an edit wrote was parsed again
+            assert incremental.spec_parsed <= 1, f"step {step} ({kind}): {incremental.spec_parsed} parsed"
         snapshot = root / f"cache-{step}"
         if Path(repo.path).joinpath(*CACHE).is_dir():
             shutil.copytree(Path(repo.path).joinpath(*CACHE), snapshot)
@@ -221,21 +232,31 @@ def play(seed: int, scale: float, edits: list[tuple[str, int, int]], root: Path)
 
 
 @settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(1, 10_000), edits=st.lists(EDIT, min_size=5, max_size=9))
+@given(seed=st.integers(1, 10_000), edits=st.lists(EDIT, min_size=5, max_size=9), long_lived=st.booleans())
 def test_a_pass_from_the_last_passes_cache_commits_what_a_pass_from_scratch_commits(
-    seed: int, edits: list[tuple[str, int, int]]
+    seed: int, edits: list[tuple[str, int, int]], long_lived: bool
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        read_from = play(seed, 0.01, edits, Path(tmp))
-    # the long-lived clone really used its cache after every pass but where it was taken away
+        read_from = play(seed, 0.01, edits, Path(tmp), long_lived)
+    # the long-lived clone really used what it kept after every pass but where it was taken away
+    want = "in memory" if long_lived else "cached"
     for (kind, _, _), source in zip(edits, read_from[1:], strict=True):
-        if kind not in ("cache lost", "cache stale"):
-            assert source == "cached", f"after {kind!r} the state was {source}, not read from the cache"
+        if kind not in FROM_SCRATCH:
+            assert source == want, f"after {kind!r} the state was {source}, not {want}"
+
+
+EVERY_KIND = [(kind, 7 * i + 1, 45) for i, kind in enumerate(KINDS)] + [
+    ("time passing", 3, 300), ("new run", 11, 1), ("completion", 5, 1), ("time passing", 9, 240),
+]  # fmt: skip
 
 
 def test_every_kind_of_edit_in_one_sequence_keeps_the_two_passes_equal(tmp_path: Path) -> None:
-    edits = [(kind, 7 * i + 1, 45) for i, kind in enumerate(KINDS)]
-    edits += [("time passing", 3, 300), ("new run", 11, 1), ("completion", 5, 1), ("time passing", 9, 240)]
-    read_from = play(3, 0.01, edits, tmp_path)
+    read_from = play(3, 0.01, EVERY_KIND, tmp_path)
     assert read_from[0] == "decoded"
-    assert read_from.count("cached") >= len(edits) - 2
+    assert read_from.count("cached") >= len(EVERY_KIND) - 2
+
+
+def test_a_long_lived_reconciler_keeps_the_two_passes_equal_from_memory(tmp_path: Path) -> None:
+    read_from = play(8, 0.01, EVERY_KIND, tmp_path, long_lived=True)
+    assert read_from[0] == "decoded"
+    assert read_from.count("in memory") >= len(EVERY_KIND) - 3
