@@ -86,8 +86,9 @@ def run_pass(
     """Observe, plan and (with `render`) render the pods: a plan breaking an invariant raises.
 
     Callers that write or apply manifests render; the simulator and `jobtree plan` report decisions
-    only and skip the render stage. `journal`: the in-cluster agent's swaps not yet Folded (§7.5),
-    which the planner folds in first.
+    only and skip the render stage, and `reconcile` renders with its next tree, only the runs whose
+    pods' inputs changed (`state.rendering`, which checks the pods it renders). `journal`: the
+    in-cluster agent's swaps not yet Folded (§7.5), which the planner folds in first.
     """
     nodes, workload = cluster.observe()
     frozen_runs, frozen_budgets = frozen(spec, state)

@@ -227,8 +227,8 @@ def plan_once(
             tuple(cluster.lines()),
             cluster.folded(),
         )
-    try:
-        result = pipeline.run_pass(spec, cluster, state, now, journal=swaps)
+    try:  # the pods are rendered with the next tree, only for runs whose pods' inputs changed
+        result = pipeline.run_pass(spec, cluster, state, now, render=False, journal=swaps)
     except pipeline.InvariantViolation as err:
         raise _noted(err, warnings) from None
     say(f"planned: {_n(len(result.events), 'lease event')}")
@@ -237,7 +237,11 @@ def plan_once(
     # 5. next tree: only what changed is rendered; files changed by hand are written back; what
     # was observed of configured clusters is committed with the decisions made from it
     at_head = {path: _held(head, path) for path in start.files}
-    tree = nexttree.next_tree(result, memo, lambda oid: gitread.read_blob(repo, oid), at_head, seen)
+    tree = nexttree.next_tree(
+        result, memo, lambda oid: gitread.read_blob(repo, oid), at_head, seen, spec.origins
+    )
+    if tree.problems:
+        raise _noted(pipeline.InvariantViolation(tree.problems), warnings)
     say(
         f"rendered {_files(len(tree.blobs))}, {len(tree.contents)} written anew, "
         f"{len(tree.meaningful)} with changed decisions"

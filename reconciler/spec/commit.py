@@ -53,6 +53,7 @@ def read_spec(
     spec = lastvalid.keep_budgets(
         repo, commit, validated.read_spec(raw, documents, memo), raw, documents, memo
     )
+    spec.origins = {run: listed.files[path] for run, path in spec.run_files.items() if path in listed.files}
     if not held and (fresh or listed.trees.keys() != cache.trees.keys()):
         cache.trees = listed.trees
         cache.save(repo)

@@ -38,6 +38,10 @@ class Spec:
     kept: list[Budget] = field(default_factory=list)  # last valid versions of rejected Budgets (`lastvalid`)
     linked: dict[str, str] = field(default_factory=dict)  # spec folder committed as a link -> its path
     name: str = ""  # the FleetConfig's metadata.name: the fleet label on what it applies (§7.1)
+    run_files: dict[str, str] = field(default_factory=dict)  # each valid Run ("ns/name") -> its file
+    origins: dict[str, str] = field(
+        default_factory=dict
+    )  # each valid Run -> its file's Git blob (read from Git)
 
 
 def linked_folder(path: str, data: bytes) -> bool:
@@ -97,6 +101,7 @@ def read_spec(
             where.setdefault(key, o.path)
     rejected = {key: where[key] for key in v.rejected}
     linked = {path: path for path, data in files.items() if linked_folder(path, data)}
+    run_files = {f"{o.namespace}/{o.name}": o.path for o in v.objects if o.valid and o.kind == "Run"}
     return Spec(
         v.config,
         list(v.budgets),
@@ -107,4 +112,5 @@ def read_spec(
         [],
         linked,
         v.name,
+        run_files,
     )

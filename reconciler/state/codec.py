@@ -211,9 +211,11 @@ def reservation_of(row: Row) -> Reservation:
     )  # fmt: skip
 
 
-def sources(plan: Plan) -> dict[str, tuple[str, Any]]:
+def sources(plan: Plan, pods: Mapping[str, dict[str, Any]] | None = None) -> dict[str, tuple[str, Any]]:
     """`{path: (kind, key)}` for every file under `state/` (but the ledger) and `rendered/`, the
-    pictures (`state/fleet.svg`, `state/timeline.svg`) included."""
+    pictures (`state/fleet.svg`, `state/timeline.svg`) included. `pods`: the manifests to group into
+    rendered files (by default `Plan.manifests`, every open lease's; `state.rendering` passes only
+    the runs it renders again)."""
     st = plan.state
     out: dict[str, tuple[str, Any]] = {}
     by_run: dict[str, list[Lease]] = defaultdict(list)
@@ -261,7 +263,7 @@ def sources(plan: Plan) -> dict[str, tuple[str, Any]]:
     # rendered/<cluster>/<namespace>/<run>.yaml: a run's pods in that cluster and its headless Service,
     # in the order `manifests.render` gives them (groups in order, spares after, the Service last)
     files: dict[str, list[Any]] = defaultdict(list)
-    for path, manifest in plan.manifests.items():
+    for path, manifest in (plan.manifests if pods is None else pods).items():
         cluster = path.split("/", 1)[0]
         files[layout.rendered_file(cluster, manifests.run_of(manifest))].append(manifest)
     for path, docs in sorted(files.items()):

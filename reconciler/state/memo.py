@@ -8,8 +8,9 @@ a second. A memo whose trees are not the head's is never used; `read` then decod
 
 Per owned file the memo keeps its blob id; per state file the rows `state.codec.decode` takes from
 it; and, only where this code wrote and checked the bytes itself, the source (`state.codec` key) of
-a state file or a fingerprint of a rendered manifest: an equal source means equal bytes, so the
-file need not be written again. Reads Git, never writes it.
+a state file, a fingerprint of a picture's source, or a digest of what a rendered file is made of
+(`state.rendering`): an equal source means equal bytes, so the file need not be written (or
+rendered) again. Reads Git, never writes it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class Memo:
     blobs: dict[str, str]  # every owned file -> blob id
     pieces: dict[str, tuple[str, Any]]  # every state file `decode` reads -> (kind, rows)
     keys: dict[str, Any] = field(default_factory=dict)  # state file -> the source its bytes were written from
-    prints: dict[str, bytes] = field(default_factory=dict)  # rendered file -> its manifest's fingerprint
+    prints: dict[str, bytes] = field(default_factory=dict)  # picture or rendered file -> its inputs' digest
     loaded: dict[str, list[Any]] = field(default_factory=dict)  # not cached: documents `read` parsed
 
     def state(self) -> FleetState:

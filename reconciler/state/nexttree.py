@@ -13,6 +13,7 @@ the decisions they show, and otherwise ride along with the next meaningful chang
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,7 @@ from planner.plan import Plan
 from reconciler.git import packs as gitpack
 from reconciler.perf import forkmap
 from reconciler.state import codec as statefiles
-from reconciler.state import layout
+from reconciler.state import layout, rendering
 from reconciler.state import memo as passmemo
 
 VOLATILE = records.CLOCK_FIELDS  # fields that change with the clock alone, not with a decision
@@ -49,6 +50,7 @@ class NextTree:
     memo: passmemo.Memo  # the next tree: what to cache once it is committed
     kept: passmemo.Memo  # the current tree, plus what this pass checked: what to cache when not
     restored: list[str] = field(default_factory=list)  # files changed by hand, written back
+    problems: list[str] = field(default_factory=list)  # §4.9: pods rendered this pass that break it
 
     def changed_files(self) -> int:
         """Owned files the next tree adds, removes or changes (meters and `asOf` included)."""
@@ -74,6 +76,7 @@ def next_tree(
     read: Callable[[str], bytes],
     hand_edited: Mapping[str, tuple[str, int] | None] | None = None,
     observed: Observed | None = None,
+    origins: Mapping[str, str] | None = None,
 ) -> NextTree:
     """The owned files after this plan, given the current tree's memo and a blob reader.
 
@@ -87,7 +90,9 @@ def next_tree(
     invalid now) stay as its file last held them, rendered from its last valid spec;
     every other owned file is exactly `encode(plan)`. A file whose source the memo shows unchanged
     keeps its blob without being written again; the rest are written in parallel when there are
-    many (`forkmap`).
+    many (`forkmap`). `origins`: each run's spec file blob (`validated.Spec.origins`): a run whose
+    pods' inputs the memo shows unchanged is not rendered at all (`state.rendering`); the pods of
+    those rendered are checked against their leases, and `NextTree.problems` says what breaks §4.9.
     """
     old_blobs = current.blobs
     blobs: dict[str, str] = {}
@@ -95,12 +100,32 @@ def next_tree(
     keys: dict[str, Any] = {}
     prints: dict[str, bytes] = {}
     todo: list[tuple[str, str, Any]] = []
-    for path, (kind, key) in statefiles.sources(plan).items():
+    by_run = rendering.open_by_run(plan)
+    digests = rendering.inputs(plan, by_run, origins or {})
+    held: dict[str, list[str]] = defaultdict(list)  # run -> its rendered files in the current tree
+    for path in old_blobs:
+        if path.startswith(layout.RENDERED):
+            held[layout.rendered_run(path) or ""].append(path)
+    again: list[str] = []  # runs rendered again: their inputs changed, or have no digest
+    for run, leases in by_run.items():
+        digest, paths = digests[run], held.get(run, [])
+        if (
+            digest is not None
+            and all(current.prints.get(path) == digest for path in paths)
+            and set(paths) == rendering.files_of(run, leases, plan)
+        ):
+            for path in paths:
+                blobs[path], prints[path] = old_blobs[path], digest
+        else:
+            again.append(run)
+    pods, problems = rendering.render(plan, by_run, again)
+    for path, (kind, key) in statefiles.sources(plan, pods).items():
         old = old_blobs.get(path)
         if old is not None:
-            if kind in _PRINTED:
-                if kind == statefiles.RENDERED and plan.frozen and manifests.run_of(key[0]) in plan.frozen:
+            if kind == statefiles.RENDERED:
+                if plan.frozen and manifests.run_of(key[0]) in plan.frozen:
                     key = statefiles.as_last_rendered(key, read(old))  # rendered from no spec
+            elif kind in _PRINTED:
                 fp = passmemo.fingerprint(key)
                 if fp is not None and current.prints.get(path) == fp:
                     blobs[path], prints[path] = old, fp
@@ -115,6 +140,8 @@ def next_tree(
     for (path, kind, key), (data, blob, rows, fp) in zip(todo, forkmap.map_chunks(_write, todo), strict=True):
         old = old_blobs.get(path)
         blobs[path] = blob
+        if kind == statefiles.RENDERED:
+            fp = digests.get(layout.rendered_run(path) or "")
         if kind in _PRINTED:
             if fp is not None:
                 prints[path] = fp
@@ -152,7 +179,7 @@ def next_tree(
     memo = passmemo.Memo((), blobs, pieces, keys, prints)
     kept = passmemo.Memo(current.trees, old_blobs, current.pieces, kept_keys, kept_prints)
     restored = _written_back(blobs, hand_edited or {})
-    return NextTree(blobs, contents, sorted({*changed, *restored}), memo, kept, restored)
+    return NextTree(blobs, contents, sorted({*changed, *restored}), memo, kept, restored, problems)
 
 
 def _written_back(blobs: Mapping[str, str], hand_edited: Mapping[str, tuple[str, int] | None]) -> list[str]:
@@ -172,8 +199,10 @@ def _write(items: Sequence[tuple[str, str, Any]]) -> list[tuple[bytes, str, Any,
         obj = statefiles.file_object(kind, key)
         data = statefiles.file_bytes(kind, obj)
         blob = gitpack.object_id("blob", data).hex()
-        if kind in _PRINTED:
+        if kind in statefiles.PICTURES:
             out.append((data, blob, None, passmemo.fingerprint(key)))
+        elif kind == statefiles.RENDERED:
+            out.append((data, blob, None, None))  # told by its inputs' digest (`rendering`)
         else:
             out.append((data, blob, statefiles.piece(kind, obj), None))
     return out
