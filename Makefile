@@ -34,8 +34,10 @@ controlplane:
 test: controlplane lint compiled
 	$(BIN)/pytest -n 2
 
+# `make bench BENCH=--million` adds the 1,000,000-GPU rows (about an hour on 2 CPUs); any bench.run option goes there.
+BENCH ?=
 bench: compiled
-	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.run $(BENCH)
 
 # A month of a GPU fleet replayed against Jobtree and four baseline schedulers (docs/evaluation.md):
 # rewrites docs/evaluation/ (results, figures), or with TRACE=path (a Helios or Philly CSV trace)
