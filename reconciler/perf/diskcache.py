@@ -29,7 +29,7 @@ _DIGEST = 32
 # `reconciler.spec.parsed`, the memo of `reconciler.state.memo` and the codec it reads). A changed
 # format without a bump fails `tests/reconciler/perf/test_diskcache.py` (its golden digest of sample
 # payloads), so a stale cache is never read as a new one.
-FORMAT = 3
+FORMAT = 4
 
 
 @cache
