@@ -19,7 +19,11 @@ LINES = [
     (1.20, 150_000, "[  0.70s] read state (cached): 14248 open leases, 3030 reservations"),
     (3.20, 210_000, "[  2.70s] planned: 0 lease events"),
     (3.70, 215_000, "[  3.20s] rendered 12146 files, 1752 written anew, 2 with changed decisions"),
-    (3.90, 200_000, "[  3.40s] committed 39fd6dc9ba5b in 0.20 s (1752 files changed, work tree updating meanwhile)"),
+    (
+        3.90,
+        200_000,
+        "[  3.40s] committed 39fd6dc9ba5b in 0.20 s (1752 files changed, work tree updating meanwhile)",
+    ),
     (4.40, 212_000, "[  3.90s] push to origin: pushed in 0.50 s"),
     (4.60, 205_000, "[  4.10s] work tree and pass cache written (0.20 s waited)"),
 ]
