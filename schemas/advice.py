@@ -132,17 +132,24 @@ def flavors(runs: Sequence[Loaded], known: Collection[str]) -> list[Diagnostic]:
 
 def observed_flavors(files: Mapping[str, bytes]) -> dict[str, set[str]]:
     """Per cluster, the GPU flavors (`gpu.flavor`) of the nodes its `state/observed/<cluster>.yaml` records."""
-    out: dict[str, set[str]] = {}
+    return {
+        cluster: {v for v in values if v} for cluster, values in observed_labels(files, "gpu.flavor").items()
+    }
+
+
+def observed_labels(files: Mapping[str, bytes], key: str) -> dict[str, list[str]]:
+    """Per cluster, the value of the topology label `key` on each node its `state/observed/<cluster>.yaml`
+    records, "" for a node without it."""
+    out: dict[str, list[str]] = {}
     for path, data in sorted(files.items()):
-        found = out.setdefault(path.rsplit("/", 1)[-1].removesuffix(".yaml"), set())
+        found = out.setdefault(path.rsplit("/", 1)[-1].removesuffix(".yaml"), [])
         docs, _ = parse_all(data, path, False)
         for doc in docs:
             nodes = doc.data.get("nodes") if isinstance(doc.data, dict) else None
             for node in nodes if isinstance(nodes, list) else []:
                 labels = node.get("labels") if isinstance(node, dict) else None
-                flavor = labels.get("gpu.flavor") if isinstance(labels, dict) else None
-                if isinstance(flavor, str) and flavor:
-                    found.add(flavor)
+                value = labels.get(key) if isinstance(labels, dict) else None
+                found.append(value if isinstance(value, str) else "")
     return out
 
 

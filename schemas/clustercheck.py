@@ -1,14 +1,20 @@
-"""Warnings about `clusters` in jobtree.yaml (§7.1): what a configured fleet no longer reads, and names nothing matches.
+"""What `jobtree validate` says about `clusters` in jobtree.yaml (§7.1): what a configured fleet no longer reads, and names no node label matches.
 
-Warnings only (the fleet stays valid and plans): `inventory/nodes.yaml` beside configured clusters
-is not read (JT061); a cluster name that no node and no rendered folder matches, or a rendered
-folder no cluster names (JT081), when the caller says which cluster names the repository's
-`state/observed/` and `rendered/` hold. Reads no files; duplicate names are `rules`' (JT080).
+`inventory/nodes.yaml` beside configured clusters is not read (JT061, a warning). When the caller
+says what the repository's `state/observed/` and `rendered/` hold (`seen`, and the cluster labels
+of each observed cluster's nodes), JT081 compares the names with the nodes' `cluster` labels. An
+error, because a pass would refuse the fleet or leave nodes out: a cluster that was observed and
+none of whose nodes carries its name; a cluster none of whose nodes the repository knows while
+`rendered/` holds pods for a cluster `clusters` does not name (a rename or a one-letter typo), and
+that folder itself. A warning: a cluster never observed while every cluster with work is named (a
+new cluster: its nodes are checked once a pass has observed them). Reads no files; duplicate
+names are `rules`' (JT080).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Mapping, Sequence
 
 from schemas import diagnostics as codes
 from schemas import messages
@@ -18,14 +24,17 @@ from schemas.layout import INVENTORY_FILE
 from schemas.load import Loaded
 
 
-def warnings(
+def check(
     config: Loaded | None,
     inventory_present: bool,
     inventory: Inventory | None,
     seen: Mapping[str, str] | None,
+    labels: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Diagnostic]:
-    """JT061 and JT081 for a valid jobtree.yaml with `clusters`. `seen`: cluster name -> where the
-    repository shows it (`rendered/<name>/`, `state/observed/<name>.yaml`); None skips JT081."""
+    """JT061 and JT081 for a valid jobtree.yaml with `clusters`, errors and warnings (`severity`).
+    `seen`: cluster name -> where the repository shows it (`rendered/<name>/` when that folder
+    holds pods, else `state/observed/<name>.yaml`); None skips JT081. `labels`: observed cluster ->
+    the `cluster` label of each of its observed nodes ("" for one labelled as another cluster's)."""
     if config is None:
         return []
     model: FleetConfig = config.model
@@ -51,32 +60,54 @@ def warnings(
     if seen is None:
         return out
 
-    def unmatched(line: int, col: int, message: str) -> Diagnostic:
+    def unmatched(line: int, col: int, message: str, severity: str = "error") -> Diagnostic:
         return Diagnostic(
-            config.doc.path, line, col, codes.CLUSTER_UNMATCHED, message, "FleetConfig", "warning"
+            config.doc.path, line, col, codes.CLUSTER_UNMATCHED, message, "FleetConfig", severity
         )
 
-    known = dict(seen)
-    for cluster in _inventory_clusters(inventory):
-        known.setdefault(cluster, INVENTORY_FILE)
+    labels = labels or {}
+    carried = {label for values in labels.values() for label in values if label}  # node labels known
+    carried |= {name for name, where in seen.items() if where.startswith("rendered/")}
+    carried |= _inventory_clusters(inventory)
+    stranded = sorted(
+        name for name, where in seen.items() if where.startswith("rendered/") and name not in names
+    )
     for i, name in enumerate(names):
-        if name in known:
+        if name in carried:
             continue
         line, col = config.doc.where(("spec", "clusters", i, "name"))
-        others = sorted(known)
-        held = f"; the repository knows {messages.listed(others)}" if others else ""
-        out.append(unmatched(line, col,
-            f"cluster {name} matches no node and no rendered folder: no observed or inventory node "
-            f"carries cluster={name}, and there is no rendered/{name}/{held}; check the spelling "
-            "(a new cluster matches once a pass has observed it)"))  # fmt: skip
+        others = sorted(carried - set(names))
+        hint = _closest(name, others)
+        if labels.get(name):
+            count = len(labels[name])
+            out.append(unmatched(line, col,
+                f"cluster {name} matches no node label: none of the {count} nodes observed through its context "
+                f"carries cluster={name} (state/observed/{name}.yaml), so every one of them is left out of "
+                f"planning; name the cluster as its nodes are labelled{hint}, or label them cluster={name}"))  # fmt: skip
+        elif stranded:
+            out.append(unmatched(line, col,
+                f"cluster {name} matches no node label: no observed or inventory node carries cluster={name}, "
+                f"while rendered/ holds pods for {messages.listed(stranded)}, which clusters does not name "
+                f"(a renamed or misspelled cluster){hint}"))  # fmt: skip
+        elif name not in labels:
+            known = f"; the repository knows {messages.listed(others)}" if others else ""
+            out.append(unmatched(line, col,
+                f"cluster {name} matches no node label yet: no observed or inventory node carries "
+                f"cluster={name}{known}; a new cluster's nodes are checked once a pass has observed it, so "
+                f"check the spelling{hint}", "warning"))  # fmt: skip
     line, col = config.doc.where(("spec", "clusters"))
-    for folder, where in sorted(seen.items()):
-        if folder in names or not where.startswith("rendered/"):
-            continue
+    for folder in stranded:
         out.append(unmatched(line, col,
-            f"{where} matches no cluster in clusters ({messages.listed(names)}): no pass applies its pods or "
-            "prunes them; name the cluster they run on, or let a pass without it remove the folder"))  # fmt: skip
+            f"rendered/{folder}/ holds pods on cluster {folder}, which clusters ({messages.listed(names)}) does "
+            f"not name: a pass plans nothing (exit 3) while they run, so none is pruned; name the cluster "
+            f"{folder} again, and to retire it, end or move its runs while it is still named"))  # fmt: skip
     return out
+
+
+def _closest(name: str, others: list[str]) -> str:
+    """`; did you mean gb-west?` for the known cluster label nearest to `name`, else nothing."""
+    match = difflib.get_close_matches(name, others, n=1, cutoff=0.6)
+    return f"; did you mean {match[0]}?" if match else ""
 
 
 def _inventory_clusters(inventory: Inventory | None) -> set[str]:

@@ -7,7 +7,7 @@ and decides nothing about GPUs; an invalid object is excluded and reported, its 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -102,6 +102,7 @@ def check_fleet(
     clusters_seen: Mapping[str, str] | None = None,
     *,
     flavors_seen: Mapping[str, Collection[str]] | None = None,
+    cluster_labels: Mapping[str, Sequence[str]] | None = None,
     now: int | None = None,
 ) -> ValidatedFleet:
     """Validate a fleet repository given as relative POSIX path -> file bytes.
@@ -109,8 +110,9 @@ def check_fleet(
     `parsed` holds files already turned into documents by the caller (the simulator's objects):
     they skip YAML entirely and are checked exactly like the rest. With `memo` (kept by the caller
     between calls), a path handed over as the very same document list is not validated again.
-    `clusters_seen`: the cluster names `state/observed/` and `rendered/` hold, and where (for the
-    JT081 warning; `clustercheck`). `flavors_seen`: the GPU flavors of each observed cluster, and
+    `clusters_seen`: the cluster names `state/observed/` and `rendered/` hold, and where, and
+    `cluster_labels`: the `cluster` label of each observed cluster's nodes (for JT081; `clustercheck`).
+    `flavors_seen`: the GPU flavors of each observed cluster, and
     `now`: the instant budget windows are judged at, for the warnings (`advice`; None: not judged).
     """
     entries: list[_Entry] = []
@@ -184,12 +186,20 @@ def check_fleet(
     kept_inventory = inventory if (INVENTORY_FILE, 0) in valid else None
     valid_config = config if config is not None and (config.doc.path, config.doc.index) in valid else None
     present = INVENTORY_FILE in files or INVENTORY_FILE in parsed
+    said = clustercheck.check(valid_config, present, inventory, clusters_seen, cluster_labels)
     return ValidatedFleet(
         config=spec[0].spec if spec else _fallback_config(config, tenants),
         budgets=usable("Budget"),
         runs=usable("Run"),
         inventory=kept_inventory,
-        diagnostics=sorted([*missing, *unread, *(d for o in objects for d in o.diagnostics)]),
+        diagnostics=sorted(
+            [
+                *missing,
+                *unread,
+                *(d for o in objects for d in o.diagnostics),
+                *(d for d in said if d.severity != "warning"),
+            ]
+        ),
         rejected=_rejected_keys(objects),
         objects=objects,
         warnings=sorted(
@@ -207,7 +217,7 @@ def check_fleet(
                     flavors_seen=flavors_seen,
                     now=now,
                 ),
-                *clustercheck.warnings(valid_config, present, inventory, clusters_seen),
+                *(d for d in said if d.severity == "warning"),
             ]
         ),
         name=spec[0].metadata.name if spec else (config.model.metadata.name if config is not None else ""),

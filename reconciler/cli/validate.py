@@ -128,7 +128,10 @@ def command(repo: str, rev: str | None, fmt: str, now_text: str | None) -> None:
         seen, observed = None, {}  # read_fleet read the spec: a folder it cannot list only skips JT081/JT072
     try:
         flavors = advice.observed_flavors(observed)
-        fleet = validated.check(files, clusters_seen=seen, flavors_seen=flavors, now=now)
+        labels = advice.observed_labels(observed, "cluster")
+        fleet = validated.check(
+            files, clusters_seen=seen, flavors_seen=flavors, cluster_labels=labels, now=now
+        )
     except Exception as err:  # noqa: BLE001 - the contract is "no traceback on any input"; exit 4 names the bug
         click.echo(
             f"jobtree validate: internal error ({type(err).__name__}: {err}); please report it", err=True

@@ -171,16 +171,25 @@ def observed_files(repo_path: str | os.PathLike[str], rev: str | None = None) ->
     return out
 
 
+def _holds_a_file(folder: Path) -> bool:
+    """Whether a folder of the work tree holds a file (Git keeps no empty folder)."""
+    return any(path.is_file() for path in folder.rglob("*"))
+
+
 def cluster_folders(repo_path: str | os.PathLike[str], rev: str | None = None) -> dict[str, str]:
-    """The cluster names the owned folders hold, each with where (`rendered/<name>/`, else
-    `state/observed/<name>.yaml`): for validate's JT081 only; nothing under them is read."""
+    """The cluster names the owned folders hold, each with where (`rendered/<name>/` when it holds a
+    file, else `state/observed/<name>.yaml`): for validate's JT081 only; nothing under them is read."""
     found: list[tuple[str, str]] = []
     if rev is None:
         root = Path(repo_path)
         for top, want_dir in ((RENDERED_DIR, True), (OBSERVED_DIR, False)):
             folder = root / top
             names = sorted(os.listdir(folder)) if folder.is_dir() else []
-            found += [(n, top) for n in names if (folder / n).is_dir() == want_dir]
+            found += [
+                (n, top)
+                for n in names
+                if (folder / n).is_dir() == want_dir and (not want_dir or _holds_a_file(folder / n))
+            ]
     else:
         repo, tree = gitread.folder_tree(repo_path, rev)
         for top, want_dir in ((RENDERED_DIR, True), (OBSERVED_DIR, False)):

@@ -10,7 +10,7 @@ and plans nothing.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,10 +53,11 @@ def linked_folder(path: str, data: bytes) -> bool:
 def check(files: Mapping[str, bytes], parsed: Mapping[str, list[Document]] | None = None,
           memo: dict[str, Any] | None = None, clusters_seen: Mapping[str, str] | None = None,
           *, flavors_seen: Mapping[str, Collection[str]] | None = None, now: int | None = None,
+          cluster_labels: Mapping[str, Sequence[str]] | None = None,
           ) -> fleetcheck.ValidatedFleet:  # fmt: skip
     """`fleetcheck.check_fleet`, with spec folders committed as links reported (JT002), as a link
     in place of a file is: Git holds only the target's name, and jobtree reads nothing through it.
-    `clusters_seen`, `flavors_seen`, `now`: see `fleetcheck.check_fleet`."""
+    `clusters_seen`, `flavors_seen`, `cluster_labels`, `now`: see `fleetcheck.check_fleet`."""
     links = {path: data for path, data in files.items() if linked_folder(path, data)}
     fleet = fleetcheck.check_fleet(
         {p: d for p, d in files.items() if p not in links},
@@ -64,6 +65,7 @@ def check(files: Mapping[str, bytes], parsed: Mapping[str, list[Document]] | Non
         memo,
         clusters_seen,
         flavors_seen=flavors_seen,
+        cluster_labels=cluster_labels,
         now=now,
     )
     if not links:

@@ -94,14 +94,37 @@ def test_an_inventory_beside_configured_clusters_is_reported_as_not_read() -> No
     assert "is not read: jobtree.yaml configures clusters (gb-west)" in warning.message
 
 
-def test_a_cluster_name_that_nothing_in_the_repository_matches_is_a_warning_naming_what_does() -> None:
+def test_a_misspelled_cluster_beside_a_rendered_folder_no_cluster_names_is_an_error_naming_both() -> None:
     files = {"jobtree.yaml": fleet_yaml([{"name": "gb-wets", "context": "prod"}])}
     fleet = check_fleet(files, clusters_seen={"gb-west": "rendered/gb-west/"})
-    messages = sorted(d.message for d in fleet.warnings if d.code == codes.CLUSTER_UNMATCHED)
+    assert not fleet.valid  # a pass would refuse it (exit 3): its pods would be pruned
+    messages = sorted(d.message for d in fleet.diagnostics if d.code == codes.CLUSTER_UNMATCHED)
     assert len(messages) == 2
-    assert messages[0].startswith("cluster gb-wets matches no node and no rendered folder")
-    assert "the repository knows gb-west" in messages[0]
-    assert messages[1].startswith("rendered/gb-west/ matches no cluster in clusters (gb-wets)")
+    assert messages[0].startswith("cluster gb-wets matches no node label: no observed or inventory node")
+    assert "rendered/ holds pods for gb-west, which clusters does not name" in messages[0]
+    assert messages[0].endswith("did you mean gb-west?")
+    assert messages[1].startswith("rendered/gb-west/ holds pods on cluster gb-west, which clusters (gb-wets)")
+
+
+def test_an_observed_cluster_none_of_whose_nodes_carries_its_name_is_an_error() -> None:
+    files = {"jobtree.yaml": fleet_yaml([{"name": "west", "context": "prod"}])}
+    fleet = check_fleet(
+        files,
+        clusters_seen={"west": "state/observed/west.yaml"},
+        cluster_labels={"west": ["gb-west", "gb-west"]},
+    )
+    [error] = [d for d in fleet.diagnostics if d.code == codes.CLUSTER_UNMATCHED]
+    assert error.severity == "error" and (error.path, error.line) == ("jobtree.yaml", 8)
+    assert "none of the 2 nodes observed through its context carries cluster=west" in error.message
+    assert "did you mean gb-west?" in error.message
+
+
+def test_a_new_cluster_not_yet_observed_is_a_warning_only() -> None:
+    files = {"jobtree.yaml": fleet_yaml([{"name": "gb-east", "context": "prod"}])}
+    fleet = check_fleet(files, clusters_seen={}, cluster_labels={})
+    assert not [d for d in fleet.diagnostics if d.code == codes.CLUSTER_UNMATCHED]
+    [warning] = [d for d in fleet.warnings if d.code == codes.CLUSTER_UNMATCHED]
+    assert warning.message.startswith("cluster gb-east matches no node label yet")
 
 
 def test_validate_looks_at_the_rendered_folders_and_observed_clusters_of_the_repository(
@@ -114,16 +137,22 @@ def test_validate_looks_at_the_rendered_folders_and_observed_clusters_of_the_rep
         (TEMPLATE / "jobtree.yaml").read_text() + "  clusters:\n    - {name: gb-west, context: prod}\n"
     )
     (root / "rendered" / "gb-west").mkdir(parents=True)
-    (root / "rendered" / "h100-east").mkdir()
+    (root / "rendered" / "h100-east").mkdir()  # empty: Git keeps no empty folder, so nothing runs there
     (root / "state" / "observed").mkdir(parents=True)
     (root / "state" / "observed" / "gb-west.yaml").write_text("nodes: []\n")
     result = CliRunner().invoke(main, ["validate", str(root)])
     assert result.exit_code == 0, result.output
+    assert "JT081" not in result.stdout
+    (root / "rendered" / "h100-east" / "r1.yaml").write_text("kind: Pod\n")  # pods rendered for h100-east
+    result = CliRunner().invoke(main, ["validate", str(root)])
+    assert result.exit_code == 3, result.output
     assert (
-        "jobtree.yaml:" in result.stdout
-        and "JT081 warning: rendered/h100-east/ matches no cluster" in result.stdout
+        "JT081 rendered/h100-east/ holds pods on cluster h100-east, which clusters (gb-west)" in result.stdout
     )
-    assert "cluster gb-west matches no node" not in result.stdout
+    # gb-west's observation lists no node, so it may be h100-east renamed: said, with what holds pods
+    assert (
+        "JT081 cluster gb-west matches no node label: no observed or inventory node carries" in result.stdout
+    )
 
 
 def test_kubectl_names_of_the_crds_never_shadow_the_core_lease_kind() -> None:
