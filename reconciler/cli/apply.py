@@ -3,7 +3,8 @@
 A thin shell over `reconciler.passes.apply`: checks the options, applies (or, with --dry-run,
 lists what would be created, changed, replaced and pruned), prints one line per cluster, and exits
 0 when every cluster was applied in full (or none is configured: nothing to apply, and it says
-so), 2 on a wrong option, 3 when jobtree.yaml is invalid, 4
+so), 2 on a wrong option, 3 when jobtree.yaml is invalid (or names no cluster the head renders pods
+for), 4
 when a cluster could not be reached or not applied in full (each named on stderr).
 """
 
@@ -23,8 +24,19 @@ from reconciler.cli import exitcodes
 @click.option(
     "--branch", default=None, help="Branch whose head to apply (default: git.branch of jobtree.yaml)."
 )
+@click.option(
+    "--allow-mass-prune", is_flag=True,
+    help="Prune however many running pods the head drops (else at most --prune-share of a cluster's).",
+)  # fmt: skip
+@click.option(
+    "--prune-share", type=click.FloatRange(0.0, 1.0), default=None, metavar="FRACTION",
+    help="The largest share of a cluster's running pods pruned at once (default 0.5).",
+)  # fmt: skip
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
-def command(repo: str, only: str | None, dry_run: bool, branch: str | None, quiet: bool) -> None:
+def command(
+    repo: str, only: str | None, dry_run: bool, branch: str | None, allow_mass_prune: bool,
+    prune_share: float | None, quiet: bool,
+) -> None:  # fmt: skip
     """Apply what the branch head of REPO holds (the CRDs, tenant namespaces, mirrors and
     rendered/<cluster>/) to each cluster jobtree.yaml configures, and prune what this fleet put
     there that the head no longer holds. Nothing is planned and nothing is committed:
@@ -41,7 +53,8 @@ def command(repo: str, only: str | None, dry_run: bool, branch: str | None, quie
         if git.references.get(rev) is None:
             raise click.UsageError(f"there is no branch {rev.removeprefix('refs/heads/')!r} in {repo}")
         say = (lambda _: None) if quiet else progress()
-        outcome = applying.apply_commit(git, rev, only=only, dry_run=dry_run, say=say)
+        share = applying.prune_limit(allow_mass_prune, prune_share)
+        outcome = applying.apply_commit(git, rev, only=only, dry_run=dry_run, say=say, prune_share=share)
     except errors.NotARepository as err:
         raise click.UsageError(str(err)) from err
     except applying.NoCluster as err:  # nothing to apply is no failure, as `reconcile --apply` says too

@@ -39,6 +39,14 @@ MAX_INTERVAL = 7 * 24 * 3600  # the longest --interval: a week
 @click.option(
     "--apply", is_flag=True, help="Then apply the branch head to every cluster jobtree.yaml configures."
 )
+@click.option(
+    "--allow-mass-prune", is_flag=True,
+    help="With --apply: prune however many running pods the commit drops (else at most --prune-share).",
+)  # fmt: skip
+@click.option(
+    "--prune-share", type=click.FloatRange(0.0, 1.0), default=None, metavar="FRACTION",
+    help="With --apply: the largest share of a cluster's running pods one pass prunes (default 0.5).",
+)  # fmt: skip
 @click.option("--remote", default="origin", show_default=True)
 @click.option("--branch", default=None, help="Branch to reconcile (default: git.branch of jobtree.yaml).")
 @click.option(
@@ -51,7 +59,9 @@ def command(**options: Any) -> None:
     --quiet: they are problems, not progress); the objects concerned are left out and the valid
     ones reconciled, so the exit code stays 0. An invalid jobtree.yaml or inventory/nodes.yaml (or
     an inventory missing or empty while leases are open) is different: every object depends on
-    them, so the pass plans and commits nothing and exits 3 (what runs keeps running). With --interval a pass prints problems when they differ from the
+    them, so the pass plans and commits nothing and exits 3 (what runs keeps running). So does work
+    on a cluster jobtree.yaml no longer names, or on one never observed (no credentials, a context
+    the kubeconfig lacks). With --interval a pass prints problems when they differ from the
     last pass's, not every time.
     """
     early = specprefetch.start(options["repo"])
@@ -69,6 +79,8 @@ def run(
     remote: str,
     branch: str | None,
     quiet: bool,
+    allow_mass_prune: bool = False,
+    prune_share: float | None = None,
     early: specprefetch.Prefetch | None = None,
 ) -> None:
     """`jobtree reconcile` once its options are parsed: one pass, or one every --interval.
@@ -126,6 +138,8 @@ def run(
                 early=early,
                 lock_wait=writerlock.WAIT,  # a pass of another process (the webhook's, a cron's) on this clone
                 kept=kept,
+                allow_mass_prune=allow_mass_prune,
+                prune_share=prune_share,
             )
             early = None  # a head start for the first pass only
             for warning in outcome.warnings:  # shown even with --quiet: a person's file may be among them

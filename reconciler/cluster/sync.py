@@ -11,7 +11,8 @@ GPUs until it has terminated, and a pod started beside it would be refused by th
 of one step go out at most `Target.workers` at a time, each retried with backoff (`retry`), each on
 its own (§7.6): an object the server refuses (422, 403, ...) is named with the server's message,
 and every other object, the prunes and the cordons still go; only the commit's mark waits for a
-pass with no error, and the next pass, comparing again, finishes the job. A dry run sends the same
+pass with no error, and the next pass, comparing again, finishes the job. Pruning more than a share
+of the cluster's running pods at once is held back unless allowed (`massprune`). A dry run sends the same
 writes with `dryRun=All` (`api.rehearsing`), so the server's own validation answers, and stores nothing;
 it does not wait for anything. Returns an `Applied`; raises nothing.
 """
@@ -24,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.cluster import changes, journal, kinds, mirrors, stamp
+from reconciler.cluster import changes, journal, kinds, massprune, mirrors, stamp
 from reconciler.cluster.api import Api, rehearsing
 from reconciler.cluster.changes import Change, Changes, Live, Record
 from reconciler.cluster.connect import Target
@@ -110,9 +111,12 @@ def read_live(api: Api, crd_names: Iterable[str]) -> Live:
     )
 
 
-def sync(api: Api, target: Target, record: Record, dry_run: bool = False, settle: float = SETTLE) -> Applied:
+def sync(
+    api: Api, target: Target, record: Record, dry_run: bool = False, settle: float = SETTLE,
+    prune_share: float | None = massprune.SHARE,
+) -> Applied:  # fmt: skip
     """Make `target` hold `record` (see the module docstring); `settle`: the longest wait for pods to
-    terminate and CRDs to be established."""
+    terminate and CRDs to be established; `prune_share`: see `massprune.hold` (None: no limit)."""
     out = Applied(target.name, record.commit, dry_run)
     reads, writes = api.counts.reads, api.counts.writes
     try:
@@ -121,6 +125,10 @@ def sync(api: Api, target: Target, record: Record, dry_run: bool = False, settle
         guarded = _guarded(out.entries)
         plan = changes.compare(record, target.fleet, live, guarded)
         out.held, out.conflicts, out.unchanged = list(plan.held), list(plan.conflicts), plan.unchanged
+        mass = massprune.hold(plan, target.name, target.fleet, live, prune_share)
+        if mass is not None:
+            out.errors.append(mass[0])
+            out.held.append(mass[1])
         out.newer = list(plan.newer)
         out.guarded = list(plan.guarded)
         with ThreadPoolExecutor(max_workers=max(1, target.workers)) as pool:

@@ -6,7 +6,9 @@ mirrors and the fleet's settings), `state/` (statuses, reservations, leases, job
 published CRDs, the tenant namespaces, the mirrors, the rendered pods and Services) and hands it to
 `reconciler.cluster.sync`, all clusters at once: one that cannot be reached (or whose journal
 cannot be read) leaves the others applied and is named in the outcome, and so is every object a
-cluster refused (the rest of that cluster still applied). With a `Fold` (a reconcile pass that
+cluster refused (the rest of that cluster still applied). A commit rendering pods for a cluster
+jobtree.yaml does not name is refused whole (`ApplyRefused`: a renamed cluster's pods would be
+pruned), and a cluster losing most of its running pods at once is held (`reconciler.cluster.massprune`). With a `Fold` (a reconcile pass that
 pushed), each cluster the commit was applied to then has the journal entries the pass folded in
 marked Folded, and Folded ones past retention deleted (`reconciler.cluster.folding`): the pushed
 commit holds those swaps, so a refused neighbour does not keep them unfolded. Returns an
@@ -21,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.cluster import changes, connect, errors, folding, mirrors, retry, sync
+from reconciler.cluster import changes, connect, errors, folding, massprune, mirrors, retry, sync
 from reconciler.git import read as gitread
 from reconciler.spec import commit as speccache
 from reconciler.spec.validated import Spec
@@ -93,6 +95,14 @@ class ApplyOutcome:
         return out
 
 
+def prune_limit(allow_mass_prune: bool, prune_share: float | None) -> float | None:
+    """The share of a cluster's running pods one pass may prune (`massprune.hold`) for the options
+    `--allow-mass-prune` (None: no limit) and `--prune-share` (None: the default)."""
+    if allow_mass_prune:
+        return None
+    return massprune.SHARE if prune_share is None else prune_share
+
+
 def apply_commit(
     repo: gitread.Repository,
     rev: str,
@@ -103,10 +113,13 @@ def apply_commit(
     policy: retry.Backoff | None = None,
     say: Callable[[str], None] = lambda _: None,
     fold: Fold | None = None,
+    prune_share: float | None = massprune.SHARE,
 ) -> ApplyOutcome:
     """Apply the commit `rev` to every configured cluster (`only`: to that one); raises `ApplyRefused`.
     `policy`: the retry backoff; `settle`: the longest wait for pods to terminate; `fold`: the
-    journal entries `rev` holds folded in, marked Folded where it was applied without error."""
+    journal entries `rev` holds folded in, marked Folded where it was applied without error;
+    `prune_share`: the largest share of a cluster's running pods pruned at once (None: any,
+    `--allow-mass-prune`; `prune_limit`)."""
     commit = gitread.resolve(repo, rev)
     sha = str(commit.id)
     spec, _, _ = speccache.read_spec(repo, commit)
@@ -124,6 +137,15 @@ def apply_commit(
     if only is not None and only not in names:
         raise UnknownCluster(f"no cluster {only!r} in jobtree.yaml (it configures {', '.join(names)})")
     records = records_of(repo, sha, spec)
+    folders = {layout.rendered_cluster(path) for path in gitread.list_blobs(repo, sha, [layout.RENDERED])}
+    stranded = sorted(f for f in folders if f is not None and f not in names)
+    if stranded:
+        raise ApplyRefused(
+            f"{sha[:12]} renders pods for cluster{'s' * (len(stranded) > 1)} {', '.join(stranded)} "
+            f"(rendered/{stranded[0]}/), which jobtree.yaml does not name (it names {', '.join(names)}): nothing "
+            "applied, as a renamed or misspelled cluster would have its pods pruned; name the cluster as its "
+            "nodes' cluster label does (to retire a cluster, end or move its runs while it is still named)"
+        )
     targets = [t for t in connect.targets(spec.name, spec.fleet.clusters, policy) if only in (None, t.name)]
 
     def one(target: connect.Target) -> sync.Applied:
@@ -131,7 +153,7 @@ def apply_commit(
             api = connect.api(target)
         except errors.ClusterError as err:
             return sync.Applied(target.name, sha, dry_run, errors=[str(err)], unreachable=True)
-        applied = sync.sync(api, target, records[target.name], dry_run, settle)
+        applied = sync.sync(api, target, records[target.name], dry_run, settle, prune_share)
         if fold is not None and not dry_run and not applied.untouched:
             try:
                 applied.folded = folding.settle(

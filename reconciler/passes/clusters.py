@@ -142,11 +142,11 @@ class Live(Configured):
                 if target.name in self.before:
                     self.nodes[target.name] = self.before[target.name]
                 held = (
-                    "its last observation" if target.name in self.before else "no node of it (never observed)"
+                    "planned with its last observation"
+                    if target.name in self.before
+                    else "never observed yet, so no node of it is known"
                 )
-                self.warnings.append(
-                    f"jobtree: cluster {target.name} not observed: {result}; planned with {held}"
-                )
+                self.warnings.append(f"jobtree: cluster {target.name} not observed: {result}; {held}")
                 continue
             seen, entries = result
             self.nodes[target.name] = seen.nodes

@@ -22,7 +22,7 @@ from planner.world import FleetState
 from reconciler.git import errors, ownership
 from reconciler.git import read as gitread
 from reconciler.git import write as gitwrite
-from reconciler.passes import clusters, pipeline, provenance
+from reconciler.passes import clusters, pipeline, provenance, trust
 from reconciler.passes.embedded import nodes_from_inventory
 from reconciler.perf import forkmap
 from reconciler.report import compare as prdiff
@@ -32,10 +32,12 @@ from reconciler.spec import validated
 from reconciler.state import codec as statefiles
 from reconciler.state import layout
 from reconciler.state import memo as passmemo
+from reconciler.state import observed as observedfiles
 from schemas import diagnostics as codes
 from schemas.common import format_time
 from schemas.diagnostics import Diagnostic
 from schemas.fleet import GitAuthor
+from schemas.layout import FLEET_FILE, INVENTORY_FILE
 
 MAX_RECOMPUTED = 20  # commits off the fleet's branch proven by recomputing a pass each (seconds apiece)
 
@@ -57,13 +59,17 @@ class HandEdited(Exception):
         self.found, self.fork = found, fork
 
 
-def _state_at(repo: gitread.Repository, commit: gitread.Commit, email: str) -> FleetState:
+def _state_at(
+    repo: gitread.Repository, commit: gitread.Commit, email: str
+) -> tuple[FleetState, passmemo.Memo]:
     """The state `reconcile` would start from at `commit` (jobtree's last own state when files were
-    changed by hand since): from the clone's pass cache when it describes that commit, else decoded
-    (on every CPU). Both planning passes start from it: a pass works on copies."""
+    changed by hand since), and the decoded owned files it came from: from the clone's pass cache
+    when it describes that commit, else decoded (on every CPU). Both planning passes start from
+    it: a pass works on copies."""
     commit = ownership.state_start(repo, commit, email).commit
     try:
-        return (passmemo.cached(repo, commit) or passmemo.read(repo, commit)).state()
+        memo = passmemo.cached(repo, commit) or passmemo.read(repo, commit)
+        return memo.state(), memo
     except Exception as err:  # noqa: BLE001 - damaged machine-written files: name the file, never a traceback
         files = gitread.read_files(repo, str(commit.id), ["state/"])
         files = {p: b for p, b in files.items() if not p.startswith("state/ledger/")}
@@ -173,7 +179,7 @@ def plan(
     _refuse_hand_edits(
         git, base_commit, head_commit, fork, base_spec.fleet.git.author, base_spec.fleet.git.branch
     )
-    state = _state_at(git, base_commit, base_spec.fleet.git.author.email)
+    state, start = _state_at(git, base_commit, base_spec.fleet.git.author.email)
     if state.as_of is not None and now < state.as_of:
         if now_given:  # leases the plan ends would end before they started
             raise NowBeforeBase(
@@ -183,9 +189,12 @@ def plan(
         now = state.as_of  # this clock is behind the reconciler's: plan as it would, from its asOf
     merged = _merged(git, base_commit, head_commit, base_spec.fleet.git.author)
     head_spec, _, _ = speccache.read_spec(git, merged)
-    # the clusters as the base last observed them (configured ones: no credentials needed here)
+    # the clusters as the base last observed them (configured ones: no credentials needed here); a
+    # base on the embedded cluster observed the clusters its inventory describes
     recorded = gitread.read_files(git, str(base_commit.id), [layout.OBSERVED])
+    recorded |= _inventory_observed(base_spec, head_spec, recorded)
     domains = {**_domains(base_spec, recorded), **_domains(head_spec, recorded)}
+    where = trust.placed(state, start.blobs, lambda oid: gitread.read_blob(git, oid))
 
     def outlines(specs: Sequence[validated.Spec]) -> list[dict[str, Any]]:
         """Each spec planned from the base state, as `report.compare` compares plans."""
@@ -202,7 +211,8 @@ def plan(
     # reconcile plans nothing while jobtree.yaml or the inventory is invalid (`FleetInvalid`): a side
     # whose one is plans nothing, and a head that breaks one changes nothing but fails the check
     stalled = {
-        side: pipeline.stalled(spec, state) for side, spec in (("base", base_spec), ("head", head_spec))
+        side: _stalled(spec, state, recorded, where, now)
+        for side, spec in (("base", base_spec), ("head", head_spec))
     }
     base_side = forkmap.start(outlines, [] if stalled["base"] else [base_spec], least=1)  # forked meanwhile
     head_side = [] if stalled["head"] else outlines([head_spec])
@@ -212,9 +222,15 @@ def plan(
     on_base = {(d.path, d.code, d.message) for d in base_spec.diagnostics}
     diagnostics = [str(d) for d in head_spec.diagnostics if (d.path, d.code, d.message) not in on_base]
     flagged = {d.path for d in head_spec.diagnostics}
-    diagnostics += [  # an inventory this change deletes or empties: no file diagnostic says so
+    diagnostics += [  # an inventory this change deletes or empties, clusters it renames: no file diagnostic says so
         str(
-            Diagnostic(path, 1, 1, codes.INVENTORY, f"{path} {why}: after merge reconcile would plan nothing")
+            Diagnostic(
+                path,
+                1,
+                1,
+                codes.INVENTORY if path == INVENTORY_FILE else codes.CLUSTER_UNMATCHED,
+                f"{path} {why}: after merge reconcile would plan nothing",
+            )  # fmt: skip
         )
         for path, why in stalled["head"].items()
         if path not in stalled["base"] and path not in flagged
@@ -230,6 +246,36 @@ def plan(
         diagnostics=diagnostics,
         diagnostics_on_base=[str(d) for d in head_spec.diagnostics if (d.path, d.code, d.message) in on_base],
     )  # fmt: skip
+
+
+def _stalled(
+    spec: validated.Spec, state: FleetState, recorded: dict[str, bytes], where: trust.Placed, now: int
+) -> dict[str, str]:
+    """`{file: why}` a side plans nothing for: `pipeline.stalled`'s, and work on clusters a pass
+    cannot believe (`trust`), said against jobtree.yaml."""
+    out = pipeline.stalled(spec, state)
+    if out or not spec.fleet.clusters:
+        return out
+    doubts = trust.unknown(spec, where) + trust.doubted(
+        clusters.Recorded([c.name for c in spec.fleet.clusters], recorded), where
+    )
+    return {FLEET_FILE: f"leaves work on clusters no pass can believe: {'; '.join(doubts)}"} if doubts else {}
+
+
+def _inventory_observed(
+    base: validated.Spec, head: validated.Spec, recorded: dict[str, bytes]
+) -> dict[str, bytes]:
+    """The observed files of head's clusters the base never observed, as a base planning on the
+    embedded cluster saw them: its inventory's nodes labelled with that cluster's name (adopting
+    `clusters` plans as the inventory did, until the first pass observes them)."""
+    if base.fleet.clusters or base.inventory is None:
+        return {}
+    nodes = nodes_from_inventory(base.inventory).values()
+    return observedfiles.files({
+        c.name: [n for n in nodes if n.labels.get("cluster") == c.name]
+        for c in head.fleet.clusters
+        if layout.observed_file(c.name) not in recorded and any(n.labels.get("cluster") == c.name for n in nodes)
+    })  # fmt: skip
 
 
 def _merged(

@@ -9,7 +9,8 @@ As Kueue's `schedule()`, each phase is one call, and a comment states its rule:
 3. read: the spec at the branch head (`reconciler.spec`) and the state jobtree last committed
    (`reconciler.git.ownership`, `reconciler.state.memo`);
 4. plan: the clusters observed (the configured ones, `passes.clusters`, else the embedded one),
-   the planner run (`pipeline.run_pass`);
+   the planner run (`pipeline.run_pass`); nothing while work is on a cluster the pass cannot
+   believe (`passes.trust`: `ClustersDoubted`);
 5. next tree: `state/` and `rendered/` as the plan makes them, hand-edited files written back
    (`reconciler.state.nexttree`);
 6. commit: only when a decision changed, with the message `reconciler.state.message` writes;
@@ -45,7 +46,7 @@ from reconciler.git.checkout import worktree
 from reconciler.git.errors import GitStoreError, PermanentGitError, TemporaryGitError
 from reconciler.git.lock import writer_lock
 from reconciler.git.remote import PushStatus
-from reconciler.passes import clusters, pipeline
+from reconciler.passes import clusters, pipeline, trust
 from reconciler.passes.embedded import EmbeddedCluster
 from reconciler.perf import batchgc
 from reconciler.spec import commit as speccache
@@ -122,6 +123,19 @@ class FleetInvalid(Exception):
             f"{'; '.join(f'{f} {why}' for f, why in files.items())}, so nothing was planned or committed: "
             f"{'; '.join(self.WHAT[f] for f in files)} come from {'it' if len(files) == 1 else 'them'}, "
             f"and what runs keeps running as the last state commit says; fix {named} and push"
+        )
+        self.diagnostics = diagnostics
+
+
+class ClustersDoubted(FleetInvalid):
+    """Work the last state commit places on a cluster the pass cannot believe (`passes.trust`: one
+    jobtree.yaml does not name, or never observed): it plans and commits nothing, exit 3."""
+
+    def __init__(self, why: list[str], diagnostics: list[Diagnostic]) -> None:
+        Exception.__init__(
+            self,
+            "; ".join(why) + ". Nothing was planned, committed or applied: what runs keeps running as the "
+            "last state commit says",
         )
         self.diagnostics = diagnostics
 
@@ -210,6 +224,15 @@ def plan_once(
     stops = pipeline.stalled(spec, state)
     if stops:
         raise _noted(FleetInvalid(stops, spec.diagnostics), warnings)
+    # ... and nothing while work is on a cluster it cannot believe: unnamed, never observed (`trust`)
+    where = (
+        trust.placed(state, memo.blobs, lambda oid: gitread.read_blob(repo, oid))
+        if spec.fleet.clusters
+        else {}
+    )
+    lost = trust.unknown(spec, where)
+    if lost:
+        raise _noted(ClustersDoubted(lost, spec.diagnostics), warnings)
     recorded = clusters.observed_files(memo.blobs, lambda oid: gitread.read_blob(repo, oid))
     cluster = (observer or _observe_now)(spec, state, recorded, now)
     # what configured clusters showed: swaps to fold, files and message lines to commit, entries to mark
@@ -219,6 +242,9 @@ def plan_once(
     folded: dict[str, tuple[str, ...]] = {}
     if isinstance(cluster, clusters.Configured):
         warnings += cluster.warnings
+        doubts = trust.doubted(cluster, where)
+        if doubts:
+            raise _noted(ClustersDoubted(doubts, spec.diagnostics), warnings)
         for note in cluster.notes:
             say(note)
         swaps, seen, lines, folded = (
@@ -404,13 +430,17 @@ def reconcile_once(
     lock_wait: float = 0.0,
     observer: Observer | None = None,
     kept: Kept | None = None,
+    allow_mass_prune: bool = False,
+    prune_share: float | None = None,
 ) -> Outcome:
     """One reconcile pass; raises GitStoreError (temporary or permanent) with a message for people.
 
     `say`: progress lines (none when None). `lock_wait`: seconds to wait for another writer's pass
     on the same clone (`writer_lock`). `observer`: the cluster the pass observes (`plan_once`; by
     default the configured clusters, observed now). `kept`: what this process kept from its last
-    pass (`Kept`, updated here; None: nothing beyond this pass)."""
+    pass (`Kept`, updated here; None: nothing beyond this pass). With `apply`: `prune_share`, the
+    largest share of a cluster's running pods pruned at once (None: apply's default), unless
+    `allow_mass_prune`."""
     say = say or _silent
     repo = gitread.open_repo(repo_path)
     token = os.environ.get(TOKEN_ENV)
@@ -519,7 +549,10 @@ def reconcile_once(
         # the swaps folded in are in the record only once pushed: then they are marked Folded
         fold = applying.Fold(outcome.folded, outcome.now) if push and outcome.now is not None else None
         try:
-            outcome.applied = applying.apply_commit(repo, outcome.head or want_branch, say=say, fold=fold)
+            share = applying.prune_limit(allow_mass_prune, prune_share)
+            outcome.applied = applying.apply_commit(
+                repo, outcome.head or want_branch, say=say, fold=fold, prune_share=share
+            )
         except applying.NoCluster:
             outcome.summary.append("apply: the embedded cluster has nothing to apply")
     return outcome

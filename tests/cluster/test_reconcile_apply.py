@@ -120,7 +120,10 @@ def test_a_removed_run_is_pruned_and_another_fleets_pods_on_the_cluster_are_not(
     }
     server.seed(theirs)
     fleet.change({"runs/t/r1.yaml": None}, "delete r1\n")
-    outcome = fleet.reconcile(T0 + 60)
+    outcome = fleet.reconcile(T0 + 60)  # r1's pods are all the fleet runs there: a mass prune, held
+    assert outcome.applied is not None and "would prune 2 of the 2 running pods" in outcome.applied.failed[0]
+    assert pods(server) == R1_PODS
+    outcome = fleet.reconcile(T0 + 120, allow_mass_prune=True)
     assert outcome.applied is not None and outcome.applied.failed == []
     assert pods(server) == []
     assert pods(server, "other") == ["r1-g0-n3"]

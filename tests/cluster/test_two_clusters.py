@@ -89,7 +89,7 @@ def test_an_unreachable_cluster_is_named_and_exits_4_while_the_other_is_applied(
     )
     assert result.exit_code == 4, result.output
     assert (
-        f"jobtree: cluster west not observed: {gone}; planned with no node of it (never observed)"
+        f"jobtree: cluster west not observed: {gone}; never observed yet, so no node of it is known"
         in result.stderr
     )
     assert f"jobtree: cluster west not applied: {gone}; the next pass retries" in result.stderr

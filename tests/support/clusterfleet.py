@@ -123,8 +123,10 @@ class ClusterFleet:
             str(tmp_path / "fleet.git"), str(self.path), checkout_branch="main"
         )
 
-    def reconcile(self, now: int, *, apply: bool = True, push: bool = True) -> Outcome:
-        return reconcile_once(self.path, now=now, push=push, apply=apply)
+    def reconcile(
+        self, now: int, *, apply: bool = True, push: bool = True, allow_mass_prune: bool = False
+    ) -> Outcome:
+        return reconcile_once(self.path, now=now, push=push, apply=apply, allow_mass_prune=allow_mass_prune)
 
     def apply(
         self, *, dry_run: bool = False, only: str | None = None, settle: float = 5.0

@@ -279,11 +279,14 @@ def test_a_genuine_pass_for_an_older_spec_laid_on_a_newer_one_is_refused(
 def test_a_reconciler_commit_against_a_configured_cluster_is_proven_from_what_it_recorded(
     fleet: pygit2.Repository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the cluster is never reached (no kubeconfig): the pass plans with no node of it, and records that
+    # the cluster is never reached (no kubeconfig): with no lease open on it (a pass would not believe
+    # it with one, `passes.trust`), the pass plans with no node of it, and records that
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing-kubeconfig"))
+    commit(fleet, {}, "end r1 and r2\n", "pr", delete=("runs/t/r1.yaml", "runs/t/r2.yaml"))
+    reconcile_pr(fleet, tmp_path)
     clusters = FLEET + b"  clusters:\n    - {name: c1, context: prod}\n"
     commit(fleet, {"jobtree.yaml": clusters, "runs/t/r3.yaml": run("r3", 8)}, "r3 and c1\n", "pr")
-    reconcile_pr(fleet, tmp_path)
+    reconcile_pr(fleet, tmp_path, T0 + 90)
     result = plan(fleet)
     assert result.exit_code == 0, result.stderr
     assert "changed by hand" not in result.stderr
