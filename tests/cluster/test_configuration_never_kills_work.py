@@ -200,3 +200,23 @@ def test_pruning_at_most_the_share_or_finished_pods_needs_no_flag(
     code, _, said = cli("apply", str(fleet.path), "--prune-share", "0.9")
     assert code == 4 and "would prune 1 of the 1 running pods" in said
     assert pods(server) == ["r4-g0-n4"]
+
+
+def test_a_cluster_never_observed_through_a_context_typo_is_not_believed_and_nothing_is_cut(
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.seed(node("n1", region="us-east"), node("n2", region="us-east"))
+    fleet = embedded(tmp_path, server, monkeypatch)
+    typo = fleet_config({"t": "org:t"}, [{"name": "east", "context": "eats"}])
+    head = fleet.change({"jobtree.yaml": typo}, "a context typo\n")
+    code, _, said = cli(
+        "reconcile", str(fleet.path), "--once", "--push", "--apply", "--now", "2026-03-02T09:10:00Z"
+    )
+    assert code == 3, said
+    assert "cluster east not observed: " in said and "eats" in said
+    assert (
+        "cluster east was never observed, yet the last state commit has 2 open leases of 1 run on it: planning "
+        "would end them all as failed. Give the pass the cluster's credentials"
+    ) in said
+    assert str(fleet.repo.references["refs/heads/main"].target) == head
+    assert fleet.status("t/r1")["phase"] == "Running" and fleet.file("rendered/east/t/r1.yaml") != []

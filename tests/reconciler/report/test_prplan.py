@@ -816,3 +816,31 @@ def test_a_reservation_nothing_known_makes_startable_says_so_once(fleet: pygit2.
     assert reserved.startswith("reserve  t/huge: ETA unknown (nothing known makes it startable), deficit 16")
     code, out = plan(fleet, "--format", "markdown")
     assert "| `t/huge` | unknown (nothing known makes it startable) | 16 |" in out
+
+
+def test_adopting_the_cluster_the_inventory_describes_plans_no_cut(fleet: pygit2.Repository) -> None:
+    # the template README's path: name the inventory's cluster in jobtree.yaml and delete the inventory;
+    # until a pass observes c1, the plan takes its nodes to be the inventory's, so r1 and r2 keep running
+    adopted = FLEET + b"  clusters:\n    - {name: c1, context: prod}\n"
+    commit(fleet, {"jobtree.yaml": adopted}, "drive c1\n", "pr", delete=("inventory/nodes.yaml",))
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    report = json.loads(out)
+    assert code == 0, out
+    assert report["changes"] is False and report["cuts"] == [] and report["diagnostics"] == []
+
+
+@pytest.mark.parametrize("name", ["c2", "cl"])
+def test_a_cluster_named_unlike_the_one_holding_the_runs_fails_the_plan_and_cuts_nothing(
+    fleet: pygit2.Repository, name: str
+) -> None:
+    named = FLEET + f"  clusters:\n    - {{name: {name}, context: prod}}\n".encode()
+    commit(fleet, {"jobtree.yaml": named}, "drive the cluster\n", "pr", delete=("inventory/nodes.yaml",))
+    code, out = plan(fleet, "--format", "json", "--exit-code")
+    report = json.loads(out)
+    assert code == 3 and not report["changes"]  # no fake cuts: reconcile would stop instead
+    (line,) = report["diagnostics"]
+    assert line.startswith(
+        f"jobtree.yaml:1:1: JT081 jobtree.yaml leaves work on clusters no pass can believe: no cluster c1 is "
+        f"named (jobtree.yaml names {name}), yet the last state commit has 2 open leases of 1 run there"
+    )
+    assert line.endswith("after merge reconcile would plan nothing")
