@@ -57,7 +57,8 @@ def command(**options: Any) -> None:
 
     Problems in the fleet files are printed to stderr as `jobtree validate` prints them (even with
     --quiet: they are problems, not progress); the objects concerned are left out and the valid
-    ones reconciled, so the exit code stays 0. An invalid jobtree.yaml or inventory/nodes.yaml (or
+    ones reconciled (committed, pushed and applied as asked), then a single pass exits 3, as every
+    verb does for invalid fleet files (4 when a cluster was not applied in full). An invalid jobtree.yaml or inventory/nodes.yaml (or
     an inventory missing or empty while leases are open) is different: every object depends on
     them, so the pass plans and commits nothing and exits 3 (what runs keeps running). So does work
     on a cluster jobtree.yaml no longer names, or on one never observed (no credentials, a context
@@ -164,6 +165,10 @@ def run(
                     "events wait) until the clock catches up",
                     err=True,
                 )
+            if (
+                outcome.diagnostics and every is None
+            ):  # invalid fleet files exit 3 (§5), though the rest went on
+                sys.exit(exitcodes.INVALID)
         except errors.GitStoreError as err:
             _notes(err)
             click.echo(f"jobtree: {err}", err=True)

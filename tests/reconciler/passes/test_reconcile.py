@@ -510,7 +510,9 @@ def test_reconcile_prints_every_spec_problem_as_validate_does_and_still_plans_th
     clone(tmp_path / "fleet.git", tmp_path / "work")
     args = [str(tmp_path / "work"), "--now", "2026-03-02T09:00:00Z"] + ["--quiet"] * quiet
     result = CliRunner().invoke(command, args)
-    assert result.exit_code == 0  # the valid neighbours were planned and committed
+    assert (
+        result.exit_code == 3
+    )  # invalid fleet files (DESIGN §5), though the valid neighbours were committed
     assert "committed" in result.stdout
     want_lines = [
         "runs/media-audio/bad0.yaml:6:1: JT010 spec.resources is required; add it",
@@ -580,7 +582,7 @@ def test_reconcile_caps_the_problems_it_prints_and_points_to_validate(tmp_path: 
     bare_remote(tmp_path, files)
     clone(tmp_path / "fleet.git", tmp_path / "work")
     result = CliRunner().invoke(command, [str(tmp_path / "work"), "--quiet", "--now", "2026-03-02T09:00:00Z"])
-    assert result.exit_code == 0
+    assert result.exit_code == 3
     problems = [line for line in result.stderr.splitlines() if line.startswith("runs/")]
     assert len(problems) == 50
     assert "... and 10 more (run `jobtree validate`)" in result.stderr.splitlines()

@@ -61,7 +61,9 @@ def test_symlinks_huge_and_empty_files_are_reported_as_validate_reports_them_and
     assert "larger than 8 MiB" in want[1] and "holds no object" in want[0]
 
     result = CliRunner().invoke(command, [str(work), "--once", "--now", "2026-03-02T09:10:00Z", "--quiet"])
-    assert result.exit_code == 0, result.output  # the valid ones were reconciled
+    assert result.exit_code == 3, (
+        result.output
+    )  # invalid fleet files (DESIGN §5); the valid ones were reconciled
     assert sorted(line for line in result.stderr.splitlines() if line.startswith("runs/")) == want
     after = state_at(repo)
     assert {x.run: x.slots for x in after.leases if x.open and x.run in before} == before  # nothing moved
@@ -96,7 +98,7 @@ def test_a_run_folder_committed_as_a_link_is_reported_and_its_running_runs_keep_
         assert line.startswith("runs/rai-llm:1:1: JT002 the folder is a symbolic link (to ../rai-llm-copy)")
 
     result = CliRunner().invoke(command, [str(work), "--once", "--now", "2026-03-02T09:10:00Z", "--quiet"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # the link is an invalid fleet file; the rest was reconciled
     assert "runs/rai-llm:1:1: JT002" in result.stderr
     after = state_at(repo)
     assert {
@@ -167,7 +169,9 @@ def test_names_that_climb_out_of_their_folder_are_reported_and_every_neighbour_i
     result = CliRunner().invoke(command, [str(work), "--once", "--now", "2026-03-02T09:10:00Z", "--quiet"])
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert result.exit_code == 0, result.output  # the valid ones were reconciled (DESIGN §5: 3 is validate's)
+    assert result.exit_code == 3, (
+        result.output
+    )  # invalid fleet files (DESIGN §5); the valid ones were reconciled
     assert sorted(line for line in result.stderr.splitlines() if line.split(":")[0] in hostile) == want
     after = state_at(repo)
     assert {x.run: x.slots for x in after.leases if x.open and x.run in before} == before  # nothing moved
