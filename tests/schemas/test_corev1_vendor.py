@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from schemas import podtemplate
+from tests.support.controlplane import plane
 from tools import corev1
 
 REF = "#/components/schemas/"
@@ -69,27 +64,11 @@ def test_conversion_closes_objects_bounds_int32_and_keeps_only_what_a_pod_spec_r
     }
 
 
-def _module_source() -> bytes | None:
-    """The OpenAPI document of k8s.io/kubernetes@VERSION from the Go module cache, without the network."""
-    go = shutil.which("go")
-    if go is None:
-        return None
-    done = subprocess.run(
-        [go, "mod", "download", "-json", f"{corev1.MODULE}@{corev1.VERSION}"],
-        capture_output=True, text=True, check=False, env={**os.environ, "GOPROXY": "off", "GOFLAGS": "-mod=mod"},
-    )  # fmt: skip
-    info = json.loads(done.stdout or "{}")
-    if done.returncode != 0 or "Dir" not in info:
-        return None
-    return (Path(info["Dir"]) / corev1.SPEC_FILE).read_bytes()
-
-
 def test_the_committed_schema_is_what_make_corev1_derives_from_the_kubernetes_module() -> None:
-    source = _module_source()
-    if source is None:
-        pytest.skip(
-            f"{corev1.MODULE}@{corev1.VERSION} is not in the Go module cache (`make corev1` fetches it)"
-        )
+    # the document of the kube-apiserver the cluster tests run (`make controlplane` keeps it beside
+    # the binaries, from the same k8s.io/kubernetes module): no network, no Go module cache, no skip
+    assert corev1.VERSION == plane.versions()["KUBERNETES"], "tools/corev1.py and the control plane differ"
+    source = plane.core_v1_openapi().read_bytes()
     want = corev1.text(corev1.published(json.loads(source), source, corev1.VERSION))
     assert podtemplate.CORE_V1_FILE.read_text(encoding="utf-8") == want, (
         "run `make corev1` and commit the file"

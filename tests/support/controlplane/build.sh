@@ -11,6 +11,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=/dev/null
 . <(grep -E '^[A-Z]+=' "$here/VERSIONS")
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/jobtree/controlplane/kubernetes-$KUBERNETES-etcd-$ETCD-kwok-$KWOK"
+OPENAPI=api__v1_openapi.json
 
 need_go() {
     if ! command -v go >/dev/null 2>&1; then
@@ -66,12 +67,24 @@ regenerate() {
 }
 
 build() {
-    if [ -x "$cache/kube-apiserver" ] && [ -x "$cache/etcd" ] && [ -x "$cache/kwok" ]; then
+    if [ -x "$cache/kube-apiserver" ] && [ -x "$cache/etcd" ] && [ -x "$cache/kwok" ] && [ -f "$cache/$OPENAPI" ]; then
         echo "$cache"
         return
     fi
     need_go
     mkdir -p "$cache"
+    [ -f "$cache/$OPENAPI" ] || {
+        # the core/v1 OpenAPI document this kube-apiserver serves, as k8s.io/kubernetes publishes it:
+        # tests/schemas/test_corev1_vendor.py checks the vendored PodSpec schema against it
+        local module
+        module="$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBERNETES" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
+        cp "$module/api/openapi-spec/v3/$OPENAPI" "$cache/$OPENAPI.part"
+        mv "$cache/$OPENAPI.part" "$cache/$OPENAPI"
+    }
+    if [ -x "$cache/kube-apiserver" ] && [ -x "$cache/etcd" ] && [ -x "$cache/kwok" ]; then
+        echo "$cache"
+        return
+    fi
     local minor version_pkg ldflags
     minor="$(echo "$KUBERNETES" | cut -d. -f2)"
     ldflags="-s -w"

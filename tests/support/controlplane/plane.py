@@ -75,6 +75,16 @@ def binaries() -> Path:
     return folder
 
 
+def core_v1_openapi() -> Path:
+    """The core/v1 OpenAPI document (`api__v1_openapi.json`) of the kube-apiserver `binaries` holds,
+    as its k8s.io/kubernetes module publishes it; `ControlPlaneMissing` when `make controlplane` has
+    not put it there."""
+    found = binaries() / "api__v1_openapi.json"
+    if not found.is_file():
+        raise ControlPlaneMissing(f"{found} is missing. {README_SENTENCE}")
+    return found
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
