@@ -206,7 +206,7 @@ class Api:
     ) -> Obj:
         def once() -> Obj:
             response = self._send(method, path, query or [], body, content_type)
-            data = response.read()
+            data = self._read(response, method, path)
             return json.loads(data) if data else {}
 
         return retry.call(once, self.policy)
@@ -239,8 +239,16 @@ class Api:
             raise _transport_error(self.cluster, self.client.configuration.host, method, path, err) from None
         if 200 <= response.status < 300:
             return response
-        data = response.read()
+        data = self._read(response, method, path)
         raise _status_error(self.cluster, method, path, response.status, data, response.headers)
+
+    def _read(self, response: Any, method: str, path: str) -> bytes:
+        """The body of an answer: the headers came, but the body can still time out or be cut
+        (a `ClusterError` then, as for a request that got no answer at all)."""
+        try:
+            return bytes(response.read())
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise _transport_error(self.cluster, self.client.configuration.host, method, path, err) from None
 
 
 def rehearsing(api: Api) -> Api:

@@ -215,8 +215,16 @@ def test_a_dry_run_lists_what_would_change_and_the_server_checks_it_storing_noth
         Fault.respond(500, method="PATCH", times=2),
         Fault.respond(503, method="GET", times=2),
         Fault.disconnect_request(method="PATCH", times=2),
+        Fault.cut_answer(method="PATCH", times=2),
     ],
-    ids=["409 Conflict", "429 with Retry-After", "500", "503 on a read", "a connection cut mid-write"],
+    ids=[
+        "409 Conflict",
+        "429 with Retry-After",
+        "500",
+        "503 on a read",
+        "a connection cut mid-write",
+        "an answer cut after its headers",
+    ],  # fmt: skip
 )
 def test_a_refused_request_is_retried_and_the_cluster_ends_exactly_as_recorded(
     east: Cluster, fault: Fault

@@ -4,7 +4,7 @@ Consulted by the fault proxy (`proxy`) before it forwards each request to the AP
 fault fires on matching requests by count (`skip` the first n, then every `every`-th, `times`
 in all); chance is opt-in and seeded (`probability`, `seed`). Effects: a canned Status (409, 429
 with `Retry-After`, 500, ... with the real reasons), a delay before serving, closing the
-connection without an answer, and ending a watch after n events (abruptly, or cleanly as a
+connection without an answer or after the answer's headers, and ending a watch after n events (abruptly, or cleanly as a
 server-side timeout would).
 """
 
@@ -79,6 +79,14 @@ class Fault:
     ) -> Fault:
         """Close the connection without answering (the client sees a broken connection)."""
         return cls(method, path, None, times, skip, disconnect=True)
+
+    @classmethod
+    def cut_answer(
+        cls, *, method: str | None = None, path: str = "*", times: int | None = 1, skip: int = 0
+    ) -> Fault:
+        """Serve matching requests, send the answer's status and headers, then cut the connection
+        before its body (the server did the request; the client cannot read what it answered)."""
+        return cls(method, path, False, times, skip, drop_after_events=0)
 
     @classmethod
     def drop_watch(
