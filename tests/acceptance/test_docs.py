@@ -11,6 +11,7 @@ what `make docs` generates, `docs/json.md` must name every key the verbs print
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -26,12 +27,9 @@ from tests.support.docrunner import BLOCK, RUNS, Reader, follow, sandbox, shows
 
 DOCS = REPO / "docs"
 # the pages a new user follows, each run as written; a page with commands must be here or below
-FOLLOWED = ("quickstart.md", "concepts.md")
+FOLLOWED = ("quickstart.md", "concepts.md", "platform.md")
 # pages whose commands no test can run yet, and why (the reason is for whoever adds the test)
 NOT_YET = {
-    "platform.md": "its commands need a cluster; the cluster plane's rewrite adds a local-cluster "
-    "section this test runs (tests.support.docrunner runs background jobs, in a copy of the repository "
-    'with tests/, and `sandbox(linked=("build",))` links ignored folders such as downloaded binaries)',
     "evaluation.md": "`make evaluate` replays a month for about twenty minutes; tests/evaluation/test_evaluate.py "
     "runs its entry point (python -m evaluation) on a one-day month, and evaluation.scaling's",
 }
@@ -66,6 +64,22 @@ def test_the_concepts_try_it_and_the_lottery_replay_run_as_written(reader: Reade
     follow(DOCS / "concepts.md", reader)
     assert any(c.startswith("jobtree simulate") for c in reader.ran)
     assert (reader.cwd / "timeline.svg").read_bytes().startswith(b"<svg ")
+
+
+def test_the_platform_guide_tries_the_cluster_plane_on_two_local_control_planes(tmp_path: Path) -> None:
+    # a new user's home, on a machine where `make controlplane` has built the control plane (as
+    # `make test` does first): the page's own `make controlplane` finds it in the user's cache
+    root, env = sandbox(tmp_path)
+    env["XDG_CACHE_HOME"] = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    reader = Reader(root, env)
+    try:
+        follow(DOCS / "platform.md", reader)
+        assert reader.ran[-1] == "kill %1 %2"  # followed to its end
+        fleet = Path(env["HOME"]) / "fleet"
+        assert sorted(p.name for p in (fleet / "rendered").iterdir()) == ["gb-west", "h100-east"]
+        assert (fleet / "state" / "observed" / "gb-west.yaml").is_file()
+    finally:
+        reader.close()
 
 
 def test_every_page_with_commands_is_followed_by_a_test() -> None:
