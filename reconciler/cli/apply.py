@@ -3,9 +3,9 @@
 A thin shell over `reconciler.passes.apply`: checks the options, applies (or, with --dry-run,
 lists what would be created, changed, replaced and pruned), prints one line per cluster, and exits
 0 when every cluster was applied in full (or none is configured: nothing to apply, and it says
-so), 2 on a wrong option, 3 when jobtree.yaml is invalid (or names no cluster the head renders pods
-for), 4
-when a cluster could not be reached or not applied in full (each named on stderr).
+so), 2 on a wrong option, 3 when jobtree.yaml is invalid or does not name a cluster the head
+renders pods for, 4 when a cluster could not be reached or not applied in full (each named on
+stderr; so is a cluster whose running pods were held back from a mass prune: `--allow-mass-prune`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from reconciler.cli import exitcodes
+from reconciler.cli import exitcodes, massprune
 
 
 @click.command("apply")
@@ -24,14 +24,7 @@ from reconciler.cli import exitcodes
 @click.option(
     "--branch", default=None, help="Branch whose head to apply (default: git.branch of jobtree.yaml)."
 )
-@click.option(
-    "--allow-mass-prune", is_flag=True,
-    help="Prune however many running pods the head drops (else at most --prune-share of a cluster's).",
-)  # fmt: skip
-@click.option(
-    "--prune-share", type=click.FloatRange(0.0, 1.0), default=None, metavar="FRACTION",
-    help="The largest share of a cluster's running pods pruned at once (default 0.5).",
-)  # fmt: skip
+@massprune.options()
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 def command(
     repo: str, only: str | None, dry_run: bool, branch: str | None, allow_mass_prune: bool,

@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from reconciler.cli import exitcodes, signals
+from reconciler.cli import exitcodes, massprune, signals
 from reconciler.git import read as gitread
 from reconciler.spec import parsed as specprefetch
 from schemas.diagnostics import Diagnostic
@@ -39,14 +39,7 @@ MAX_INTERVAL = 7 * 24 * 3600  # the longest --interval: a week
 @click.option(
     "--apply", is_flag=True, help="Then apply the branch head to every cluster jobtree.yaml configures."
 )
-@click.option(
-    "--allow-mass-prune", is_flag=True,
-    help="With --apply: prune however many running pods the commit drops (else at most --prune-share).",
-)  # fmt: skip
-@click.option(
-    "--prune-share", type=click.FloatRange(0.0, 1.0), default=None, metavar="FRACTION",
-    help="With --apply: the largest share of a cluster's running pods one pass prunes (default 0.5).",
-)  # fmt: skip
+@massprune.options("With --apply: ")
 @click.option("--remote", default="origin", show_default=True)
 @click.option("--branch", default=None, help="Branch to reconcile (default: git.branch of jobtree.yaml).")
 @click.option(
