@@ -68,4 +68,4 @@ SPARES = "JT070"  # warning: a group's hot spares cannot cover one of its nodes 
 SPONSORS = "JT071"  # warning: sponsors named while allowBorrow is false
 FLAVOR = "JT072"  # warning: a gpuType no node of the fleet has
 CLUSTER_NAME = "JT080"  # two clusters[] entries with one name
-CLUSTER_UNMATCHED = "JT081"  # warning: a cluster name no node or rendered folder matches, or the reverse
+CLUSTER_UNMATCHED = "JT081"  # a cluster name no node label carries, or pods rendered for an unnamed one
