@@ -34,13 +34,13 @@ def placed(state: FleetState, blobs: Mapping[str, str], read: Callable[[str], by
     if not leases:
         return {}
     where: dict[str, str] = {}  # node -> cluster, from the observed files
-    for path, oid in sorted(blobs.items()):
-        cluster = layout.observed_cluster(path)
-        if cluster is None:
-            continue
+    observed = sorted(
+        (c, oid) for path, oid in blobs.items() if (c := layout.observed_cluster(path)) is not None
+    )
+    for name, oid in observed:
         for node in _nodes(read(oid)):
-            if node.labels.get("cluster") == cluster or node.name not in where:
-                where[node.name] = cluster
+            if node.labels.get("cluster") == name or node.name not in where:
+                where[node.name] = name
     runs: dict[str, dict[str, str]] = defaultdict(dict)  # run -> cluster -> its rendered file's blob id
     for path, oid in blobs.items():
         cluster, run = layout.rendered_cluster(path), layout.rendered_run(path)
