@@ -36,6 +36,7 @@ test: controlplane lint compiled
 
 # `make bench BENCH=--million` adds the 1,000,000-GPU rows (about an hour on 2 CPUs); any bench.run option goes there.
 BENCH ?=
+# `make bench BENCH=--nodes-10k`: the 10,000-node rows alone, one control plane of realistic GPU nodes (bench/README.md)
 bench: compiled
 	$(BIN)/python -m bench.run $(BENCH)
 

@@ -1,14 +1,21 @@
-"""Time the agent's swap against a Git round trip: `python -m bench.agent [--failures 200]`.
+"""Time the agent's swap against a Git round trip: `python -m bench.agent [--failures 200] [--domains 25] [--fillers]`.
 
-A fleet of 10,000 GPUs (25 fabric domains × 50 nodes × 8 GPUs, one real control plane on
-127.0.0.1: kube-apiserver, etcd and kwok, `tests.support.controlplane`): 5 teams, 150 runs of 32 GPUs in groups of 8 with 8 spare GPUs per group
-(1,200 nodes held). Its repository is served by `git daemon` on 127.0.0.1, as a Git host serves
-it. Every jobtree command runs as a subprocess over real HTTP, through the official client:
+A fleet of 10,000 GPUs (`--domains` 25 fabric domains × 50 nodes × 8 GPUs; 200 domains is 10,000
+nodes and 80,000 GPUs), one real control plane on 127.0.0.1: kube-apiserver, etcd and kwok,
+`tests.support.controlplane`, its nodes `bench.gpunodes`'s (~20 KB each, GFD-labelled, read
+through `topologyLabels`), created in parallel: 5 teams, 6 runs per domain of 32 GPUs in groups of 8
+with 8 spare GPUs per group (48 of a domain's 50 nodes held). With `--fillers`, 12 opportunistic
+runs of 8 GPUs per domain as well, which the planner places on spare-held GPUs (Borrowed leases):
+half the spares carry a filler the agent must remove before the replacement starts. Its repository
+is served by `git daemon` on 127.0.0.1, as a Git host serves it. Every jobtree command runs as a
+subprocess over real HTTP, through the official client:
 
 1. `jobtree reconcile --once --push --apply` places the fleet and applies it (timed for information);
 2. `jobtree agent --cluster east` starts (two replicas would elect one; one runs here), and once
-   it leads, `--failures` active nodes are tainted `node.kubernetes.io/out-of-service` one after
-   another (each a group's only active node; its spare is on a healthy node). The latency of a
+   it leads it is left idle for `--idle` seconds (its CPU time over them from /proc: the idle CPU
+   figure); then `--failures` active nodes are tainted `node.kubernetes.io/out-of-service` one
+   after another (each a group's only active node; its spare is on a healthy node), and as many
+   again whose spare holds a filler with `--fillers`. The latency of a
    swap is the proxy's clock from the taint's write being answered to the replacement pod's creation
    being answered (both in the request log of the fault proxy in front of the API server); the next failure waits for the entry to be Applied;
 3. the agent stopped, one reconcile folds the journal (every swap into Git, once);
@@ -35,7 +42,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -44,23 +50,25 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
+from bench import gpunodes
 from bench.apply import git, jobtree
 from bench.gitdaemon import free_port, git_daemon
 from tests.support.controlplane import Cluster, started, write_kubeconfig
+from tests.support.controlplane.nodes import TOPOLOGY_LABELS
 
 API = "rq.davidlangworthy.io/v1"
 DOMAINS, NODES, GPUS = 25, 50, 8
-TEAMS, RUNS_PER_DOMAIN = 5, 6
+TEAMS, RUNS_PER_DOMAIN, FILLERS_PER_DOMAIN = 5, 6, 12
 TAINT = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
 
 
-def fleet_files() -> dict[str, str]:
+def fleet_files(domains: int = DOMAINS, fillers: bool = False) -> dict[str, str]:
     """jobtree.yaml, the teams' budgets and the runs, as a platform team would commit them."""
     teams = [f"team-{i}" for i in range(TEAMS)]
     config_doc = {
         "apiVersion": API, "kind": "FleetConfig", "metadata": {"name": "bench"},
         "spec": {"tenants": [{"namespace": t, "owner": f"org:{t}"} for t in teams],
-                 "clusters": [{"name": "east", "context": "east"}],
+                 "clusters": [{"name": "east", "context": "east", "topologyLabels": TOPOLOGY_LABELS}],
                  "git": {"branch": "main", "author": {"name": "jobtree", "email": "jobtree@bench.example"}}},
     }  # fmt: skip
     files = {"jobtree.yaml": yaml.safe_dump(config_doc, sort_keys=False)}
@@ -68,27 +76,28 @@ def fleet_files() -> dict[str, str]:
         budget = {"apiVersion": API, "kind": "Budget", "metadata": {"name": t},
                   "spec": {"owner": f"org:{t}", "envelopes": [
                       {"name": "h100", "flavor": "H100-80GB", "selector": {"region": "us-east"},
-                       "concurrency": 2400}]}}  # fmt: skip
+                       "concurrency": domains * NODES * GPUS}]}}  # fmt: skip
         files[f"budgets/{t}.yaml"] = yaml.safe_dump(budget, sort_keys=False)
-    for i in range(DOMAINS * RUNS_PER_DOMAIN):
+    for i in range(domains * RUNS_PER_DOMAIN):
         team = teams[i % TEAMS]
-        run = {"apiVersion": API, "kind": "Run", "metadata": {"name": f"train-{i:03d}", "namespace": team},
+        run = {"apiVersion": API, "kind": "Run", "metadata": {"name": f"train-{i:04d}", "namespace": team},
                "spec": {"owner": f"org:{team}", "resources": {"gpuType": "H100-80GB", "totalGPUs": 32},
                         "locality": {"groupGPUs": 8}, "sparesPerGroup": 8}}  # fmt: skip
-        files[f"runs/{team}/train-{i:03d}.yaml"] = yaml.safe_dump(run, sort_keys=False)
+        files[f"runs/{team}/train-{i:04d}.yaml"] = yaml.safe_dump(run, sort_keys=False)
+    for i in range(domains * FILLERS_PER_DOMAIN if fillers else 0):
+        team = teams[i % TEAMS]
+        run = {"apiVersion": API, "kind": "Run", "metadata": {"name": f"sweep-{i:04d}", "namespace": team},
+               "spec": {"owner": f"org:{team}", "resources": {"gpuType": "H100-80GB", "totalGPUs": 8},
+                        "opportunistic": True}}  # fmt: skip
+        files[f"runs/{team}/sweep-{i:04d}.yaml"] = yaml.safe_dump(run, sort_keys=False)
     return files
 
 
-def nodes() -> list[dict[str, Any]]:
-    out = []
-    for d in range(DOMAINS):
-        for n in range(NODES):
-            labels = {"region": "us-east", "fabric.domain": f"D{d:02d}", "gpu.flavor": "H100-80GB"}
-            out.append({"apiVersion": "v1", "kind": "Node",
-                        "metadata": {"name": f"d{d:02d}-n{n:02d}", "labels": labels},
-                        "status": {"capacity": {"nvidia.com/gpu": str(GPUS)}, "conditions": [
-                            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-01T00:00:00Z"}]}})  # fmt: skip
-    return out
+def nodes(domains: int = DOMAINS) -> list[dict[str, Any]]:
+    """`domains` NVLink domains of 50 8-GPU nodes `dNNN-nNN`, as a real cluster's API server holds them."""
+    blocks = [{"name": f"d{d:03d}", "region": "us-east", "nodes": NODES, "gpusPerNode": GPUS, "flavor": "H100-80GB"}
+              for d in range(domains)]  # fmt: skip
+    return gpunodes.fleet(blocks, "east")
 
 
 def scrape(port: int) -> str:
@@ -106,19 +115,25 @@ def wait(check: Any, timeout: float, what: str, every: float = 0.001) -> Any:
     raise RuntimeError(f"waited {timeout} s for {what}")
 
 
-def victims(server: Cluster, count: int) -> list[str]:
-    """Nodes each holding one group's only active lease, whose spare is elsewhere: one per group."""
-    leases = server.list(API, "Lease")
-    spared = {(x["metadata"]["namespace"], x["spec"]["runRef"]["name"], x["spec"]["group"])
-              for x in leases if x["spec"]["slice"]["role"] == "Spare"}  # fmt: skip
-    active = sorted(
-        (x["spec"]["slice"]["nodes"][0].split("#")[0], (x["metadata"]["namespace"], x["spec"]["runRef"]["name"],
-                                                         x["spec"]["group"]))
-        for x in leases if x["spec"]["slice"]["role"] == "Active"
-    )  # fmt: skip
-    out = [node for node, group in active if group in spared]
+def victims(leases: list[dict[str, Any]], count: int, filled: bool = False) -> list[str]:
+    """Nodes each holding one group's only active lease, whose spare is elsewhere: one per group,
+    `count` of them spread over the fleet; `filled`: only groups whose spare's node also holds a
+    filler (a Borrowed lease), else only groups whose spare's node holds none."""
+
+    def node(lease: dict[str, Any]) -> str:
+        return str(lease["spec"]["slice"]["nodes"][0].split("#")[0])
+
+    def group(lease: dict[str, Any]) -> tuple[str, str, int]:
+        return lease["metadata"]["namespace"], lease["spec"]["runRef"]["name"], lease["spec"]["group"]
+
+    borrowed = {n.split("#")[0] for x in leases if x["spec"]["slice"]["role"] == "Borrowed"
+                for n in x["spec"]["slice"]["nodes"]}  # fmt: skip
+    spare_nodes = {group(x): node(x) for x in leases if x["spec"]["slice"]["role"] == "Spare"}
+    active = sorted((node(x), group(x)) for x in leases if x["spec"]["slice"]["role"] == "Active")
+    out = [n for n, g in active if g in spare_nodes and (spare_nodes[g] in borrowed) == filled]
     if len(out) < count:
-        raise RuntimeError(f"only {len(out)} groups with a spare; {count} failures asked")
+        kind = "a spare holding a filler" if filled else "a spare holding no filler"
+        raise RuntimeError(f"only {len(out)} groups with {kind}; {count} failures asked")
     step = len(out) // count  # spread over the fleet, not one domain after another
     return [out[i * step] for i in range(count)]
 
@@ -165,17 +180,22 @@ def finished(server: Cluster, since: int) -> bool:
     )
 
 
-def one_round(failures: int, round_trips: int) -> dict[str, Any]:
+def one_round(failures: int, round_trips: int, domains: int = DOMAINS, fillers: bool = False,
+              idle: float = 30.0) -> dict[str, Any]:  # fmt: skip
     out: dict[str, Any] = {
-        "gpus": DOMAINS * NODES * GPUS,
-        "runs": DOMAINS * RUNS_PER_DOMAIN,
+        "gpus": domains * NODES * GPUS,
+        "nodes": domains * NODES,
+        "runs": domains * RUNS_PER_DOMAIN,
+        "fillerRuns": domains * FILLERS_PER_DOMAIN if fillers else 0,
         "failures": failures,
+        "loadBefore": _load(),
     }
     with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp, started("east") as clusters:
         server = clusters["east"]
         root = Path(tmp)
-        server.seed(*nodes())  # kwok's: a pod placed there runs, a deleted one goes once its deletion is seen
-        stop = threading.Event()
+        began = time.perf_counter()
+        gpunodes.create_on(server, root / "admin", nodes(domains))  # kwok's: a pod placed there runs
+        out["createNodes"] = round(time.perf_counter() - began, 2)
         kubeconfig = write_kubeconfig(root / "kubeconfig", {"east": server}, None)
         env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
         core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig), context="east"))
@@ -183,7 +203,7 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
         with git_daemon(root) as base:
             repo = root / "fleet"
             repo.mkdir()
-            for path, text in fleet_files().items():
+            for path, text in fleet_files(domains, fillers).items():
                 (repo / path).parent.mkdir(parents=True, exist_ok=True)
                 (repo / path).write_text(text)
             git(repo, "init", "-q", "-b", "main")
@@ -195,6 +215,10 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
                 jobtree(env, "reconcile", str(repo), "--once", "--push", "--apply", "--quiet")[0], 2
             )
             out["pods"] = len(server.list("v1", "Pod"))
+            leases = server.list(API, "Lease")
+            out["borrowedLeases"] = sum(1 for x in leases if x["spec"]["slice"]["role"] == "Borrowed")
+            chosen = victims(leases, failures + round_trips)
+            filled = victims(leases, failures, filled=True) if fillers else []
             port = free_port()
             agent = subprocess.Popen(
                 [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",
@@ -202,25 +226,18 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
                 env=env, stdout=subprocess.DEVNULL, stderr=open(root / "agent.log", "w"),
             )  # fmt: skip
             try:
-                wait(lambda: _leads(port), 60.0, "the agent to lead", 0.05)
-                chosen = victims(server, failures + round_trips)
-                latencies = []
-                for node in chosen[:failures]:
-                    mark = server.requests.mark()
-                    latencies.append(taint_to_pod(server, core, node))
-                    wait(
-                        lambda m=mark: finished(server, m),
-                        60.0,
-                        "the swap's entry Applied and its Event",
-                        0.002,
-                    )
+                wait(lambda: _leads(port), 600.0, "the agent to lead", 0.05)
+                out["idleCpuPercent"], out["idleSeconds"] = idle_cpu(agent.pid, idle)
+                out["agentRssIdleMB"] = _rss_mb(agent.pid)
+                out.update(percentiles(swaps(server, core, chosen[:failures])))
+                if filled:
+                    out["withFiller"] = percentiles(swaps(server, core, filled))
                 metrics = scrape(port)
                 out["agentRssMB"] = _rss_mb(agent.pid)
             finally:
                 agent.send_signal(signal.SIGTERM)
                 agent.wait(timeout=30)
             out["swapsCounted"] = _sample(metrics, "jobtree_agent_swaps_total")
-            out.update(percentiles(latencies))
             fold, _ = jobtree(env, "reconcile", str(repo), "--once", "--push", "--apply", "--quiet")
             out["foldSeconds"] = round(fold, 2)
             out["folded"] = sum(1 for e in server.list(API, "JournalEntry")
@@ -229,10 +246,38 @@ def one_round(failures: int, round_trips: int) -> dict[str, Any]:
             for node in chosen[failures:]:
                 trips.append(taint_to_pod(server, core, node, lambda: jobtree(
                     env, "reconcile", str(repo), "--once", "--push", "--apply", "--quiet")))  # fmt: skip
-            stop.set()
             out["roundTrip"] = round(statistics.median(trips), 2)
             out["roundTripRange"] = [round(min(trips), 2), round(max(trips), 2)]
+    out["loadAfter"] = _load()
     return out
+
+
+def swaps(server: Cluster, core: client.CoreV1Api, chosen: list[str]) -> list[float]:
+    """Each node tainted in turn; the seconds to its replacement pod, each swap finished (its
+    entry Applied, its Event written) before the next failure."""
+    latencies = []
+    for node in chosen:
+        mark = server.requests.mark()
+        latencies.append(taint_to_pod(server, core, node))
+        wait(lambda m=mark: finished(server, m), 60.0, "the swap's entry Applied and its Event", 0.002)
+    return latencies
+
+
+def idle_cpu(pid: int, seconds: float) -> tuple[float, float]:
+    """The share of one core `pid` used (user + system, from /proc) over `seconds` of waiting, in %."""
+    before, began = _cpu_seconds(pid), time.monotonic()
+    time.sleep(seconds)
+    spent, elapsed = _cpu_seconds(pid) - before, time.monotonic() - began
+    return round(100 * spent / elapsed, 2), round(elapsed, 1)
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def _leads(port: int) -> bool:
@@ -271,31 +316,65 @@ def percentiles(seconds: list[float]) -> dict[str, float]:
 
 def rows(result: dict[str, Any]) -> list[dict[str, str]]:
     """The `make bench` table rows of a result (`bench.run.Row` fields)."""
-    where = f"{result['gpus']:,} GPUs, {result['runs']} runs, {result['pods']:,} pods, one control plane"
-    meets = result["p50"] <= 100 and result["p99"] <= 500
-    return [
-        {"name": "agent swap (fence → replacement pod)", "target": "p50 ≤ 100 ms, p99 ≤ 500 ms",
-         "wall": f"p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms, max {result['max']:.1f} ms",
-         "rss": f"{result['agentRssMB']:.0f} MB",
+    prefix = "10k nodes: " if result["nodes"] >= 10_000 else ""
+    where = (f"{result['nodes']:,} nodes, {result['gpus']:,} GPUs, {result['runs']:,} runs, {result['pods']:,} pods, "
+             f"one control plane; load average {result['loadBefore'][0]:.1f} before, {result['loadAfter'][0]:.1f} after")  # fmt: skip
+    out = [
+        {"name": f"{prefix}agent swap (fence → replacement pod)", "target": "p50 ≤ 100 ms, p99 ≤ 500 ms",
+         "wall": _latency(result), "rss": f"{result['agentRssMB']:.0f} MiB",
          "throughput": f"{result['failures']} failures, {result['swapsCounted']:.0f} swaps counted by /metrics",
-         "verdict": "meets target" if meets else "MISSES target",
-         "note": f"{where}; server clock from the taint's write to the pod's creation"},
-        {"name": "same swap through Git (reconcile)", "target": "(for comparison)",
+         "verdict": "meets target" if result["p50"] <= 100 and result["p99"] <= 500 else "MISSES target",
+         "note": f"{where}; server clock from the taint's write to the pod's creation; spares holding no filler"},
+    ]  # fmt: skip
+    if "withFiller" in result:
+        filler = result["withFiller"]
+        out.append(
+            {"name": f"{prefix}agent swap, the spare holding a filler", "target": "- (the target is without fillers)",
+             "wall": _latency(filler), "throughput": f"{result['failures']} failures",
+             "verdict": "measured (no target)",
+             "note": f"{result['fillerRuns']:,} opportunistic runs of 8 GPUs, {result['borrowedLeases']:,} on spares' "
+                     "GPUs; the filler's pod deleted before the replacement is created"},
+        )  # fmt: skip
+    memory_target = 256 if result["nodes"] >= 10_000 else None
+    out += [
+        {"name": f"{prefix}agent idle (leading, no failure)", "target": "≤ 2 % of a core" + (", ≤ 256 MiB" if memory_target else ""),
+         "wall": f"{result['idleCpuPercent']:.2f} % of a core over {result['idleSeconds']:.0f} s",
+         "rss": f"{result['agentRssMB']:.0f} MiB",
+         "verdict": "meets target" if result["idleCpuPercent"] <= 2 and (
+             memory_target is None or result["agentRssMB"] <= memory_target) else "MISSES target",
+         "note": f"CPU from /proc (user + system); RSS is VmHWM, the peak over the whole run "
+                 f"({result['agentRssIdleMB']:.0f} MiB after its idle seconds, before any failure)"},
+        {"name": f"{prefix}same swap through Git (reconcile)", "target": "(for comparison)",
          "wall": f"{result['roundTrip']:.2f} s ({result['roundTripRange'][0]:.2f}–{result['roundTripRange'][1]:.2f})",
          "verdict": "measured (no target)",
          "note": f"taint → `jobtree reconcile --once --push --apply` (git daemon remote) → pod created; "
                  f"the fold of {result['folded']} journal entries before it took {result['foldSeconds']:.2f} s"},
     ]  # fmt: skip
+    return out
+
+
+def _latency(figures: dict[str, float]) -> str:
+    return f"p50 {figures['p50']:.1f} ms, p99 {figures['p99']:.1f} ms, max {figures['max']:.1f} ms"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--failures", type=int, default=200)
+    parser.add_argument(
+        "--failures", type=int, default=200, help="per kind of spare (with and without a filler)"
+    )
     parser.add_argument("--round-trips", type=int, default=3, help="at least 1")
+    parser.add_argument(
+        "--domains", type=int, default=DOMAINS, help="NVLink domains of 50 nodes (200: 10,000 nodes)"
+    )
+    parser.add_argument("--fillers", action="store_true", help="opportunistic runs on half the spares' GPUs")
+    parser.add_argument("--idle", type=float, default=30.0, help="seconds the leading agent is watched idle")
     args = parser.parse_args()
-    if args.failures < 1 or args.round_trips < 1:
-        parser.error("--failures and --round-trips must be at least 1 (a median of nothing is no figure)")
-    print(json.dumps(one_round(args.failures, args.round_trips), indent=2))
+    if args.failures < 1 or args.round_trips < 1 or args.domains < 1:
+        parser.error(
+            "--failures, --round-trips and --domains must be at least 1 (a median of nothing is no figure)"
+        )
+    result = one_round(args.failures, args.round_trips, args.domains, args.fillers, args.idle)
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

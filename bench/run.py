@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from bench import agent as bench_agent
 from bench import apply as bench_apply
+from bench import cluster10k as bench_10k
 from bench import generate
 from bench.gitdaemon import git_daemon
 
@@ -34,6 +35,7 @@ T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]
 README = Path(__file__).resolve().parent / "README.md"
 TABLE_START, TABLE_END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"
+TABLE_10K = ("<!-- bench:10k:start -->", "<!-- bench:10k:end -->")  # `--nodes-10k`'s own table
 NOW = generate.START
 WARM_NOW = "2026-03-02T09:05:00Z"
 FRESH_NOW = "2026-03-02T09:10:00Z"
@@ -608,12 +610,33 @@ def agent_rows(failures: int, available: bool) -> list[Row]:
     return _bench_rows("agent swap", ["bench.agent", "--failures", str(failures)], bench_agent.rows)
 
 
+def rows_10k(failures: int) -> list[Row]:
+    """One control plane of 10,000 realistic GPU nodes (`python -m bench.cluster10k`: first apply,
+    the unchanged pass), then the agent's rows on as many nodes, with and without fillers."""
+    rows = _bench_rows("10k nodes", ["bench.cluster10k"], bench_10k.rows, limit=3600)
+    agent = [
+        "bench.agent",
+        "--failures",
+        str(failures),
+        "--domains",
+        "200",
+        "--fillers",
+        "--round-trips",
+        "1",
+    ]
+    return rows + _bench_rows("10k nodes: agent", agent, bench_agent.rows, limit=3600)
+
+
 def _bench_rows(
-    name: str, module_args: list[str], rows: Callable[[dict[str, Any]], list[dict[str, Any]]]
+    name: str,
+    module_args: list[str],
+    rows: Callable[[dict[str, Any]], list[dict[str, Any]]],
+    limit: float | None = None,
 ) -> list[Row]:
     """The rows of a bench module run as `python -m MODULE ARGS` (its JSON on stdout); one row
-    saying why when it fails or runs past its time, so the rows measured before it are kept."""
-    limit = LIMIT["timeout"] * 4
+    saying why when it fails or runs past its time (`limit`, default four commands' timeout), so
+    the rows measured before it are kept."""
+    limit = limit or LIMIT["timeout"] * 4
     try:
         done = subprocess.run([sys.executable, "-m", *module_args], cwd=ROOT, capture_output=True, text=True,
                               timeout=limit)  # fmt: skip
@@ -668,13 +691,15 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def write_readme(text: str) -> None:
-    current = README.read_text() if README.exists() else f"# Benchmarks\n\n{TABLE_START}\n{TABLE_END}\n"
-    if TABLE_START not in current or TABLE_END not in current:
-        current += f"\n{TABLE_START}\n{TABLE_END}\n"
-    head, rest = current.split(TABLE_START, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    README.write_text(f"{head}{TABLE_START}\n{text}\n{TABLE_END}{tail}")
+def write_readme(text: str, markers: tuple[str, str] = (TABLE_START, TABLE_END)) -> None:
+    """Put `text` between the README's `markers` (appended at its end when it has none)."""
+    start, end = markers
+    current = README.read_text() if README.exists() else f"# Benchmarks\n\n{start}\n{end}\n"
+    if start not in current or end not in current:
+        current += f"\n{start}\n{end}\n"
+    head, rest = current.split(start, 1)
+    _, tail = rest.split(end, 1)
+    README.write_text(f"{head}{start}\n{text}\n{end}{tail}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -708,6 +733,11 @@ def main(argv: list[str] | None = None) -> int:
         "about an hour on 2 CPUs",
     )
     parser.add_argument(
+        "--nodes-10k",
+        action="store_true",
+        help="only the 10,000-node rows (one control plane of realistic GPU nodes; about 30 minutes)",
+    )
+    parser.add_argument(
         "--repeat",
         type=int,
         default=REPEAT["times"],
@@ -719,6 +749,8 @@ def main(argv: list[str] | None = None) -> int:
 
     LIMIT["timeout"] = int(args.timeout)
     REPEAT["times"] = args.repeat
+    if args.nodes_10k:
+        return main_10k(args.failures, args.write_readme)
     fleet = ensure_generated(args.out, args.seed, args.scale, args.regenerate)
     jobtree = args.jobtree or jobtree_bin()
     have = verbs(jobtree)
@@ -775,6 +807,24 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.write_readme:
         write_readme(text)
+    return 0
+
+
+def main_10k(failures: int, readme: bool) -> int:
+    """`--nodes-10k`: the 10,000-node rows, into their own table (with the load average, as the
+    machine is shared)."""
+    began, load = datetime.now(UTC), os.getloadavg()
+    rows = rows_10k(failures)
+    minutes = (datetime.now(UTC) - began).total_seconds() / 60
+    after = os.getloadavg()
+    text = (
+        f"Measured {began.strftime('%Y-%m-%d %H:%M UTC')} on {machine()}, in {minutes:.0f} minutes; load average "
+        f"(1, 5, 15 minutes) {', '.join(f'{x:.1f}' for x in load)} at the start and "
+        f"{', '.join(f'{x:.1f}' for x in after)} at the end. One measurement per row.\n\n{table(rows)}"
+    )
+    print(text)
+    if readme:
+        write_readme(text, TABLE_10K)
     return 0
 
 
