@@ -1,12 +1,12 @@
-"""Time the agent's swap against a Git round trip: `python -m bench.agent [--failures 200] [--domains 25] [--fillers]`.
+"""Time the agent's swap against a Git round trip: `python -m bench.agent [--failures 200] [--domains 25] [--fillers N]`.
 
 A fleet of 10,000 GPUs (`--domains` 25 fabric domains × 50 nodes × 8 GPUs; 200 domains is 10,000
 nodes and 80,000 GPUs), one real control plane on 127.0.0.1: kube-apiserver, etcd and kwok,
 `tests.support.controlplane`, its nodes `bench.gpunodes`'s (~20 KB each, GFD-labelled, read
 through `topologyLabels`), created in parallel: 5 teams, 6 runs per domain of 32 GPUs in groups of 8
-with 8 spare GPUs per group (48 of a domain's 50 nodes held). With `--fillers`, 12 opportunistic
-runs of 8 GPUs per domain as well, which the planner places on spare-held GPUs (Borrowed leases):
-half the spares carry a filler the agent must remove before the replacement starts. Its repository
+with 8 spare GPUs per group (48 of a domain's 50 nodes held). With `--fillers N`, N opportunistic
+runs of 8 GPUs as well, which the planner places on spare-held GPUs (Borrowed leases): N spares
+carry a filler the agent must remove before the replacement starts. Its repository
 is served by `git daemon` on 127.0.0.1, as a Git host serves it. Every jobtree command runs as a
 subprocess over real HTTP, through the official client:
 
@@ -58,11 +58,11 @@ from tests.support.controlplane.nodes import TOPOLOGY_LABELS
 
 API = "rq.davidlangworthy.io/v1"
 DOMAINS, NODES, GPUS = 25, 50, 8
-TEAMS, RUNS_PER_DOMAIN, FILLERS_PER_DOMAIN = 5, 6, 12
+TEAMS, RUNS_PER_DOMAIN = 5, 6
 TAINT = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
 
 
-def fleet_files(domains: int = DOMAINS, fillers: bool = False) -> dict[str, str]:
+def fleet_files(domains: int = DOMAINS, fillers: int = 0) -> dict[str, str]:
     """jobtree.yaml, the teams' budgets and the runs, as a platform team would commit them."""
     teams = [f"team-{i}" for i in range(TEAMS)]
     config_doc = {
@@ -84,7 +84,7 @@ def fleet_files(domains: int = DOMAINS, fillers: bool = False) -> dict[str, str]
                "spec": {"owner": f"org:{team}", "resources": {"gpuType": "H100-80GB", "totalGPUs": 32},
                         "locality": {"groupGPUs": 8}, "sparesPerGroup": 8}}  # fmt: skip
         files[f"runs/{team}/train-{i:04d}.yaml"] = yaml.safe_dump(run, sort_keys=False)
-    for i in range(domains * FILLERS_PER_DOMAIN if fillers else 0):
+    for i in range(fillers):
         team = teams[i % TEAMS]
         run = {"apiVersion": API, "kind": "Run", "metadata": {"name": f"sweep-{i:04d}", "namespace": team},
                "spec": {"owner": f"org:{team}", "resources": {"gpuType": "H100-80GB", "totalGPUs": 8},
@@ -180,13 +180,13 @@ def finished(server: Cluster, since: int) -> bool:
     )
 
 
-def one_round(failures: int, round_trips: int, domains: int = DOMAINS, fillers: bool = False,
+def one_round(failures: int, round_trips: int, domains: int = DOMAINS, fillers: int = 0,
               idle: float = 30.0) -> dict[str, Any]:  # fmt: skip
     out: dict[str, Any] = {
         "gpus": domains * NODES * GPUS,
         "nodes": domains * NODES,
         "runs": domains * RUNS_PER_DOMAIN,
-        "fillerRuns": domains * FILLERS_PER_DOMAIN if fillers else 0,
+        "fillerRuns": fillers,
         "failures": failures,
         "loadBefore": _load(),
     }
@@ -366,7 +366,12 @@ def main() -> None:
     parser.add_argument(
         "--domains", type=int, default=DOMAINS, help="NVLink domains of 50 nodes (200: 10,000 nodes)"
     )
-    parser.add_argument("--fillers", action="store_true", help="opportunistic runs on half the spares' GPUs")
+    parser.add_argument(
+        "--fillers",
+        type=int,
+        default=0,
+        help="opportunistic runs of 8 GPUs, each on a spare's node (at least --failures)",
+    )
     parser.add_argument("--idle", type=float, default=30.0, help="seconds the leading agent is watched idle")
     args = parser.parse_args()
     if args.failures < 1 or args.round_trips < 1 or args.domains < 1:
