@@ -51,7 +51,7 @@ import yaml
 from kubernetes import client, config
 
 from bench import gpunodes
-from bench.apply import git, jobtree
+from bench.apply import committed, git, jobtree
 from bench.gitdaemon import free_port, git_daemon
 from tests.support.controlplane import Cluster, started, write_kubeconfig
 from tests.support.controlplane.nodes import TOPOLOGY_LABELS
@@ -201,14 +201,7 @@ def one_round(failures: int, round_trips: int, domains: int = DOMAINS, fillers: 
         core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig), context="east"))
         subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(root / "fleet.git")], check=True)
         with git_daemon(root) as base:
-            repo = root / "fleet"
-            repo.mkdir()
-            for path, text in fleet_files(domains, fillers).items():
-                (repo / path).parent.mkdir(parents=True, exist_ok=True)
-                (repo / path).write_text(text)
-            git(repo, "init", "-q", "-b", "main")
-            git(repo, "add", ".")
-            git(repo, "commit", "-q", "-m", "the fleet")
+            repo = committed(root / "fleet", fleet_files(domains, fillers))
             git(repo, "remote", "add", "origin", f"{base}/fleet.git")
             git(repo, "push", "-q", "-u", "origin", "main")
             out["placeAndApply"] = round(

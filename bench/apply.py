@@ -63,12 +63,16 @@ def nodes(fleet: generate.Fleet) -> dict[str, list[dict[str, Any]]]:
 
 def repository(root: Path, fleet: generate.Fleet, clusters: list[str]) -> Path:
     """The generated fleet repository, its jobtree.yaml naming each cluster's context, committed."""
-    repo = root / "fleet"
     files = generate.repo_files(fleet)
     files.pop("inventory/nodes.yaml")
     config = yaml.safe_load(files["jobtree.yaml"])
     config["spec"]["clusters"] = [{"name": c, "context": c} for c in clusters]
     files["jobtree.yaml"] = generate.dump(config)
+    return committed(root / "fleet", files)
+
+
+def committed(repo: Path, files: dict[str, str]) -> Path:
+    """`files` written into a new repository at `repo` (branch `main`), in one commit."""
     for path, text in files.items():
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
         (repo / path).write_text(text)

@@ -38,7 +38,7 @@ import yaml
 from kubernetes import client
 
 from bench import generate, gpunodes
-from bench.apply import changed_objects, git
+from bench.apply import changed_objects, committed
 from tests.support.controlplane import started, write_kubeconfig
 from tests.support.controlplane.nodes import TOPOLOGY_LABELS
 
@@ -70,17 +70,6 @@ def repo_files(fleet: generate.Fleet, cluster: str = CLUSTER) -> dict[str, str]:
             continue
         files[path] = generate.dump(doc)
     return files
-
-
-def write_repo(root: Path, files: dict[str, str]) -> Path:
-    repo = root / "fleet"
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "the fleet")
-    return repo
 
 
 def measured(env: dict[str, str], *args: str) -> dict[str, Any]:
@@ -122,7 +111,7 @@ def one_round(fleet: generate.Fleet, workers: int) -> dict[str, Any]:
         api = gpunodes.create_on(server, root / "admin", nodes, workers)
         out["createNodes"] = round(time.perf_counter() - began, 2)
         env = {**os.environ, "KUBECONFIG": str(write_kubeconfig(root / "kubeconfig", servers))}
-        repo = write_repo(root, repo_files(fleet))
+        repo = committed(root / "fleet", repo_files(fleet))
 
         def step(key: str, *args: str) -> dict[str, Any]:
             mark = server.requests.mark()
