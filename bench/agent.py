@@ -62,7 +62,9 @@ TEAMS, RUNS_PER_DOMAIN = 5, 6
 TAINT = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
 
 
-def fleet_files(domains: int = DOMAINS, fillers: int = 0) -> dict[str, str]:
+def fleet_files(
+    domains: int = DOMAINS, fillers: int = 0, per_domain: int = RUNS_PER_DOMAIN
+) -> dict[str, str]:
     """jobtree.yaml, the teams' budgets and the runs, as a platform team would commit them."""
     teams = [f"team-{i}" for i in range(TEAMS)]
     config_doc = {
@@ -78,7 +80,7 @@ def fleet_files(domains: int = DOMAINS, fillers: int = 0) -> dict[str, str]:
                       {"name": "h100", "flavor": "H100-80GB", "selector": {"region": "us-east"},
                        "concurrency": domains * NODES * GPUS}]}}  # fmt: skip
         files[f"budgets/{t}.yaml"] = yaml.safe_dump(budget, sort_keys=False)
-    for i in range(domains * RUNS_PER_DOMAIN):
+    for i in range(domains * per_domain):
         team = teams[i % TEAMS]
         run = {"apiVersion": API, "kind": "Run", "metadata": {"name": f"train-{i:04d}", "namespace": team},
                "spec": {"owner": f"org:{team}", "resources": {"gpuType": "H100-80GB", "totalGPUs": 32},
@@ -181,11 +183,11 @@ def finished(server: Cluster, since: int) -> bool:
 
 
 def one_round(failures: int, round_trips: int, domains: int = DOMAINS, fillers: int = 0,
-              idle: float = 30.0) -> dict[str, Any]:  # fmt: skip
+              idle: float = 30.0, per_domain: int = RUNS_PER_DOMAIN) -> dict[str, Any]:  # fmt: skip
     out: dict[str, Any] = {
         "gpus": domains * NODES * GPUS,
         "nodes": domains * NODES,
-        "runs": domains * RUNS_PER_DOMAIN,
+        "runs": domains * per_domain,
         "fillerRuns": fillers,
         "failures": failures,
         "loadBefore": _load(),
@@ -201,7 +203,7 @@ def one_round(failures: int, round_trips: int, domains: int = DOMAINS, fillers: 
         core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig), context="east"))
         subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(root / "fleet.git")], check=True)
         with git_daemon(root) as base:
-            repo = committed(root / "fleet", fleet_files(domains, fillers))
+            repo = committed(root / "fleet", fleet_files(domains, fillers, per_domain))
             git(repo, "remote", "add", "origin", f"{base}/fleet.git")
             git(repo, "push", "-q", "-u", "origin", "main")
             out["placeAndApply"] = round(
@@ -365,13 +367,18 @@ def main() -> None:
         default=0,
         help="opportunistic runs of 8 GPUs, each on a spare's node (at least --failures)",
     )
+    parser.add_argument(
+        "--runs-per-domain", type=int, default=RUNS_PER_DOMAIN, help="runs of 32 GPUs (1 to 6)"
+    )
     parser.add_argument("--idle", type=float, default=30.0, help="seconds the leading agent is watched idle")
     args = parser.parse_args()
     if args.failures < 1 or args.round_trips < 1 or args.domains < 1:
         parser.error(
             "--failures, --round-trips and --domains must be at least 1 (a median of nothing is no figure)"
         )
-    result = one_round(args.failures, args.round_trips, args.domains, args.fillers, args.idle)
+    result = one_round(
+        args.failures, args.round_trips, args.domains, args.fillers, args.idle, args.runs_per_domain
+    )
     print(json.dumps(result, indent=2))
 
 

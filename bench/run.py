@@ -614,11 +614,8 @@ def rows_10k(failures: int) -> list[Row]:
     """One control plane of 10,000 realistic GPU nodes (`python -m bench.cluster10k`: first apply,
     the unchanged pass), then the agent's rows on as many nodes, with and without fillers."""
     rows = _bench_rows("10k nodes", ["bench.cluster10k"], bench_10k.rows, limit=3600)
-    agent = ["bench.agent", "--failures", str(failures), "--domains", "200", "--round-trips", "1"]
-    agent += [
-        "--fillers",
-        str(failures + failures // 2),
-    ]  # spares holding a filler: enough to fail `failures`
+    agent = ["bench.agent", "--failures", str(failures), "--domains", "200", "--runs-per-domain", "1"]
+    agent += ["--round-trips", "1", "--fillers", str(failures * 3 // 2)]  # a filler on enough spares
     return rows + _bench_rows("10k nodes: agent", agent, bench_agent.rows, limit=3600)
 
 
