@@ -7,13 +7,12 @@ When it can start and whom it may cut are `outlook`'s; it cuts and starts nothin
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from planner.accounting import LOAN
-from planner.pack import Source, unheld
-from planner.topology import Members, Topology
+from planner.pack import Source, covering, in_classes, unheld
+from planner.topology import Members, ReachClasses, Topology
 from planner.world import Payer
 
 
@@ -93,8 +92,9 @@ def scope(
         def eligible(d: str) -> bool:
             return d in cap and d not in claimed and room_in(d) >= need
 
-        for d in purse.nearest(need, order, eligible):  # a chunk ranks by its first GPU
-            return d
+        near = purse.nearest(need, eligible, keep, avail, cap, view.by_cap)  # a chunk ranks by its first GPU
+        if near is not None:
+            return near
         fits = sorted((d for d in cap if d not in claimed and room_in(d) >= need), key=order)
         if fits:
             out.unpaid = True
@@ -197,37 +197,49 @@ class _Purse:
         return first, asked - gpus
 
     def nearest(
-        self, target: int, order: Callable[[str], tuple[int, int, int, str]], eligible: Callable[[str], bool]
-    ) -> Iterator[str]:
-        """Eligible domains by the source at which what the sources pay there first covers `target`
-        GPUs, then by `order` (lazily: the best of a rank first, the rest sorted only if asked for)."""
-        own: dict[str, int] = defaultdict(int)
-        loans: dict[str, int] = defaultdict(int)
-        done: set[str] = set()
-        reach_of = self.topo.coverage
-        for i, src in enumerate(self.sources):
-            room = self.left[i]
-            if room <= 0:
-                continue
-            loan = src.category == LOAN
-            batch = []
-            for d in src.reach or reach_of(src.nodes):
-                if d in done:
-                    continue
-                if loan:
-                    loans[d] += room
-                    paid = own[d] + (loans[d] if self.borrow is None else min(loans[d], self.borrow))
-                else:
-                    own[d] += room
-                    paid = own[d] + (loans[d] if self.borrow is None else min(loans[d], self.borrow))
-                if paid >= target:
-                    done.add(d)
-                    if eligible(d):
-                        batch.append(d)
-            if batch:
-                best = min(batch, key=order)
-                yield best
-                yield from sorted((d for d in batch if d != best), key=order)
+        self,
+        target: int,
+        eligible: Callable[[str], bool],
+        keep: Sequence[str],
+        avail: dict[str, int],
+        cap: dict[str, int],
+        by_cap: Sequence[str],
+    ) -> str | None:
+        """The eligible domain of the best rank (the source at which what the sources pay there first
+        covers `target` GPUs), then by the scope's order: a domain it keeps (`keep`, in order), most
+        available GPUs (`avail`: positive counts only), most capacity (`by_cap`'s order), key."""
+        for classes, newly in covering(self.topo, self.sources, self.left, target, self.borrow):
+            d = _best_of(classes, newly, eligible, keep, avail, cap, by_cap)
+            if d is not None:
+                return d
+        return None
+
+
+def _best_of(
+    classes: ReachClasses,
+    newly: list[int],
+    eligible: Callable[[str], bool],
+    keep: Sequence[str],
+    avail: dict[str, int],
+    cap: dict[str, int],
+    by_cap: Sequence[str],
+) -> str | None:
+    """The first eligible domain of these classes in the scope's order (`_Purse.nearest`)."""
+    chosen, class_of = set(newly), classes.class_of
+    for d in keep:
+        if class_of.get(d) in chosen and eligible(d):
+            return d
+    kept = set(keep)
+    best: tuple[int, int, str] | None = None
+    for d, v in in_classes(classes, newly, avail):
+        if d not in kept and eligible(d) and (best is None or (-v, -cap[d], d) < best):
+            best = (-v, -cap[d], d)
+    if best is not None:
+        return best[2]
+    for d in by_cap:  # every one left has no GPU available
+        if class_of.get(d) in chosen and eligible(d):
+            return d
+    return None
 
 
 def fits_empty(largest: list[int], sizes: list[int] | None, total: int, spares: int, single: bool) -> bool:

@@ -7,12 +7,11 @@ payer of every GPU. Binds nothing (slot numbers and names are `bind`) and cuts n
 from __future__ import annotations
 
 from bisect import insort
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from planner.accounting import LOAN, Env
-from planner.topology import Node, Topology
+from planner.topology import Node, ReachClasses, Topology
 
 CAPACITY = "capacity"  # no domain its funding reaches holds a group (with its spares) now
 GROUPING = "grouping"  # `allowCrossGroupSpread: false` and no one domain holds every group
@@ -349,36 +348,79 @@ def _nearest(cur: _Cursor, need: int) -> Iterator[str]:
     (with its spares; a chunk, from its first GPU). Domains of one rank come by most free GPUs,
     then key. Lazy: a group mostly lands in a domain of the first source."""
     free = cur.free
-    sources = cur.req.sources
-    rooms = cur.room
     borrow_left = None if cur.req.max_borrow is None else cur.req.max_borrow - cur.borrowed
-    own: dict[str, int] = defaultdict(int)
-    loans: dict[str, int] = defaultdict(int)
-    done: set[str] = set()
+    for classes, newly in covering(cur.topo, cur.req.sources, cur.room, need, borrow_left):
+        batch = [(-v, d) for d, v in in_classes(classes, newly, free) if v >= need]
+        if batch:
+            best = min(batch)
+            yield best[1]
+            yield from (d for _, d in sorted(b for b in batch if b != best))
+
+
+def in_classes(classes: ReachClasses, newly: list[int], free: dict[str, int]) -> Iterator[tuple[str, int]]:
+    """(domain, free GPUs) of the domains with any free in these classes: from whichever is shorter,
+    the free counts or the classes' domains."""
+    size = sum(len(classes.domains[c]) for c in newly)
+    if len(free) <= size:
+        chosen, class_of = set(newly), classes.class_of
+        yield from ((d, v) for d, v in free.items() if class_of.get(d) in chosen)
+    else:
+        for c in newly:
+            yield from ((d, free[d]) for d in classes.domains[c] if d in free)
+
+
+def covering(
+    topo: Topology, sources: Sequence[Source], rooms: Sequence[int], target: int, borrow: int | None
+) -> Iterator[tuple[ReachClasses, list[int]]]:
+    """Walk the sources in cover order, adding up what each pays (`rooms`; loans within `borrow`,
+    None: no limit) in every domain it reaches: at each source, the domains (as `ReachClasses`,
+    whose domains are reached by the same sources) where that first covers `target`. Counted per
+    class, so a long list of sources over many domains costs sources × classes, not × domains."""
+    reaches, at = reach_index(topo, sources)
+    classes = topo.reach_classes(reaches)
+    n = len(classes.domains)
+    own, loans, done = [0] * n, [0] * n, [False] * n
     for i, src in enumerate(sources):
         room = rooms[i]
         if room <= 0:
             continue
         loan = src.category == LOAN
-        if loan and borrow_left is not None and borrow_left <= 0:
-            continue
-        batch: list[tuple[int, str]] = []
-        for d in src.reach or cur.topo.coverage(src.nodes):
-            if d in done:
+        if loan and borrow is not None and borrow <= 0:
+            continue  # nothing it pays would count
+        newly = []
+        for c in classes.within[at[i]]:
+            if done[c]:
                 continue
             if loan:
-                loans[d] += room
+                loans[c] += room
             else:
-                own[d] += room
-            paid = own[d] + (loans[d] if borrow_left is None else min(loans[d], borrow_left))
-            if paid >= need:  # a chunk is as much as the funding reaching the domain pays
-                done.add(d)
-                if free.get(d, 0) >= need:
-                    batch.append((-free[d], d))
-        if batch:
-            best = min(batch)
-            yield best[1]
-            yield from (d for _, d in sorted(b for b in batch if b != best))
+                own[c] += room
+            if own[c] + (loans[c] if borrow is None else min(loans[c], borrow)) >= target:
+                done[c] = True
+                newly.append(c)
+        if newly:
+            yield classes, newly
+
+
+def reach_index(topo: Topology, sources: Sequence[Source]) -> tuple[list[dict[str, bool]], list[int]]:
+    """The distinct reaches of the sources, and each source's position among them (cached on a
+    SourceList's DomainIndex: node sets never change within a pass)."""
+    index: DomainIndex | None = getattr(sources, "by_domain", None)
+    if index is not None and index.reaches is not None:
+        return index.reaches
+    reaches: list[dict[str, bool]] = []
+    at: list[int] = []
+    seen: dict[int, int] = {}
+    for src in sources:
+        reach = _reach(topo, src)
+        j = seen.get(id(reach))
+        if j is None:
+            j = seen[id(reach)] = len(reaches)
+            reaches.append(reach)
+        at.append(j)
+    if index is not None:
+        index.reaches = (reaches, at)
+    return reaches, at
 
 
 def domain_sources(topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:
@@ -398,6 +440,7 @@ class DomainIndex:
 
     def __init__(self) -> None:
         self.hits: dict[str, list[tuple[int, bool]]] = {}
+        self.reaches: tuple[list[dict[str, bool]], list[int]] | None = None  # see reach_index
         self._by_nodes: list[tuple[dict[str, bool], list[int]]] | None = None  # (reach, positions)
 
     def positions(self, topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:

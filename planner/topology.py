@@ -67,6 +67,18 @@ def is_fenced(node: NodeObs, now: int, grace: int | None) -> bool:
 
 
 @dataclass(slots=True)
+class ReachClasses:
+    """The domains some reaches (per-domain coverages) touch, grouped by exactly which of them
+    touch each: domains of one class are paid by the same sources, so a walk over the sources in
+    cover order can count per class, not per domain (cached per list of reaches)."""
+
+    reaches: list[dict[str, bool]]  # kept alive so their ids stay unique while cached
+    within: list[list[int]]  # per reach: the classes it touches
+    domains: list[list[str]]  # per class: its domains
+    class_of: dict[str, int]
+
+
+@dataclass(slots=True)
 class Members:
     """The nodes a set of envelopes can pay for, grouped by domain (cached per set of node sets)."""
 
@@ -128,6 +140,7 @@ class Topology:
         self._fill_totals: dict[str, dict[str, int]] = {}
         self._fill_dirty: set[str] = set()  # domains whose spare or fill slots changed since
         self._coverage: dict[int, tuple[frozenset[str], dict[str, bool]]] = {}
+        self._classes: dict[tuple[int, ...], ReachClasses] = {}
         self._members_cache: dict[frozenset[int], Members] = {}
         self.open_domains: set[str] = set()  # domains with a free GPU now
         self._views_by_tuple: dict[int, tuple[object, Members]] = {}
@@ -242,6 +255,30 @@ class Topology:
         out = {d: c == len(self.domains[d]) for d, c in sorted(counts.items())}
         self._coverage[id(names)] = (names, out)
         return out
+
+    def reach_classes(self, reaches: list[dict[str, bool]]) -> ReachClasses:
+        """`ReachClasses` of distinct reaches, in the order given."""
+        key = tuple(map(id, reaches))
+        hit = self._classes.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit.reaches, reaches, strict=True)):
+            return hit
+        mask: dict[str, int] = defaultdict(int)
+        for j, reach in enumerate(reaches):
+            for d in reach:
+                mask[d] |= 1 << j
+        numbered: dict[int, int] = {}
+        domains: list[list[str]] = []
+        class_of: dict[str, int] = {}
+        for d, m in mask.items():
+            c = numbered.get(m)
+            if c is None:
+                c = numbered[m] = len(domains)
+                domains.append([])
+            domains[c].append(d)
+            class_of[d] = c
+        within = [[c for m, c in numbered.items() if m >> j & 1] for j in range(len(reaches))]
+        hit = self._classes[key] = ReachClasses(list(reaches), within, domains, class_of)
+        return hit
 
     def fill_free(self) -> dict[str, dict[str, list[Node]]]:
         """flavor -> domain -> usable nodes with spare-held slots no fill overlays yet, by name.
