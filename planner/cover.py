@@ -129,18 +129,27 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
     items = list(hit.out)
     kept = list(hit.out.rooms)
     own, loans, crossed = hit.out.own, hit.out.loans, False
+    paid_own, paid_loans = hit.out.paying
     for i, room in rooms.items():
         src = items[i]
         if room == src.room:
             continue
         if src.category == LOAN:
             loans += room - src.room
+            paid_loans += max(0, room) - max(0, src.room)
         else:
             own += room - src.room
+            paid_own += max(0, room) - max(0, src.room)
         crossed = crossed or (room > 0) != (src.room > 0)
         items[i] = Source(src.env, src.category, room, src.nodes, src.reach)
         kept[i] = room
-    hit.out = SourceList(items, (own, loans, None if crossed else hit.out.nodesets), hit.out.by_domain, kept)
+    hit.out = SourceList(
+        items,
+        (own, loans, None if crossed else hit.out.nodesets),
+        hit.out.by_domain,
+        kept,
+        (paid_own, paid_loans),
+    )
     return hit.out
 
 
@@ -189,6 +198,7 @@ class SourceList(list[Source]):
     nodesets: tuple[frozenset[str], ...]  # node sets of the sources with room
     by_domain: DomainIndex  # pack's per-domain source positions (node sets only)
     rooms: list[int]  # each source's room, in order (pack copies it for every attempt)
+    paying: tuple[int, int]  # what the sources with room pay: own and family, loans
 
     def __init__(
         self,
@@ -196,10 +206,17 @@ class SourceList(list[Source]):
         totals: tuple[int, int, tuple[frozenset[str], ...] | None] | None = None,
         by_domain: DomainIndex | None = None,
         rooms: list[int] | None = None,
+        paying: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(items)
         self.by_domain = by_domain if by_domain is not None else DomainIndex()
         self.rooms = rooms if rooms is not None else [s.room for s in self]
+        if paying is None:
+            paying = (
+                sum(r for s, r in zip(self, self.rooms, strict=True) if r > 0 and s.category != LOAN),
+                sum(r for s, r in zip(self, self.rooms, strict=True) if r > 0 and s.category == LOAN),
+            )
+        self.paying = paying
         if totals is None:
             own = loans = 0
             with_room = []
@@ -339,29 +356,57 @@ def _funding_window(
     starts, opening = hit[1]
     if not starts or fundable(srcs, None) + opening < need:
         return None  # not even every window opened at once would fund it
-    now_room = {src.env.key: max(0, src.room) for src in srcs}
+    if not isinstance(srcs, SourceList):
+        srcs = SourceList(srcs)
+    assert len(srcs) == len(cands)  # the run's sources: one per candidate, in its order
+    now_own, now_loans = srcs.paying
     for start in starts:
-        own = loans = 0
-        for env, cat in cands:
-            if not env.open_at(start):
-                continue
-            if env.open_at(book.now):
-                room = now_room.get(env.key, 0)
-            elif not _env_nodes(topo, env):
-                continue  # a window whose selector matches no node funds nothing when it opens
-            else:
-                room = env.concurrency
-                if env.max_hours is not None and lookahead_hours > 0:
-                    room = min(room, int(env.max_hours // lookahead_hours))
-                if cat == LOAN and env.lend_max is not None:
-                    room = min(room, env.lend_max)
-            if cat == LOAN:
-                loans += room
-            else:
-                own += room
+        own, loans, left_out = _at_window(book, topo, cands, start, lookahead_hours)
+        own += now_own
+        loans += now_loans
+        for i in left_out:  # open now but not then, or not open now: their room now does not count
+            room = srcs[i].room
+            if room > 0:
+                if cands[i][1] == LOAN:
+                    loans -= room
+                else:
+                    own -= room
         if own + (loans if max_borrow is None else min(loans, max_borrow)) >= need:
             return start
     return None
+
+
+def _at_window(
+    book: Book, topo: Topology, cands: list[tuple[Env, str]], start: int, lookahead_hours: float
+) -> tuple[int, int, list[int]]:
+    """What the windows of the candidates not open now fund once open at `start` (own and family,
+    loans: each its whole concurrency within its GPU-hour cap and lending cap, if its selector
+    matches a node of its flavor), and the positions of the candidates whose room now does not
+    count then (closed by then, or not open now). Remembered per candidate list for the pass."""
+    key = (id(cands), start, lookahead_hours)
+    hit = book.window_parts_cache.get(key)
+    if hit is not None and hit[0] is cands:
+        parts: tuple[int, int, list[int]] = hit[1]
+        return parts
+    own = loans = 0
+    left_out: list[int] = []
+    for i, (env, cat) in enumerate(cands):
+        opened, open_now = env.open_at(start), env.open_at(book.now)
+        if not (opened and open_now):
+            left_out.append(i)
+        if not opened or open_now or not _env_nodes(topo, env):
+            continue  # a window whose selector matches no node funds nothing when it opens
+        room = env.concurrency
+        if env.max_hours is not None and lookahead_hours > 0:
+            room = min(room, int(env.max_hours // lookahead_hours))
+        if cat == LOAN and env.lend_max is not None:
+            room = min(room, env.lend_max)
+        if cat == LOAN:
+            loans += room
+        else:
+            own += room
+    book.window_parts_cache[key] = (cands, (own, loans, left_out))
+    return own, loans, left_out
 
 
 def _env_nodes(topo: Topology, env: Env) -> frozenset[str]:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from planner.accounting import LOAN
-from planner.pack import Source, covering, in_classes, unheld
+from planner.pack import Source, covering, domain_sources, every_nodes, in_classes, unheld
 from planner.topology import Members, ReachClasses, Topology
 from planner.world import Payer
 
@@ -63,9 +63,12 @@ def scope(
     less `held`), most capacity, key. Drawn again from its own domains, a scope is the same. A group its funding cannot pay for anywhere it fits goes where capacity alone allows
     (`unpaid`); one that fits nowhere is `unplaceable`. `sizes` None: chunks formed while claiming.
     """
-    view = topo.member_view(tuple(s.nodes for s, r in zip(sources, rooms, strict=True) if r > 0))
+    if min(rooms, default=0) > 0:  # every source pays something
+        view = topo.member_view(every_nodes(sources))
+    else:
+        view = topo.member_view(tuple(s.nodes for s, r in zip(sources, rooms, strict=True) if r > 0))
     if not view.cap:
-        view = topo.member_view(tuple(s.nodes for s in sources))
+        view = topo.member_view(every_nodes(sources))
     cap = view.cap
     avail = unheld(topo.member_free(view), held)
     kept = {d: i for i, d in enumerate(keep)}
@@ -140,16 +143,14 @@ class _Purse:
     ) -> None:
         self.topo = topo
         self.sources = sources
-        self.left = [max(0, r) for r in rooms]
+        self.left = list(rooms) if min(rooms, default=0) >= 0 else [max(0, r) for r in rooms]
         self.borrow = borrow  # GPUs left to borrow from sponsors (None: no limit)
         self._reach: dict[str, list[int]] = {}
 
     def reach(self, domain: str) -> list[int]:
         hit = self._reach.get(domain)
         if hit is None:
-            hit = self._reach[domain] = [
-                i for i, s in enumerate(self.sources) if domain in (s.reach or self.topo.coverage(s.nodes))
-            ]
+            hit = self._reach[domain] = [i for i, _ in domain_sources(self.topo, self.sources, domain)]
         return hit
 
     def _share(self, i: int, loans: int) -> int:

@@ -9,9 +9,12 @@ that can act on a capacity deficit, with the GPUs each can free. Cuts nothing it
 
 from __future__ import annotations
 
+import heapq
+from bisect import insort
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from planner import odds
 from planner.context import Pass
@@ -142,7 +145,7 @@ class _Walk:
         self.gone: set[str] = set()  # runs cut for certain by a reservation walked
         self.gone_groups: set[Group] = set()
         self.taken: dict[str, int] = defaultdict(int)  # running GPUs the walked take, per domain
-        # domain -> (cuttable from, GPUs, the best rank among the runs its activation may cut)
+        # domain -> (cuttable from, GPUs, the best rank among the runs its activation may cut), by time
         self.later: dict[str, list[tuple[int, int, tuple[int, str] | None]]] = defaultdict(list)
         self.unfunded_in = {d: [g for g in gs if g in ctx.book.unfunded] for d, gs in risk.active.items()}
         self.shrinkable_in = {d: {r for r, _ in gs if _shrinkable(ctx, r)} for d, gs in risk.active.items()}
@@ -157,7 +160,7 @@ class _Walk:
         members = self._members(entry, warned, at)
         victims = min((self.ctx.rank(run) for run in members), default=None)
         for d, claim in entry.claims.items():
-            self.later[d].append((at + self.delay, claim, victims))
+            insort(self.later[d], (at + self.delay, claim, victims), key=itemgetter(0))
         return Outlook(at, members)
 
     def _cover(self, entry: Entry, warned: dict[str, int]) -> int | None:
@@ -179,11 +182,11 @@ class _Walk:
             # only to a run ahead of every run that activation may requeue: a victim keeps its place
             # in line, so it would take them back first (an ETA counted on them would recede)
             mine = self.ctx.rank(entry.run)
-            later = [
+            later = (
                 (t, gpus) for t, gpus, victims in self.later.get(d, ()) if victims is None or victims > mine
-            ]
-            got = 0
-            for t, gpus in sorted([*kept, *later]):
+            )
+            got = 0  # in time order (kept is sorted, `later` kept sorted by time): the first that covers
+            for t, gpus in heapq.merge(kept, later, key=itemgetter(0)):
                 got += gpus
                 if got >= gap:
                     when = max(when, t)

@@ -441,6 +441,7 @@ class DomainIndex:
     def __init__(self) -> None:
         self.hits: dict[str, list[tuple[int, bool]]] = {}
         self.reaches: tuple[list[dict[str, bool]], list[int]] | None = None  # see reach_index
+        self.every: tuple[frozenset[str], ...] | None = None  # see every_nodes
         self._by_nodes: list[tuple[dict[str, bool], list[int]]] | None = None  # (reach, positions)
 
     def positions(self, topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:
@@ -485,6 +486,17 @@ def funded_nodes(sources: Sequence[Source]) -> tuple[frozenset[str], ...]:
     if isinstance(cached, tuple):
         return cached
     return tuple(s.nodes for s in sources if s.room > 0)
+
+
+def every_nodes(sources: Sequence[Source]) -> tuple[frozenset[str], ...]:
+    """The node sets of every source, with room or not (cached on a SourceList's DomainIndex)."""
+    index: DomainIndex | None = getattr(sources, "by_domain", None)
+    if index is not None and index.every is not None:
+        return index.every
+    out = tuple(s.nodes for s in sources)
+    if index is not None:
+        index.every = out
+    return out
 
 
 def group_sizes(total: int, group: int | None) -> list[int] | None:
