@@ -80,14 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     for (name, label), s in studied.items():
         s.policy = f"{s.policy} ({name} {label})"
     if studied:
-        studied[("minRuntime", knobs.MIN_RUNTIME_DEFAULT)] = studied[("noticePeriod", knobs.NOTICE_DEFAULT)]
+        studied.update({point: studied[ran] for point, ran in knobs.shared().items()})
     knob_values = {
         name: ([(label, studied[(name, label)]) for label, _ in values], knobs.defaults()[name])
-        for name, values in (
-            ("noticePeriod", knobs.NOTICE),
-            ("minRuntime", knobs.MIN_RUNTIME),
-            ("backfill", knobs.BACKFILL),
-        )
+        for name, values in knobs.values().items()
         if studied
     }
     figures = [] if args.no_figures else _figures(out, summaries, knob_values)
@@ -175,10 +171,6 @@ def _results(
     if knob_values:
         parts.append(f"## Tuning knobs (the first {knob_days} days of the month)")
         parts += [report.knob(name, values, default) for name, (values, default) in knob_values.items()]
-        parts.append(
-            "Lottery against structural cuts only is not measured: the planner has no setting that turns "
-            "the lottery off (see evaluation.md)."
-        )
     if figures:
         parts += ["## Figures", "\n".join(f"![{f}]({f})" for f in figures)]
     parts += ["## Where the numbers come from", report.sources_table()]

@@ -31,9 +31,11 @@ class Settings:
 
     notice: int = 900
     min_runtime: int = 7200
+    lottery: bool = True  # False: `reservations.lottery: false`, structural cuts only
 
     def label(self) -> str:
-        return f"notice {self.notice // 60}m, minRuntime {self.min_runtime / 3600:g}h"
+        lottery = "" if self.lottery else ", no lottery"
+        return f"notice {self.notice // 60}m, minRuntime {self.min_runtime / 3600:g}h{lottery}"
 
 
 def scenario(trace: Trace, settings: Settings = Settings()) -> dict[str, Any]:
@@ -57,7 +59,11 @@ def scenario(trace: Trace, settings: Settings = Settings()) -> dict[str, Any]:
                 "tenants": [
                     {"namespace": t.name, "owner": t.owner} for t in trace.teams if t.name in submitting
                 ],
-                "reservations": {"noticePeriod": settings.notice, "minRuntime": settings.min_runtime},
+                "reservations": {
+                    "noticePeriod": settings.notice,
+                    "minRuntime": settings.min_runtime,
+                    "lottery": settings.lottery,
+                },
             },
             "inventory": {
                 "domains": [

@@ -1,9 +1,8 @@
 """The tuning knobs the report measures, each a list of values with the template's default named.
 
-Jobtree's `reservations.noticePeriod` and `reservations.minRuntime` (fleet settings); backfill on
-and off, on the Slurm-like baseline (Jobtree's backfill rule has no setting). Lottery against
-structural cuts only is not here: the planner has no setting that turns the lottery off, and the
-evaluation does not change the planner (docs/evaluation.md says what it would take).
+Jobtree's `reservations.noticePeriod`, `reservations.minRuntime` and `reservations.lottery` (the
+fair lottery, or structural cuts only); backfill on and off, on the Slurm-like baseline (Jobtree's
+backfill rule has no setting).
 """
 
 from __future__ import annotations
@@ -17,6 +16,8 @@ NOTICE = (("5m", 300), ("15m", 900), ("1h", 3600))
 NOTICE_DEFAULT = "15m"
 MIN_RUNTIME = (("0", 0), ("30m", 1800), ("2h", 7200), ("6h", 21600))
 MIN_RUNTIME_DEFAULT = "2h"
+LOTTERY = (("on", True), ("off (structural cuts only)", False))
+LOTTERY_DEFAULT = "on"
 BACKFILL = (("on", True), ("off", False))
 BACKFILL_DEFAULT = "on"
 
@@ -39,12 +40,29 @@ def points() -> list[Point]:
         for label, v in MIN_RUNTIME
         if label != MIN_RUNTIME_DEFAULT
     ]
+    out += [Point("lottery", label, Settings(lottery=v)) for label, v in LOTTERY if label != LOTTERY_DEFAULT]
     out += [Point("backfill", label, backfill=v) for label, v in BACKFILL]
     return out
 
 
+def values() -> dict[str, tuple[tuple[str, object], ...]]:
+    """Each knob's values, in the order the report shows them."""
+    return {"noticePeriod": NOTICE, "minRuntime": MIN_RUNTIME, "lottery": LOTTERY, "backfill": BACKFILL}
+
+
+def shared() -> dict[tuple[str, str], tuple[str, str]]:
+    """Knob points that are the template's defaults replayed once: (knob, label) -> the point run."""
+    default = ("noticePeriod", NOTICE_DEFAULT)
+    return {("minRuntime", MIN_RUNTIME_DEFAULT): default, ("lottery", LOTTERY_DEFAULT): default}
+
+
 def defaults() -> dict[str, str]:
-    return {"noticePeriod": NOTICE_DEFAULT, "minRuntime": MIN_RUNTIME_DEFAULT, "backfill": BACKFILL_DEFAULT}
+    return {
+        "noticePeriod": NOTICE_DEFAULT,
+        "minRuntime": MIN_RUNTIME_DEFAULT,
+        "lottery": LOTTERY_DEFAULT,
+        "backfill": BACKFILL_DEFAULT,
+    }
 
 
 def window(trace: Trace, days: float) -> Trace:

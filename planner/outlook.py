@@ -20,6 +20,7 @@ from planner import odds
 from planner.context import Pass
 from planner.reasons import CAPACITY_REMEDIES, Phase, Remedy, Role
 from planner.world import ConflictEntry
+from schemas.run import Malleable
 
 Group = tuple[str, int]  # (run, group index)
 
@@ -34,6 +35,7 @@ class AtRisk:
         self.spares: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.run_domains: dict[str, set[str]] = defaultdict(set)
         self._held: dict[str, dict[str, int]] = {}
+        self._structural: dict[str, dict[str, int]] = {}
         for lease in ctx.leases:
             if not lease.open or lease.role == Role.BORROWED:
                 continue
@@ -59,9 +61,31 @@ class AtRisk:
             self._held[domain] = hit
         return hit
 
+    def cuttable_in(self, domain: str) -> dict[str, int]:
+        """Run -> GPUs an activation may free in the domain: all it holds there with the lottery;
+        without it (`reservations.lottery: false`) only what the structural steps take: its unfunded
+        groups (all of a fixed-width run with one), its spares and its room above its minimum."""
+        if self.ctx.world.settings.lottery:
+            return self.held_in(domain)
+        hit = self._structural.get(domain)
+        if hit is None:
+            held = self.held_in(domain)
+            hit = defaultdict(int)
+            for (run, group), gpus in self.active.get(domain, {}).items():
+                if (run, group) in self.ctx.book.unfunded:
+                    hit[run] += held[run] if self._malleable(run) is None else gpus
+            for run, gpus in self.spares.get(domain, {}).items():
+                hit[run] += gpus
+            for run, room in self._shrink_room(domain).items():
+                hit[run] += room
+            hit = defaultdict(int, {run: min(gpus, held[run]) for run, gpus in hit.items() if gpus})
+            self._structural[domain] = hit
+        return hit
+
     def remedies(self, short: dict[str, int]) -> tuple[tuple[Remedy, ...], tuple[int, ...]]:
         """§4.5's capacity remedies that something in the short domains can act on, each with the
-        GPUs it can free there; the lottery last, with the deficit the others leave."""
+        GPUs it can free there; the lottery last, with the deficit the others leave (not offered
+        when the fleet turned it off)."""
         freed = dict.fromkeys(CAPACITY_REMEDIES, 0)
         left = 0
         for d, gap in short.items():
@@ -73,27 +97,36 @@ class AtRisk:
             freed[Remedy.SHRINK] += shrink
             left += max(0, gap - reclaim - spare - shrink)
         freed[Remedy.LOTTERY] = left
-        kinds = tuple(r for r in CAPACITY_REMEDIES if r == Remedy.LOTTERY or freed[r] > 0)
+        lottery = self.ctx.world.settings.lottery
+        kinds = tuple(r for r in CAPACITY_REMEDIES if (r == Remedy.LOTTERY and lottery) or freed[r] > 0)
         return kinds, tuple(freed[r] for r in kinds)
 
     def _shrinkable_in(self, domain: str) -> int:
         """GPUs malleable runs can give up in a domain by whole groups, highest index first, staying
         at or above their minimum (funded or not: the resolver shrinks before the lottery)."""
+        return sum(self._shrink_room(domain).values())
+
+    def _shrink_room(self, domain: str) -> dict[str, int]:
+        """Malleable run -> the GPUs it can give up in the domain (`_shrinkable_in`, run by run)."""
         by_run: dict[str, list[tuple[int, int]]] = defaultdict(list)
         for (run, group), gpus in self.active.get(domain, {}).items():
             by_run[run].append((group, gpus))
-        total = 0
+        out: dict[str, int] = {}
         for run, groups in by_run.items():
-            spec = self.ctx.specs.get(run)
-            m = spec.spec.malleable if spec is not None else None
+            m = self._malleable(run)
             if m is None:
                 continue
             room = self.ctx.counted(run) - m.minTotalGPUs
+            out[run] = 0
             for _, gpus in sorted(groups, reverse=True):
                 if gpus <= room:
-                    total += gpus
+                    out[run] += gpus
                     room -= gpus
-        return total
+        return out
+
+    def _malleable(self, run: str) -> Malleable | None:
+        spec = self.ctx.specs.get(run)
+        return spec.spec.malleable if spec is not None else None
 
 
 def cuttable_at(ctx: Pass, warned: dict[str, int], run: str) -> int:
@@ -159,7 +192,8 @@ class _Walk:
             return Outlook(None, {})
         members = self._members(entry, warned, at)
         victims = min((self.ctx.rank(run) for run in members), default=None)
-        for d, claim in entry.claims.items():
+        for d, claim in entry.claims.items() if self.ctx.world.settings.lottery else ():
+            # only the lottery cuts a funded run
             insort(self.later[d], (at + self.delay, claim, victims), key=itemgetter(0))
         return Outlook(at, members)
 
@@ -167,7 +201,7 @@ class _Walk:
         """The first instant what may be cut covers the deficit in every short domain (None: never)."""
         when = entry.earliest
         for d, gap in entry.short.items():
-            held = self.risk.held_in(d)
+            held = self.risk.cuttable_in(d)
             pool = sorted(
                 (cuttable_at(self.ctx, warned, r), gpus) for r, gpus in held.items() if r not in self.gone
             )
@@ -244,9 +278,9 @@ class _Walk:
                 {d: min(room, sum(v for (r, _), v in risk.active[d].items() if r == run)) for d in short}, run
             )
         structural = set(members)  # cut for certain before any draw
-        # (4) the lottery, when what it may draw from covers what is left
+        # (4) the lottery, when the fleet has it and what it may draw from covers what is left
         need = {d: v for d, v in deficit.items() if v > 0}
-        if need and all(self._pool(d, alive) >= need[d] for d in need):
+        if need and ctx.world.settings.lottery and all(self._pool(d, alive) >= need[d] for d in need):
             for run, p in self._lottery(entry.run, need, alive).items():
                 members[run] = max(members.get(run, 0.0), p)
             for d in need:

@@ -124,6 +124,7 @@ def settings_of(fleet: FleetSpec) -> Settings:
         notice=fleet.reservations.noticePeriod,
         min_runtime=fleet.reservations.minRuntime,
         retention=fleet.reservations.retention,
+        lottery=fleet.reservations.lottery,
         not_ready_grace=fleet.failure.notReadyGraceSeconds,
         tenants=tuple(sorted((t.namespace, t.owner) for t in fleet.tenants)),
     )

@@ -2,7 +2,8 @@
 
 Order: reclaim unfunded groups (lowest-ranked first), drop spares, shrink malleable runs by whole
 groups, then draw k = 0, 1, … by hash of `seed|k|owner` and `seed|k|group`. Only runs warned in the
-reservation's published conflict set for the notice period, and past `minRuntime`, may be cut.
+reservation's published conflict set for the notice period, and past `minRuntime`, may be cut;
+with `reservations.lottery: false` only the structural steps run.
 All-or-nothing (§4.6): `choose` works out every cut first on a copy of what runs, and `apply`
 makes them only when together they clear the deficit. It never places the run.
 """
@@ -122,10 +123,10 @@ class Resolver:
                 cuts.append(
                     self._end(run, tuple(sorted(mine, key=lambda x: (x.role, x.node))), Closure.SHRINK)
                 )
-        # (4) the lottery
+        # (4) the lottery, unless the fleet turned it off (`reservations.lottery: false`)
         k = 0
         seed = seed_for(self.res.run, ctx.now)
-        while self.short():
+        while ctx.world.settings.lottery and self.short():
             cands = [
                 (ctx.owner_of(run), run, group)
                 for run in sorted(self.eligible)

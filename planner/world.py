@@ -226,6 +226,7 @@ class Settings:
     notice: int = 900
     min_runtime: int = 0
     retention: int = 86400
+    lottery: bool = True  # False: structural cuts only, never `RandomPreempt`
     not_ready_grace: int | None = None
     tenants: tuple[tuple[str, str], ...] = ()  # (namespace, owner)
 

@@ -61,6 +61,9 @@ class Reservations(Model):
     noticePeriod: Duration = 900
     minRuntime: Duration = 0
     retention: Duration = 86400
+    # false: activations clear a deficit only by structural cuts (reclaim unfunded groups, drop
+    # spares, shrink malleable runs); a reservation they cannot clear waits for capacity to free up
+    lottery: bool = True
 
 
 class Failure(Model):

@@ -17,10 +17,10 @@ def test_the_scenario_holds_every_team_job_duration_and_setting() -> None:
     trace = two_teams(
         [a_job("a1", "a", 0, 8, HOUR, checkpoint=1800), a_job("b1", "b", 60, 16, HOUR, group=8)]
     )
-    doc = jobtree.scenario(trace, jobtree.Settings(notice=300, min_runtime=0))
-    Scenario.model_validate(doc)
+    doc = jobtree.scenario(trace, jobtree.Settings(notice=300, min_runtime=0, lottery=False))
+    assert Scenario.model_validate(doc).spec.fleet.reservations.lottery is False
     spec = doc["spec"]
-    assert spec["fleet"]["reservations"] == {"noticePeriod": 300, "minRuntime": 0}
+    assert spec["fleet"]["reservations"] == {"noticePeriod": 300, "minRuntime": 0, "lottery": False}
     assert spec["workloads"] == [{"run": "a/a1", "duration": HOUR}, {"run": "b/b1", "duration": HOUR}]
     runs = {o["metadata"]["name"]: o["spec"] for s in spec["steps"] for o in s["apply"] if o["kind"] == "Run"}
     assert runs["a1"]["runtime"] == {"checkpoint": 1800} and runs["b1"]["locality"] == {"groupGPUs": 8}

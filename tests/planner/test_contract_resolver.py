@@ -294,3 +294,48 @@ def test_a_checkpointed_run_requeued_by_a_failure_keeps_its_place_in_line() -> N
     out = play(doc)
     assert out["final"]["runs"]["t/j"]["phase"] == "Pending"
     assert starts(out, "s/w") == []
+
+
+NO_LOTTERY = {"reservations": {"lottery": False}}
+
+
+def test_without_the_lottery_structural_cuts_still_clear_a_deficit_and_no_lottery_is_offered() -> None:
+    # As the spares case above, on a fleet with `reservations.lottery: false`: dropping u/x's two
+    # spares (8) clears t/r's deficit at +16m; the remedies do not offer a lottery that cannot run.
+    doc = scenario(
+        TENANTS, A32,
+        [at(0, apply=[*BUDGETS, a_run("u/x", "org:u").gpus(16).groups(8).spares(4).build(),
+                      a_run("s/y", "org:s").gpus(8).build()]),
+         at(1, apply=[a_run("t/r", "org:t").gpus(8).build()]), at(2, checkpoint="warned")],
+        until="+17m", fleet=NO_LOTTERY,
+    )  # fmt: skip
+    out = play(doc)
+    forecast = out["checkpoints"]["warned"]["reservations"]["t/r"]["status"]["forecast"]
+    assert forecast["remedies"] == ["Drop spares in scope"]
+    assert {(e["run"], e["role"], e["reason"]) for e in ends(out, at=stamp(16))} == {
+        ("u/x", "Spare", "DropSpare")
+    }
+    assert out["final"]["runs"]["t/r"]["phase"] == "Running"
+
+
+def test_without_the_lottery_a_deficit_only_a_draw_could_clear_waits_for_capacity_and_cuts_nobody() -> None:
+    # u/x and s/y (16 fixed each) fill A; t/r (8) arrives at +1m. With the lottery the draw at +16m
+    # ends one of them (above). Without it nothing structural can free a GPU: t/r has no ETA and no
+    # conflict set, nobody is warned or cut, and it starts when s/y succeeds at +40m.
+    doc = scenario(
+        TENANTS, A32,
+        [at(0, apply=[*BUDGETS, a_run("u/x", "org:u").gpus(16).groups(8).build(),
+                      a_run("s/y", "org:s").gpus(16).groups(8).build()]),
+         at(1, apply=[a_run("t/r", "org:t").gpus(8).build()]), at(20, checkpoint="waiting"),
+         at(40, workload={"run": "s/y", "event": "Succeed"})],
+        until="+41m", fleet=NO_LOTTERY,
+    )  # fmt: skip
+    out = play(doc)
+    waiting = out["checkpoints"]["waiting"]
+    status = waiting["reservations"]["t/r"]["status"]
+    assert status.get("earliestStart") is None
+    assert status.get("conflictSet", []) == []
+    assert "conflicts" not in waiting["runs"]["u/x"] and "conflicts" not in waiting["runs"]["s/y"]
+    assert [e for e in ends(out) if e["reason"] != "Completed"] == []
+    assert {e["at"] for e in starts(out, "t/r")} == {stamp(40)}
+    assert out["final"]["runs"]["u/x"]["phase"] == "Running"
