@@ -156,6 +156,10 @@ def _results(
     parts += [
         "## Waits by job size", report.waits_by_size(summaries),
         "## What ended work early", report.losses(summaries),
+        "Work lost to each scheduler's cuts, by what the victim was (Jobtree's ledger says who paid for "
+        "the GPUs a cut ended: the run's own budget, a budget it borrowed from, or a spare's GPUs lent "
+        "to opportunistic work):",
+        report.victims(summaries),
         "## Each team's share of its claim", report.teams(summaries, trace),
         "## ETA accuracy",
         "\n".join(
@@ -200,7 +204,7 @@ def _performance(trace: Trace, summaries: list[Summary], knob_runs: list[Summary
         "(Jobtree: one reconcile pass; baselines: one scheduling round). Changes from run to run.",
         report.performance(summaries),
         "Knob replays (Jobtree and the Slurm-like baseline on the shorter window):",
-        report.performance(knob_runs) if knob_runs else "none",
+        report.performance(list({id(s): s for s in knob_runs}.values())) if knob_runs else "none",
     ]) + "\n"  # fmt: skip
 
 

@@ -178,6 +178,10 @@ class Replay(Simulation):
         if working:
             self.working_gpus[run] = self.working_gpus.get(run, 0) - lease.gpus
         if loses_work(ev) and run in self.outcomes:
+            paid = self.outcomes[run].paid
+            label = _paid(lease)
+            if paid.get(ev.at, "own") == "own":  # a cut that takes borrowed GPUs is told as borrowed
+                paid[ev.at] = label
             losses = self.outcomes[run].losses
             if not losses or losses[-1][0] != ev.at:
                 losses.append((ev.at, str(ev.closure), 0))
@@ -206,6 +210,13 @@ class Replay(Simulation):
         return Result(
             "Jobtree", True, self.trace, self.outcomes, self.holdings, self.promises, decisions=self.decisions
         )
+
+
+def _paid(lease: Any) -> str:
+    """Who paid for a lease whose work was lost: the run's own budget, a borrowed one, or a spare's."""
+    if lease.role == Role.BORROWED:
+        return "spare"
+    return "own" if lease.funding in (None, "own") else "borrowed"
 
 
 def _attribute_losses(replay: Replay) -> None:
@@ -237,6 +248,7 @@ def _relative(result: Result, start: int) -> Result:
         out.starts = [t - start for t in out.starts]
         out.finished = out.finished - start if out.finished is not None else None
         out.losses = [(t - start, cause, n) for t, cause, n in out.losses]
+        out.paid = {t - start: who for t, who in out.paid.items()}
     result.holdings = [
         Holding(h.job, h.team, h.start - start, h.end - start, h.gpus, h.working) for h in result.holdings
     ]

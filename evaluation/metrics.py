@@ -57,6 +57,8 @@ class Summary:
     lost_failures: float = 0.0
     held_hours: float = 0.0
     by_kind: dict[str, tuple[int, float]] = field(default_factory=dict)  # kind -> (count, GPU-hours lost)
+    # (kind, who paid for the lost work, whether the job checkpoints) -> (count, GPU-hours lost), cuts only
+    by_victim: dict[tuple[str, str, bool], tuple[int, float]] = field(default_factory=dict)
     teams: dict[str, float] = field(default_factory=dict)  # team -> share of its claim received
     jain: float = 1.0
     eta_errors: list[int] = field(default_factory=list)  # started - predicted, seconds, started promises
@@ -115,7 +117,7 @@ def summarise(result: Result) -> Summary:
         if out.finished is not None:
             s.jct.append(out.finished - job.submit)
             s.finished += 1
-        for _, kind, lost in out.losses:
+        for at, kind, lost in out.losses:
             count, hours = s.by_kind.get(kind, (0, 0.0))
             s.by_kind[kind] = (count + 1, hours + lost / 3600)
             if kind == FAILURE:
@@ -124,6 +126,9 @@ def summarise(result: Result) -> Summary:
             else:
                 s.cuts += 1
                 s.lost_cuts += lost / 3600
+                victim = (kind, out.paid.get(at, ""), job.checkpoint is not None)
+                count, hours = s.by_victim.get(victim, (0, 0.0))
+                s.by_victim[victim] = (count + 1, hours + lost / 3600)
     s.teams = team_shares(result)
     shares = list(s.teams.values())
     s.jain = sum(shares) ** 2 / (len(shares) * sum(x * x for x in shares)) if shares and any(shares) else 1.0

@@ -23,6 +23,9 @@ class Outcome:
     finished: int | None = None
     done: int = 0  # GPU-seconds of its work that counted, at the end of the month
     losses: list[tuple[int, str, int]] = field(default_factory=list)  # (instant, kind, GPU-seconds lost)
+    # instant of a loss -> who paid for what it lost (Jobtree: `own` budget, `borrowed` from family or
+    # a sponsor, `spare` for work on a spare's GPUs); a baseline does not say
+    paid: dict[int, str] = field(default_factory=dict)
 
     @property
     def wait(self) -> int | None:

@@ -98,6 +98,36 @@ def losses(summaries: Sequence[Summary]) -> str:
     )
 
 
+def victims(summaries: Sequence[Summary]) -> str:
+    """Work lost to cuts by what the victim was: who paid for the GPUs it lost, whether it checkpoints."""
+    rows = []
+    for s in summaries:
+        total = s.lost_cuts or 1.0
+        for (kind, paid, checkpoints), (count, hours) in sorted(
+            s.by_victim.items(), key=lambda kv: (-kv[1][1], kv[0])
+        ):
+            rows.append([
+                s.policy, kind, paid or "not recorded", "yes" if checkpoints else "no", str(count),
+                f"{hours:,.0f}", pct(hours / total),
+            ])  # fmt: skip
+    return (
+        table(
+            rows,
+            [
+                "policy",
+                "cut",
+                "lost GPUs paid by",
+                "checkpoints",
+                "times",
+                "GPU-hours lost",
+                "of its cuts' loss",
+            ],
+        )
+        if rows
+        else "Nothing was cut."
+    )
+
+
 def teams(summaries: Sequence[Summary], trace: Trace) -> str:
     entitled = trace.entitlements()
     names = sorted(entitled, key=lambda t: (-entitled[t], t))

@@ -7,6 +7,7 @@ the default 15-minute notice. Every instant is worked out by hand from DESIGN §
 from __future__ import annotations
 
 from evaluation import jobtree
+from evaluation.metrics import summarise
 from schemas.scenario import Scenario
 from tests.evaluation.tiny import a_job, two_teams
 
@@ -41,6 +42,9 @@ def test_a_borrowed_run_is_reclaimed_for_the_owner_at_its_announced_start() -> N
     assert (b1.starts, b1.finished) == ([960], 4560)
     assert (a1.starts, a1.finished) == ([0, 4560], 8160)
     assert a1.losses == [(960, "ReclaimUnfunded", 960 * 8)]
+    assert a1.paid == {960: "borrowed"}  # half of a1's GPUs were b's, lent in the family
+    victims = summarise(result).by_victim
+    assert victims == {("ReclaimUnfunded", "borrowed", False): (1, 960 * 8 / HOUR)}
     assert [(p.job, p.published, p.predicted, p.started) for p in result.promises] == [("b/b1", 60, 960, 960)]
     # held (a lease per payer: a1's 8 GPUs are two leases of 4): a1 8 from 0 to 960 and from 4560 to
     # 8160, b1 4 from 960 to 4560; done: each job's work once
