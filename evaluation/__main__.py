@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--domains", type=int, default=4, help="fabric domains of 64 GPUs in the generated fleet")
     p.add_argument("--load", type=float, default=1.0, help="x Helios's offered load (0.80)")
     p.add_argument("--gpus", type=int, help="fleet size for --trace (default: sized to the trace's work)")
-    p.add_argument("--knob-days", type=int, default=14, help="days of the month each knob replay covers")
+    p.add_argument("--knob-days", type=int, default=7, help="days of the month each knob replay covers")
     p.add_argument("--no-knobs", action="store_true", help="replay only the five policies")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--no-figures", action="store_true", help="tables only (no matplotlib needed)")
