@@ -189,6 +189,10 @@ def _numbers(summaries: list[Summary]) -> dict[str, object]:
         for k in ("waits", "by_size", "opportunistic_waits", "jct", "eta_errors", "hourly", "seconds", "decisions",
                   "decision_mean", "decision_p99", "decision_max", "notes"):  # fmt: skip
             d.pop(k)
+        d["by_victim"] = {
+            f"{kind} | {paid or 'not recorded'} | {'checkpoints' if checkpoints else 'no checkpoint'}": v
+            for (kind, paid, checkpoints), v in sorted(s.by_victim.items())
+        }
         d["wait_p50"], d["wait_p90"], d["wait_p99"] = (percentile(s.waits, q) for q in (0.5, 0.9, 0.99))
         d["eta_within_30m"] = s.eta_within()
         keep[s.policy] = d

@@ -84,3 +84,12 @@ def test_a_helios_trace_file_is_replayed_through_the_same_entry_point(tmp_path: 
     text = (out / "results.md").read_text()
     assert "cluster_log.csv read as a Helios trace: 2 jobs in the first 2 days from 2020-06-09" in text
     assert "| Jobtree |" in text and "| Kueue-like quotas |" in text
+
+
+def test_the_numbers_for_scripts_say_what_each_cut_fell_on_in_json() -> None:
+    from evaluation.__main__ import _numbers
+    from evaluation.metrics import Summary
+
+    cut = Summary("Jobtree", 8, 3600, by_victim={("RandomPreempt", "own", False): (2, 1.5)})
+    numbers = json.loads(json.dumps(_numbers([cut])))
+    assert numbers["Jobtree"]["by_victim"] == {"RandomPreempt | own | no checkpoint": [2, 1.5]}
