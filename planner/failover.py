@@ -1,4 +1,4 @@
-"""Failover: a failed node's groups move onto their hot spares, or the run shrinks, requeues or fails.
+"""Failover: a failed node's groups, and pods disrupted where they cannot come back, move onto their hot spares, or the run shrinks, requeues or fails.
 
 The one failure-handling function, shared by the reconcile pass and the in-cluster agent. Funded
 work is never evicted to make a swap: only the spare's own slots (and fill leases on them) are used.
@@ -11,7 +11,7 @@ from collections import defaultdict
 from planner import reasons
 from planner.context import Pass, snapshot
 from planner.reasons import Closure, Ledger, OpenReason, Phase, Role
-from planner.world import Failover, Lease, StatusChange, World
+from planner.world import DISRUPT, Failover, Lease, StatusChange, WorkloadEvent, World
 
 
 def decide(world: World, entry: str) -> Failover:
@@ -74,7 +74,31 @@ def handle_failures(ctx: Pass) -> None:
                 _lose_group(ctx, run, group, node, leases)
         if node in ctx.topo.nodes and node not in ctx.world.state.cordoned:
             ctx.cordon.add(node)
+    handle_disruptions(ctx, failing)
     settle_fills(ctx)
+
+
+def handle_disruptions(ctx: Pass, failing: set[str]) -> None:
+    """A pod disrupted (§7.6: evicted, refused by its kubelet, drained) is never a failure of its
+    run. On a node that is healthy and schedulable it is re-created in place (apply does: its leases
+    stay); on one that is not (cordoned, NotReady) its leases there are handled as that node's
+    failure for its group alone: the spare, else shrink, else the run requeued (never failed). The
+    node itself is not failed: its other pods keep running, and jobtree cordons nothing for it."""
+    for ev in sorted((e for e in ctx.world.workload if e.event == DISRUPT and e.node), key=_event_order):
+        node = ctx.topo.nodes.get(str(ev.node))
+        if ev.group is None or ev.node in failing or (node is not None and node.usable):
+            continue
+        here = [x for x in ctx.open_leases(ev.run) if x.group == ev.group and x.node == ev.node]
+        for lease in sorted(here, key=lambda x: x.name):
+            if lease.role == Role.BORROWED:
+                ctx.close_lease(lease, Closure.NODE_FAILURE)
+        active = sorted((x for x in here if x.role == Role.ACTIVE), key=lambda x: x.name)
+        if active and not _swap(ctx, ev.run, ev.group, active):
+            _lose_group(ctx, ev.run, ev.group, str(ev.node), active, requeue=True)
+
+
+def _event_order(ev: WorkloadEvent) -> tuple[str, int, str]:
+    return (ev.run, ev.group if ev.group is not None else -1, ev.node or "")
 
 
 def _swap(ctx: Pass, run: str, group: int, failed: list[Lease]) -> bool:
@@ -118,12 +142,16 @@ def _swap(ctx: Pass, run: str, group: int, failed: list[Lease]) -> bool:
 
 
 def _healthy(ctx: Pass, node: str) -> bool:
+    """A spare's node may take the group: healthy and schedulable (never a cordoned one, §7.6)."""
     n = ctx.topo.nodes.get(node)
-    return n is not None and not n.fenced
+    return n is not None and n.usable
 
 
-def _lose_group(ctx: Pass, run: str, group: int, node: str, failed: list[Lease]) -> None:
-    """No usable spare: a malleable run still at its floor drops the group; otherwise fail or requeue.
+def _lose_group(
+    ctx: Pass, run: str, group: int, node: str, failed: list[Lease], requeue: bool = False
+) -> None:
+    """No usable spare: a malleable run still at its floor drops the group; otherwise fail or requeue
+    (always requeue with `requeue`: a disruption never fails a run).
 
     Completed groups count toward the floor (they are done, not lost)."""
     spec = ctx.specs.get(run)
@@ -146,7 +174,11 @@ def _lose_group(ctx: Pass, run: str, group: int, node: str, failed: list[Lease])
     cause = reasons.lost_group(group, node)
     # requeued when it restarts from a checkpoint, or when whether it checkpoints is unknown (a run
     # whose spec is invalid now is never failed for a typo)
-    if run in ctx.world.frozen_runs or (spec is not None and spec.spec.runtime.checkpoint is not None):
+    if (
+        requeue
+        or run in ctx.world.frozen_runs
+        or (spec is not None and spec.spec.runtime.checkpoint is not None)
+    ):
         ctx.set_status(run, cause, Phase.PENDING, cause=cause)
     else:
         ctx.set_status(run, reasons.failed_no_spare(group, node), Phase.FAILED)

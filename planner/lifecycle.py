@@ -2,7 +2,8 @@
 
 Runs first; nothing here funds, places or cuts. Run deleted → `RunDeleted`; a group whose pods all
 succeeded → `Completed` (never re-grown, still counted toward the run's minimum), every group →
-Succeeded; workload failed → `WorkloadFailed` (the rest `RunFailed`) and Failed.
+Succeeded; workload failed → `WorkloadFailed` (the rest `RunFailed`) and Failed; a pod disrupted
+(§7.6) is never a failure of its run (`failover` handles it).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from planner import reasons
 from planner.context import Pass
 from planner.reasons import Closure, Phase, ResState
-from planner.world import Lease, RunRecord
+from planner.world import DISRUPT, Lease, RunRecord
 
 
 def fold_journal(ctx: Pass) -> None:
@@ -73,10 +74,11 @@ def fold_deletions(ctx: Pass) -> set[str]:
 
 
 def fold_workload(ctx: Pass) -> None:
-    """Workload outcomes: a whole run, or one group at a time until every group has succeeded."""
+    """Workload outcomes: a whole run, or one group at a time until every group has succeeded. A
+    disruption is no outcome of the workload: the failover's (`failover.handle_disruptions`)."""
     for ev in ctx.world.workload:
         rec = ctx.records.get(ev.run)
-        if rec is None or rec.phase != Phase.RUNNING:
+        if rec is None or rec.phase != Phase.RUNNING or ev.event == DISRUPT:
             continue
         active = ctx.groups(ev.run)
         if ev.event == "Succeed":

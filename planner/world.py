@@ -30,13 +30,20 @@ class NodeObs:
     not_ready_since: int | None = None
 
 
+DISRUPT = "Disrupt"  # WorkloadEvent.event of a pod ended by an eviction, a refusal, a drain (§7.6)
+
+
 @dataclass(frozen=True, slots=True)
 class WorkloadEvent:
-    """A workload outcome observed from pods: a whole run (group None) or one group."""
+    """A workload outcome observed from pods: a whole run (group None) or one group. `Disrupt`: one
+    pod of the group, on `node`, ended by something other than its workload (an eviction, a kubelet
+    refusal, a drain: §7.6); never a failure of the run. `reason`: the Kubernetes reason."""
 
     run: str  # "ns/name"
-    event: str  # Succeed | Fail
+    event: str  # Succeed | Fail | Disrupt
     group: int | None = None
+    node: str | None = None  # where the pod was (a Disrupt's is required)
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +236,7 @@ class Settings:
     lottery: bool = True  # False: structural cuts only, never `RandomPreempt`
     not_ready_grace: int | None = None
     tenants: tuple[tuple[str, str], ...] = ()  # (namespace, owner)
+    fill_grace: int = 5  # fill.gracePeriodSeconds: a filler pod's termination grace
 
 
 @dataclass(frozen=True, slots=True)

@@ -205,14 +205,17 @@ class ReservationMoved(Model):
 
 
 class Workload(Model):
-    """A workload outcome a cluster showed (its pods succeeded or failed), which the pass acted on."""
+    """A workload outcome a cluster showed (its pods succeeded, failed, or were disrupted: evicted,
+    refused by a kubelet, drained), which the pass acted on, with the Kubernetes reason."""
 
     at: Timestamp
     event: Literal["Workload"]
     run: RunKey
-    outcome: Literal["Succeeded", "Failed"]
+    outcome: Literal["Succeeded", "Failed", "Disrupted"]
     cluster: str
     group: NonNegInt | None = None
+    node: str | None = None  # where the pod that ended was (a failed or disrupted one)
+    reason: str | None = None  # its Kubernetes reason: Evicted, OutOfnvidia.com/gpu, Error (exit code 1), ...
 
 
 class LedgerLine(

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+import orjson
 import urllib3
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
@@ -44,6 +45,15 @@ TEMPORARY_CODES = frozenset({409, 429, 500, 502, 503, 504})
 _REJECTED_FIELD = "field not declared in schema"
 Obj = dict[str, Any]
 DEFAULT_POLICY = retry.Backoff()
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a list (`items`), or the list's end (`version`: the snapshot's resourceVersion)."""
+
+    items: list[Obj]
+    version: str | None = None
 
 
 @dataclass(slots=True)
@@ -88,32 +98,52 @@ class Api:
             return None
 
     def list_all(
-        self, kind: Kind, selector: str | None = None, namespace: str | None = None
-    ) -> tuple[list[Obj], str]:
+        self, kind: Kind, selector: str | None = None, namespace: str | None = None,
+        keep: Callable[[Obj], T | None] | None = None,
+    ) -> tuple[list[Any], str]:  # fmt: skip
         """Every object of `kind` (matching the label `selector`), page by page from one snapshot, and
-        that snapshot's resourceVersion. A continuation that expired (410) starts the list again."""
+        that snapshot's resourceVersion. A continuation that expired (410) starts the list again.
+        `keep` turns each object into what the caller holds (None: nothing) as its page arrives,
+        so a list of large objects never holds more than one page of them whole."""
         for _ in range(3):
-            items: list[Obj] = []
-            token = ""
+            items: list[Any] = []
             try:
-                while True:
-                    query: list[tuple[str, Any]] = [("limit", PAGE)]
-                    if selector:
-                        query.append(("labelSelector", selector))
-                    if token:
-                        query.append(("continue", token))
-                    page = self._json("GET", kind.collection(namespace), query)
-                    for item in page.get("items") or []:
-                        item.setdefault("apiVersion", kind.api_version)
-                        item.setdefault("kind", kind.kind)
-                        items.append(item)
-                    meta = page.get("metadata") or {}
-                    token = meta.get("continue") or ""
-                    if not token:
-                        return items, str(meta.get("resourceVersion", ""))
+                for page in self.pages(kind, selector, namespace):
+                    if page.version is not None:
+                        return items, page.version
+                    if keep is None:
+                        items += page.items
+                    else:
+                        items += [x for x in map(keep, page.items) if x is not None]
             except Gone:
                 continue
         raise TemporaryClusterError(f"{self.cluster}: listing {kind.plural} kept expiring mid-way; try again")
+
+    def pages(
+        self, kind: Kind, selector: str | None = None, namespace: str | None = None, limit: int = PAGE
+    ) -> Iterator[Page]:
+        """One consistent list as its pages of objects (at most `limit` each), then a last `Page`
+        with no objects and the snapshot's resourceVersion. `Gone` when a continuation expired (the
+        caller lists again)."""
+        token = ""
+        while True:
+            query: list[tuple[str, Any]] = [("limit", limit)]
+            if selector:
+                query.append(("labelSelector", selector))
+            if token:
+                query.append(("continue", token))
+            page = self._json("GET", kind.collection(namespace), query)
+            items = page.get("items") or []
+            for item in items:
+                item.setdefault("apiVersion", kind.api_version)
+                item.setdefault("kind", kind.kind)
+            yield Page(items)
+            del items, page["items"]
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or ""
+            if not token:
+                yield Page([], str(meta.get("resourceVersion", "")))
+                return
 
     def serves(self, kind: Kind) -> bool:
         """Whether the server serves `kind` yet (a CRD's kind, once the CRD is established)."""
@@ -182,14 +212,14 @@ class Api:
                     line, buffer = buffer.split(b"\n", 1)
                     if not line.strip():
                         continue
-                    event = json.loads(line)
+                    event = orjson.loads(line)
                     if event.get("type") == "ERROR":
                         status = event.get("object") or {}
                         if status.get("code") == 410:
                             raise Gone(f"{self.cluster}: watch from {since} expired", code=410)
                         return
                     yield event
-        except (urllib3.exceptions.HTTPError, OSError, ValueError):
+        except (urllib3.exceptions.HTTPError, OSError, ValueError):  # orjson's JSONDecodeError is one
             return  # a dropped watch: the caller lists again
         finally:
             response.response.release_conn()
@@ -207,7 +237,7 @@ class Api:
         def once() -> Obj:
             response = self._send(method, path, query or [], body, content_type)
             data = self._read(response, method, path)
-            return json.loads(data) if data else {}
+            return orjson.loads(data) if data else {}
 
         return retry.call(once, self.policy)
 
@@ -225,14 +255,15 @@ class Api:
             headers["Content-Type"] = content_type
         if self.dry_run and method not in ("GET", "DELETE"):  # a DELETE says it in its body
             query = [*query, ("dryRun", "All")]
+        timeout = self.timeout
         self.counts.add(method)
         try:
             request = self.client.param_serialize(
                 method=method, resource_path=path, query_params=query, header_params=headers,
                 body=body, auth_settings=["BearerToken"],
             )  # fmt: skip
-            timeout = (self.timeout, self.timeout + _seconds(query)) if stream else self.timeout
-            response = self.client.call_api(*request, _request_timeout=timeout)
+            wait = (timeout, timeout + _seconds(query)) if stream else timeout
+            response = self.client.call_api(*request, _request_timeout=wait)
         except ApiException as err:  # raised before any answer: TLS, a request the client refused
             raise Unreachable(f"{self.cluster}: {err.reason or err}", code=err.status or None) from None
         except (urllib3.exceptions.HTTPError, OSError) as err:

@@ -6,12 +6,14 @@ objects of every fleet, namespaces, nodes). `compare` gives the writes that make
 the record and nothing more of this fleet's: create what is missing, change what differs (the
 content hash, or any field jobtree applies that the live object no longer holds: a hand edit,
 restored in the same pass and said as `drifted`; a mirror's status compared as written), replace
-a pod whose spec differs (pods are immutable), apply a CRD only when the cluster's copy carries an
+a pod whose spec differs (pods are immutable) or that a disruption ended (evicted, refused by its
+kubelet: re-created in place, §7.6; a pod that completed or whose workload failed stays as it
+ended, for the next pass to observe), apply a CRD only when the cluster's copy carries an
 older schema version than this jobtree's (`stamp.SCHEMA_VERSION`; a newer one, another fleet's
 newer jobtree, is left alone and said), prune what this fleet labelled and the record no longer holds (a pod on a node that is
 gone or out of service at once, with no grace period: no kubelet will finish it), cordon. Never an object
 another fleet's label claims, never a namespace or CRD pruned, never a pod created on a node that
-is gone or out of service (it waits for the pass that moves it), never an object the agent's
+is gone, out of service, cordoned or not Ready (it waits for the pass that moves it), never an object the agent's
 journal protects while its entry is not Folded (§7.5: `guarded`, the key and its entry id).
 Sending is `sync`'s.
 """
@@ -102,6 +104,7 @@ class Changes:
     held: list[str] = field(default_factory=list)  # pods not created, and why
     conflicts: list[str] = field(default_factory=list)  # objects another fleet's label claims
     guarded: list[str] = field(default_factory=list)  # writes held back for an unfolded journal entry
+    disrupted: list[str] = field(default_factory=list)  # pods ended by a disruption, re-created in place
     newer: list[str] = field(default_factory=list)  # CRDs the cluster holds in a newer schema version
     unchanged: int = 0
 
@@ -245,14 +248,21 @@ def _guard(out: Changes, d: Desired, have: Obj | None, entry: str) -> None:
 
 
 def _pod(out: Changes, d: Desired, have: Obj | None, nodes: dict[str, Obj]) -> None:
-    """A rendered pod: created, changed in place (labels), replaced (spec), or held (its node failed)."""
+    """A rendered pod: created, changed in place (labels), replaced (spec, or ended by a disruption:
+    re-created in place, §7.6), or held (its node takes no new pod: the next pass moves it). A pod
+    that completed or whose workload failed is left as it ended (the next pass's observation)."""
     name = d.body["spec"].get("nodeName", "")
-    if have is None or (have.get("metadata") or {}).get("deletionTimestamp"):
-        why = _node_failed(nodes, name)
+    how, reason = observations.ending(have) if have is not None else ("", "")
+    if have is None or how == observations.DISRUPTED:
+        why = _node_refuses(nodes, name)
         if why is not None:
             out.held.append(f"{kinds.named(d.key)} not created: node {name} {why} (the next pass moves it)")
             return
+        if have is not None:
+            out.disrupted.append(f"{kinds.named(d.key)} ({reason})")
         out.rendered.append(Change(CREATE if have is None else REPLACE, d.kind, d.key, d))
+    elif how:  # Completed, or WorkloadFailed: what the next pass observes, never run again
+        out.unchanged += 1
     elif stamp.annotation(have, stamp.SPEC_HASH) != stamp.annotation(d.body, stamp.SPEC_HASH):
         out.rendered.append(Change(REPLACE, d.kind, d.key, d))
     elif not holds(have.get("spec") or {}, d.body.get("spec") or {}):  # a live spec edited by hand
@@ -261,6 +271,18 @@ def _pod(out: Changes, d: Desired, have: Obj | None, nodes: dict[str, Obj]) -> N
         out.rendered.append(Change(CHANGE, d.kind, d.key, d, have, drifted=_hash(have) == _hash(d.body)))
     else:
         out.unchanged += 1
+
+
+def _node_refuses(nodes: dict[str, Obj], name: str) -> str | None:
+    """Why node `name` may take no new pod (§7.6: failed, cordoned, not Ready), or None."""
+    failed = _node_failed(nodes, name)
+    if failed is not None:
+        return failed
+    node = nodes[name]
+    if (node.get("spec") or {}).get("unschedulable"):
+        return "is cordoned"
+    ready, _ = observations.ready_since(node.get("status") or {})
+    return None if ready else "is not Ready"
 
 
 def _node_failed(nodes: dict[str, Obj], name: str) -> str | None:

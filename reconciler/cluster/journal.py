@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from planner import records
 from planner.reasons import Closure, Phase
-from planner.world import Failover, StatusChange
+from planner.world import Failover, Lease, StatusChange
 from reconciler.cluster import kinds, stamp
 from reconciler.cluster.api import Api
 from reconciler.cluster.errors import PermanentClusterError
@@ -162,6 +162,20 @@ def check(obj: Obj, cluster: str) -> None:
 
 def unfolded(entries: Iterable[Obj]) -> list[Obj]:
     return [e for e in entries if state_of(e) != FOLDED]
+
+
+def after(leases: Iterable[Lease], entries: Iterable[Obj]) -> list[Lease]:
+    """The open `leases` as the unfolded `entries` left them (their closes and opens): what a pass
+    observing before the fold must expect pods for, so the fillers a swap reclaimed are not taken
+    for disrupted pods, nor its replacements for strangers."""
+    closed: set[str] = set()
+    opened: list[Lease] = []
+    for entry in unfolded(entries):
+        done = failover_of(entry)
+        closed |= {name for name, _ in done.closed}
+        opened += done.opened
+    known = {x.name for x in leases}
+    return [x for x in leases if x.name not in closed] + [x for x in opened if x.name not in known | closed]
 
 
 def protected(entry: Obj) -> set[kinds.Key]:

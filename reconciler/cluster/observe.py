@@ -1,17 +1,21 @@
-"""Observe one cluster (step 3 of a pass, §7.2): its nodes and this fleet's pods, read once, as the planner's observations.
+"""Observe one cluster (step 3 of a pass, §7.2): its nodes and its pods, read once, as the planner's observations.
 
-Two lists (nodes; pods carrying this fleet's label), each one consistent snapshot read page by page,
-turned into observations by `observations` (the agent shares that module). The open leases of the
-last state commit say which pods the record holds: their outcomes become workload events, and the
-ones the cluster lacks are named (apply re-creates them). A cluster that lists no GPU node while
-leases are open on nodes last seen there is not taken at its word (a kubeconfig context pointing
-at another cluster would otherwise fail every run): `Unreachable`. Writes nothing; commits nothing.
+Two lists (nodes; every pod), each one consistent snapshot read page by page and cut down as each
+page arrives to what `observations` reads (the agent shares that module), so a pass never holds a
+cluster's nodes or pods whole. This fleet's pods (its label) say how the record's groups are
+doing; the GPUs every other pod asks for on a node are not this fleet's to place (§7.6: capacity
+is allocatable less those). The open leases of the last state commit say which pods the record
+holds: their endings become workload events, and the ones the cluster lacks on nodes that would
+take them are named (apply re-creates them). A cluster that lists no GPU node while leases are
+open on nodes last seen there is not taken at its word (a kubeconfig context pointing at another
+cluster would otherwise fail every run): `Unreachable`. Writes nothing; commits nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from planner.topology import is_fenced
 from planner.world import Lease, NodeObs, WorkloadEvent
@@ -19,6 +23,8 @@ from reconciler.cluster import kinds, observations, stamp
 from reconciler.cluster.api import Api
 from reconciler.cluster.connect import Target
 from reconciler.cluster.errors import Unreachable
+
+Obj = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +47,27 @@ def observe(
     `grace` (failure.notReadyGraceSeconds): which nodes have failed, whose pods' phases are the
     failover's to act on, not workload outcomes."""
     leases = list(leases)
-    raw_nodes, _ = api.list_all(kinds.NODE)
+    label_keys = {target.labels.get(k, k) for k in observations.TOPOLOGY_KEYS}
+    raw_nodes, _ = api.list_all(kinds.NODE, keep=lambda n: observations.slim_node(n, label_keys))
+    mine: list[observations.PodObs] = []
+    foreign: list[Obj] = []
+
+    def sort(pod: Obj) -> None:
+        if ((pod.get("metadata") or {}).get("labels") or {}).get(stamp.FLEET) == target.fleet:
+            seen = observations.pod_obs(pod)
+            if seen is not None:
+                mine.append(seen)
+        elif observations.gpu_request(pod):
+            foreign.append(observations.slim_pod(pod))
+
+    api.list_all(kinds.POD, keep=sort)
+    held = observations.foreign_gpus(foreign, target.fleet)
     nodes: list[NodeObs] = []
     problems: list[str] = []
     for raw in raw_nodes:
-        obs, problem = observations.node_obs(raw, target.labels, target.name)
+        obs, problem = observations.node_obs(
+            raw, target.labels, target.name, held.get(raw["metadata"]["name"], 0)
+        )
         if obs is not None:
             nodes.append(obs)
         if problem is not None:
@@ -58,10 +80,9 @@ def observe(
             f"{target.name}: {target.where} lists no GPU node, yet {len(open_here)} open leases are on nodes "
             "last observed there; is it the right cluster? planned against its last observation"
         )
-    raw_pods, _ = api.list_all(kinds.POD, stamp.selector(target.fleet))
-    pods = [p for p in map(observations.pod_obs, raw_pods) if p is not None]
     healthy = {n.name for n in nodes if not is_fenced(n, now, grace)}
-    events, missing = observations.workload(pods, leases, healthy)
+    schedulable = {n.name for n in nodes if n.name in healthy and n.ready and not n.cordoned}
+    events, missing = observations.workload(mine, leases, healthy, schedulable)
     return Observation(
         target.name, tuple(nodes), tuple(events), tuple(problems), tuple(missing), api.counts.reads
     )

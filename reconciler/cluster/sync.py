@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.cluster import changes, journal, kinds, massprune, mirrors, stamp
+from reconciler.cluster import changes, journal, kinds, massprune, mirrors, observations, stamp
 from reconciler.cluster.api import Api, rehearsing
 from reconciler.cluster.changes import Change, Changes, Live, Record
 from reconciler.cluster.connect import Target
@@ -94,21 +94,27 @@ def read_live(api: Api, crd_names: Iterable[str]) -> Live:
     """Jobtree's CRDs (each read by name: the reconcile role may touch no other), the namespaces,
     the nodes, and every object any fleet's jobtree applied."""
     crds = [c for c in (api.get(kinds.CRD, name) for name in sorted(crd_names)) if c is not None]
-    spaces, _ = api.list_all(kinds.NAMESPACE)
-    nodes, _ = api.list_all(kinds.NODE)
+    spaces, _ = api.list_all(kinds.NAMESPACE, keep=lambda n: n["metadata"]["name"])
+    nodes, _ = api.list_all(kinds.NODE, keep=lambda n: observations.slim_node(n, ()))
     objects: dict[kinds.Key, dict[str, Any]] = {}
     crd_names = {c["metadata"]["name"] for c in crds}
     for kind in kinds.OWNED:
         if kind.api_version != "v1" and f"{kind.plural}.{kind.api_version.split('/')[0]}" not in crd_names:
             continue  # its CRD is not there yet: nothing of it can exist
-        items, _ = api.list_all(kind, f"{stamp.MANAGED_BY}={stamp.MANAGER}")
+        items, _ = api.list_all(kind, f"{stamp.MANAGED_BY}={stamp.MANAGER}", keep=_unmanaged)
         objects.update((kinds.key(o), o) for o in items)
     return Live(
         {c["metadata"]["name"]: c for c in crds},
-        frozenset(n["metadata"]["name"] for n in spaces),
+        frozenset(spaces),
         {n["metadata"]["name"]: n for n in nodes},
         objects,
     )
+
+
+def _unmanaged(obj: Obj) -> Obj:
+    """An object without its managedFields: nothing compares them, and they are half its size."""
+    (obj.get("metadata") or {}).pop("managedFields", None)
+    return obj
 
 
 def sync(
@@ -305,8 +311,8 @@ def _wait_gone(api: Api, fleet: str, pods: dict[kinds.Key, str], settle: float) 
     remaining = dict(pods)
     deadline = time.monotonic() + settle
     while remaining and time.monotonic() < deadline:
-        items, version = api.list_all(kinds.POD, stamp.selector(fleet))
-        present = {kinds.key(p) for p in items}
+        listed, version = api.list_all(kinds.POD, stamp.selector(fleet), keep=kinds.key)
+        present = set(listed)
         remaining = {k: v for k, v in remaining.items() if k in present}
         if not remaining:
             break

@@ -129,8 +129,9 @@ class Live(Configured):
             known = {n.name for n in self.before.get(target.name, ())}
             try:
                 api = connect.api(target)
-                seen = observe.observe(api, target, open_leases, known, now, grace)
-                return seen, journal.unfolded(journal.read(api, target.fleet, target.name))
+                entries = journal.unfolded(journal.read(api, target.fleet, target.name))
+                seen = observe.observe(api, target, journal.after(open_leases, entries), known, now, grace)
+                return seen, entries
             except errors.ClusterError as err:  # JournalUnreadable too: a swap unread is never planned again
                 return err
 

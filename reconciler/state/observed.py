@@ -4,7 +4,8 @@ What a pass observed of a configured cluster is committed with the decisions mad
 so `jobtree plan` (no credentials) plans against the last observed cluster and any state commit can
 be recomputed from Git: the nodes (topology labels, GPUs, health) in `state/observed/<cluster>.yaml`,
 byte-stable and holding nothing that moves without a meaningful change (no heartbeat, no
-transition time of a Ready node); the workload outcomes as `Workload` rows in the ledger. Encodes
+transition time of a Ready node); the workload outcomes as `Workload` rows in the ledger (with the
+node and the Kubernetes reason of a pod's ending). Encodes
 and decodes only: observing is `reconciler.cluster`'s, deciding the planner's.
 """
 
@@ -21,7 +22,8 @@ from schemas import API_VERSION, messages
 
 KIND = "ObservedCluster"
 WORKLOAD = "Workload"  # the ledger event of a workload outcome observed from pods
-OUTCOMES = {"Succeed": "Succeeded", "Fail": "Failed"}  # WorkloadEvent.event -> the pod phase written
+# WorkloadEvent.event -> the outcome written: the pods' phase, or Disrupted (§7.6: never a run failure)
+OUTCOMES = {"Succeed": "Succeeded", "Fail": "Failed", "Disrupt": "Disrupted"}
 NAMED = 5  # nodes named per kind of change in a commit message line
 
 
@@ -92,6 +94,11 @@ def workload_rows(at: int, events: Iterable[tuple[str, WorkloadEvent]]) -> list[
         }
         if ev.group is not None:
             row["group"] = ev.group
+        if ev.node:
+            row["node"] = ev.node
+        if ev.reason:
+            # the Kubernetes reason: Evicted, OutOfnvidia.com/gpu, Error (exit code 1), ...
+            row["reason"] = ev.reason
         rows.append((at, row))
     return rows
 
@@ -106,9 +113,10 @@ def workload_from_ledger(lines: bytes, at: int) -> list[tuple[str, WorkloadEvent
             continue
         row = json.loads(line)
         if row.get("event") == WORKLOAD and row.get("at") == want:
-            out.append(
-                (str(row["cluster"]), WorkloadEvent(row["run"], back[row["outcome"]], row.get("group")))
+            event = WorkloadEvent(
+                row["run"], back[row["outcome"]], row.get("group"), row.get("node"), row.get("reason", "")
             )
+            out.append((str(row["cluster"]), event))
     return out
 
 

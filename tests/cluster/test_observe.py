@@ -133,10 +133,13 @@ def test_a_failed_pod_fails_its_group_and_a_group_whose_pods_all_succeeded_compl
     )
     east.kubelet.set_phase("t", "a-g0-n1", "Succeeded")
     east.kubelet.set_phase("t", "a-g1-n2", "Running")
-    east.kubelet.set_phase("t", "b-g0-n3", "Failed")
+    east.kubelet.set_phase("t", "b-g0-n3", "Failed", exit_code=1)
     leases = [lease("t/a", 0, "n1", "a0"), lease("t/a", 1, "n2", "a1"), lease("t/b", 0, "n3", "b0")]
     found = seen(east, target(), leases, {"n1", "n2", "n3"})
-    assert found.workload == (WorkloadEvent("t/a", "Succeed", 0), WorkloadEvent("t/b", "Fail", 0))
+    assert found.workload == (
+        WorkloadEvent("t/a", "Succeed", 0),
+        WorkloadEvent("t/b", "Fail", 0, "n3", "Error (exit code 1)"),
+    )
 
 
 def test_a_pod_the_record_holds_but_the_cluster_lacks_is_named_and_is_no_outcome(east: Cluster) -> None:
@@ -174,3 +177,77 @@ def test_a_cluster_listing_no_gpu_node_while_leases_are_open_there_is_not_believ
         Unreachable, match="lists no GPU node, yet 1 open leases are on nodes last observed there"
     ):
         seen(east, target(), [lease("t/a", 0, "n1", "a0")], {"n1"})
+
+
+def disruption_target(reason: str, message: str) -> dict[str, str]:
+    """The condition the kubelet, the scheduler or the Eviction API adds to a pod it disrupts."""
+    return {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message,
+            "lastTransitionTime": "2026-03-02T09:00:00Z"}  # fmt: skip
+
+
+def test_pod_endings_are_read_as_a_kubelet_writes_them_each_with_its_kubernetes_reason(east: Cluster) -> None:
+    """One group per ending, each a pod on its own node; the statuses are those kubelets (and the
+    scheduler) write, sent through the API server's status subresource."""
+    names = ["exit", "oom", "evicted", "refused", "admission", "shutdown", "preempted", "spec", "done"]
+    east.seed(*(node(f"n-{n}") for n in names))
+    east.seed(*(pod(f"{n}-g0", f"t/{n}", 0, f"n-{n}", f"{n}0") for n in names))
+    k = east.kubelet
+    k.set_phase("t", "exit-g0", "Failed", exit_code=3)  # the container exited non-zero
+    k.set_phase("t", "oom-g0", "Failed", exit_code=137)
+    k.set_phase("t", "evicted-g0", "Failed", reason="Evicted",  # node-pressure eviction
+                conditions=[disruption_target("TerminationByKubelet", "The node was low on resource: memory.")])  # fmt: skip
+    k.set_phase("t", "refused-g0", "Failed", reason="OutOfnvidia.com/gpu")  # admission: the GPUs not free yet
+    k.set_phase("t", "admission-g0", "Failed", reason="UnexpectedAdmissionError")
+    k.set_phase("t", "shutdown-g0", "Failed", reason="Terminated",  # graceful node shutdown
+                conditions=[disruption_target("TerminationByKubelet", "Pod was terminated in response to imminent node shutdown.")])  # fmt: skip
+    k.set_phase("t", "preempted-g0", "Running",
+                conditions=[disruption_target("PreemptionByScheduler", "Kubernetes Scheduler: preempting")])  # fmt: skip
+    k.set_phase("t", "spec-g0", "Failed", reason="SysctlForbidden")  # refused for its own spec: runs nowhere
+    k.set_phase("t", "done-g0", "Succeeded", exit_code=0)
+    leases = [lease(f"t/{n}", 0, f"n-{n}", f"{n}0") for n in names]
+    found = seen(east, target(), leases, {f"n-{n}" for n in names})
+    assert sorted(found.workload, key=lambda e: e.run) == [
+        WorkloadEvent("t/admission", "Disrupt", 0, "n-admission", "UnexpectedAdmissionError"),
+        WorkloadEvent("t/done", "Succeed", 0),
+        WorkloadEvent("t/evicted", "Disrupt", 0, "n-evicted", "Evicted"),
+        WorkloadEvent("t/exit", "Fail", 0, "n-exit", "Error (exit code 3)"),
+        WorkloadEvent("t/oom", "Fail", 0, "n-oom", "Error (exit code 137)"),
+        WorkloadEvent("t/preempted", "Disrupt", 0, "n-preempted", "PreemptionByScheduler"),
+        WorkloadEvent("t/refused", "Disrupt", 0, "n-refused", "OutOfnvidia.com/gpu"),
+        WorkloadEvent("t/shutdown", "Disrupt", 0, "n-shutdown", "Terminated"),
+        WorkloadEvent("t/spec", "Fail", 0, "n-spec", "SysctlForbidden"),
+    ]
+
+
+def test_a_pod_drained_from_a_cordoned_node_is_a_disruption_and_one_missing_elsewhere_is_re_created(
+    east: Cluster,
+) -> None:
+    east.seed(node("n1") | {"spec": {"unschedulable": True}}, node("n2"))
+    found = seen(east, target(), [lease("t/a", 0, "n1", "a0"), lease("t/b", 0, "n2", "b0")], {"n1", "n2"})
+    assert found.workload == (WorkloadEvent("t/a", "Disrupt", 0, "n1", "Deleted"),)
+    assert found.missing == ("t/b group 0 on n2",)
+
+
+def test_a_nodes_gpus_are_its_allocatable_less_what_other_fleets_pods_ask_for(east: Cluster) -> None:
+    unhealthy = node("n1")
+    unhealthy["status"]["allocatable"]["nvidia.com/gpu"] = "6"  # the device plugin took 2 GPUs out (Xid)
+    east.seed(unhealthy, node("n2"), node("n3"))
+    theirs = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "inference", "namespace": "serving"},
+              "spec": {"nodeName": "n2", "containers": [
+                  {"name": "a", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "3"}}},
+                  {"name": "b", "image": "x", "resources": {"requests": {"nvidia.com/gpu": "2"},
+                                                           "limits": {"nvidia.com/gpu": "2"}}}]}}  # fmt: skip
+    other_fleet = pod("x-g0-n3", "t/x", 0, "n3", "x0")
+    other_fleet["metadata"]["labels"]["rq.davidlangworthy.io/fleet"] = "other"
+    other_fleet["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8"}}
+    ours = pod("a-g0-n3", "t/a", 0, "n3", "a0")
+    ours["spec"]["nodeName"] = "n1"
+    ours["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "4"}}
+    finished = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "batch", "namespace": "serving"},
+                "spec": {"nodeName": "n1", "containers": [
+                    {"name": "a", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}  # fmt: skip
+    east.ensure_namespace("serving")
+    east.seed(theirs, other_fleet, ours, finished)
+    east.kubelet.set_phase("serving", "batch", "Succeeded", exit_code=0)  # ended: it holds nothing
+    gpus = {n.name: n.gpus for n in seen(east, target()).nodes}
+    assert gpus == {"n1": 6, "n2": 3, "n3": 0}  # this fleet's own pod on n1 is its to place, not a stranger's

@@ -44,6 +44,7 @@ Grant = tuple[str, str, str]  # (apiGroup, resource or resource/subresource, ver
 VERBS = {
     "get": ("get",),
     "list_all": ("list",),
+    "pages": ("list",),
     "serves": ("list",),  # a one-item list of the kind's collection
     "watch": ("watch",),
     "apply": ("patch", "create"),

@@ -296,9 +296,11 @@ def test_a_node_that_is_ready_again_within_the_grace_changes_nothing() -> None:
     assert out["final"]["nodes"] == {}
 
 
-def test_a_spare_on_a_cordoned_node_still_takes_the_swap() -> None:
-    # cordon never fences: the spare's node A-n01 is cordoned at +2m (no new work there) but is
-    # healthy, so when A-n00 fails the group moves onto it
+def test_a_spare_on_a_cordoned_node_takes_no_swap() -> None:
+    # §7.6: a cordoned node receives nothing new, a replacement included. The spare's node A-n01 is
+    # cordoned at +2m (its spare pod keeps running: cordon never fences); when A-n00 fails at +5m
+    # the group has no usable spare, and a fixed-width run without checkpoint fails: NodeFailure on
+    # the failed node, RunFailed for its spare elsewhere.
     doc = scenario(
         {"t": "org:t"}, A32,
         [at(0, apply=[a_budget("t", "org:t").envelope("h", 64).build(), a_run("t/j", "org:t").gpus(8).spares(8).build()]),
@@ -308,10 +310,9 @@ def test_a_spare_on_a_cordoned_node_still_takes_the_swap() -> None:
     out = play(doc)
     assert {(e["role"], e["reason"]) for e in ends(out, "t/j")} == {
         ("Active", "NodeFailure"),
-        ("Spare", "Swap"),
+        ("Spare", "RunFailed"),
     }
-    assert node_gpus(open_leases(out["final"], "t/j", "Active")) == {"A-n01": 8}
-    assert out["final"]["runs"]["t/j"]["phase"] == "Running"
+    assert out["final"]["runs"]["t/j"]["phase"] == "Failed"
 
 
 def test_when_a_group_and_its_spare_fail_together_every_lease_on_a_failed_node_ends_node_failure() -> None:
