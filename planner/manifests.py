@@ -29,6 +29,7 @@ from schemas.podtemplate import (
 from schemas.run import Run
 
 SPARE_IMAGE = DEFAULT_IMAGE  # a spare pod holds its GPUs' place: pause, on its own entrypoint
+FILL_GRACE = 5  # fill.gracePeriodSeconds' default
 LABEL_MAX = 63
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -63,8 +64,11 @@ def service_name(run: str) -> str:
     return dns_label(run.split("/", 1)[1], letter_first=True)
 
 
-def render(leases: list[Lease], specs: dict[str, Run], clusters: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """Path `<cluster>/<namespace>/<kind>-<name>.yaml` -> manifest, for every open lease's pod."""
+def render(
+    leases: list[Lease], specs: dict[str, Run], clusters: dict[str, str], fill_grace: int = FILL_GRACE
+) -> dict[str, dict[str, Any]]:
+    """Path `<cluster>/<namespace>/<kind>-<name>.yaml` -> manifest, for every open lease's pod; a
+    filler's (Borrowed) with `fill_grace` as its termination grace (fill.gracePeriodSeconds, §7.6)."""
     pods: dict[tuple[str, int, str, str], list[Lease]] = defaultdict(list)
     for lease in leases:
         if lease.open:
@@ -84,6 +88,8 @@ def render(leases: list[Lease], specs: dict[str, Run], clusters: dict[str, str])
         for group, node, role, ls in entries:
             cluster = clusters.get(node, "default")
             pod = _pod(run, group, node, role, ls, spec, world, rank_base.get((group, node), 0))
+            if role == Role.BORROWED:  # its GPUs are a spare's: free once it stopped, within this grace
+                pod["spec"]["terminationGracePeriodSeconds"] = fill_grace
             out[f"{cluster}/{ns}/pod-{pod['metadata']['name']}.yaml"] = pod
         if cluster is not None:
             out[f"{cluster}/{ns}/service-{name}.yaml"] = _service(ns, name, service_name(run))

@@ -64,6 +64,7 @@ class Plan:
     # runs whose file became invalid at this pass -> the file to fix (they are kept as they were)
     newly_invalid: dict[str, str] = field(default_factory=dict)
     nodes: tuple[NodeObs, ...] = ()  # the nodes the pass observed (what the fleet map draws)
+    fill_grace: int = 5  # fill.gracePeriodSeconds, rendered on filler pods
 
     @property
     def running_groups(self) -> set[tuple[str, int]]:
@@ -74,7 +75,7 @@ class Plan:
     def manifests(self) -> dict[str, dict[str, Any]]:
         """Path -> pod or headless Service for every open lease (rendered once, on first use)."""
         if self.rendered is None:
-            self.rendered = manifests.render(self.open_leases, self.specs, self.clusters)
+            self.rendered = manifests.render(self.open_leases, self.specs, self.clusters, self.fill_grace)
         return self.rendered
 
 
@@ -148,7 +149,7 @@ def plan(world: World) -> Plan:
         waiting_before=frozenset(k for k, r in prev.reservations.items() if r.state == ResState.PENDING),
         moves=_moves(ctx), due=_due(ctx, meters), lifted=_lifted(ctx),
         newly_invalid={k: p for k, p in sorted(world.frozen_runs.items()) if not (prev.runs.get(k) and prev.runs[k].invalid)},
-        nodes=world.nodes,
+        nodes=world.nodes, fill_grace=world.settings.fill_grace,
     )  # fmt: skip
 
 

@@ -127,4 +127,5 @@ def settings_of(fleet: FleetSpec) -> Settings:
         lottery=fleet.reservations.lottery,
         not_ready_grace=fleet.failure.notReadyGraceSeconds,
         tenants=tuple(sorted((t.namespace, t.owner) for t in fleet.tenants)),
+        fill_grace=fleet.fill.gracePeriodSeconds,
     )

@@ -70,6 +70,13 @@ class Failure(Model):
     notReadyGraceSeconds: NonNegInt | None = None
 
 
+class Fill(Model):
+    """Opportunistic fill (§4.8, §7.6): a filler pod's termination grace, in seconds. Its GPUs are
+    free only once its containers stopped, so a spare's swap waits for it this long at most."""
+
+    gracePeriodSeconds: NonNegInt = 5
+
+
 class GitAuthor(Model):
     name: str = "jobtree"
     email: str = "jobtree@localhost"
@@ -89,6 +96,7 @@ class FleetSpec(Model):
     accounting: Accounting = Field(default_factory=Accounting)
     reservations: Reservations = Field(default_factory=Reservations)
     failure: Failure = Field(default_factory=Failure)
+    fill: Fill = Field(default_factory=Fill)
     git: GitSettings = Field(default_factory=GitSettings)
 
 

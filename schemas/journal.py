@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from schemas.common import ClusterMetadata, Model, RunKey, Timestamp
+from schemas.common import ClusterMetadata, Model, NonNegInt, RunKey, Timestamp
 from schemas.lease import CLOSURE_PATTERN, LeaseSpec
 from schemas.state import Phase
 
@@ -50,6 +50,7 @@ class PodRef(Model):
     namespace: str = Field(min_length=1)
     name: str = Field(min_length=1)
     node: str = ""
+    gpus: NonNegInt = 0  # GPUs it holds on its node: a pod created there waits until it is gone (§7.6)
 
 
 class PodEffects(Model):

@@ -58,12 +58,12 @@ def entry(
     fleet: str,
     fenced: Sequence[Fenced],
     namespaces: Mapping[str, str],
-    deletes: Iterable[tuple[str, str, str]],
+    deletes: Iterable[tuple[str, str, str, int]],
     creates: Iterable[Obj],
 ) -> Obj:
     """The JournalEntry of `failover` (state Intent): `namespaces` maps each closed lease to its
-    namespace, `deletes` are pods as (namespace, name, node), `creates` the pod manifests to create,
-    stamped as apply stamps them."""
+    namespace, `deletes` are pods as (namespace, name, node, GPUs they hold), `creates` the pod
+    manifests to create, stamped as apply stamps them."""
     closed = [
         {"name": name, "namespace": namespaces[name], "closure": str(closure)}
         for name, closure in failover.closed
@@ -91,7 +91,9 @@ def entry(
                 for c in failover.status
             ],
             "pods": {
-                "delete": [{"namespace": ns, "name": n, "node": node} for ns, n, node in deletes],
+                "delete": [
+                    {"namespace": ns, "name": n, "node": node, "gpus": gpus} for ns, n, node, gpus in deletes
+                ],
                 "create": list(creates),
             },
         },

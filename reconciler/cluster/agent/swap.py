@@ -6,7 +6,9 @@ between what `planner.manifests` renders for the affected runs' open leases befo
 the replacement pod is byte for byte the pod the next reconcile renders for the swapped lease (same
 name, same hashes: apply leaves it running). `carry_out` performs an entry's steps in order, each
 one idempotent, so an entry left in `Intent` by a killed agent is finished by the next: the entry
-(Intent), the pods on the spare's GPUs (fillers, the spare's placeholder) deleted at once, the
+(Intent), the pods on the spare's GPUs (fillers, the spare's placeholder) deleted gracefully, each
+filler with its grace (`fill.gracePeriodSeconds`), and waited for until gone from the API (a
+kubelet frees a pod's GPUs only once its containers stopped, §7.6; the placeholder holds none), the
 replacement pods created (a second attempt gets AlreadyExists and changes nothing), the pods on the
 fenced nodes deleted with no grace period (their kubelet is gone), the fenced nodes cordoned, the
 Lease mirrors and run statuses updated, and the entry marked `Applied`; then, as a courtesy to
@@ -17,6 +19,8 @@ spare's slots and fills).
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,11 +30,12 @@ from planner.reasons import Role
 from planner.world import Failover, Lease, World, run_key
 from reconciler.cluster import journal, kinds, mirrors, observations, stamp
 from reconciler.cluster.api import Api
-from reconciler.cluster.errors import AlreadyExists, ClusterError
+from reconciler.cluster.errors import AlreadyExists, ClusterError, TemporaryClusterError
 from reconciler.cluster.journal import Fenced
 
 Obj = dict[str, Any]
 PodKey = tuple[str, str]  # (namespace, name)
+Gone = Callable[[list[PodKey]], None]  # returns once those pods are gone from the API
 
 
 @dataclass(slots=True)
@@ -64,15 +69,19 @@ def prepare(
     new = _pods(manifests.render(after, specs, where), fleet)
     down = {f.node for f in fenced}
     creates = [body for key, body in sorted(new.items()) if _differs(old.get(key), body)]
-    doomed = {key: _node(body) for key, body in old.items() if _differs(new.get(key), body)}
+    doomed = {
+        key: (_node(body), manifests.pod_gpus(body))
+        for key, body in old.items()
+        if _differs(new.get(key), body)
+    }
     runs = {x.run for x in before}
     for pod in live_pods:  # what the cluster really runs on the fenced nodes, rendered or not
         seen = observations.pod_obs(pod)
         key = (str((pod.get("metadata") or {}).get("namespace")), seen.name if seen else "")
         if seen is not None and seen.node in down and seen.run in runs and key not in new:
-            doomed[key] = seen.node
+            doomed[key] = (seen.node, observations.gpu_request(pod))
     namespaces = {x.name: x.namespace for x in before}
-    deletes = [(ns, name, node) for (ns, name), node in sorted(doomed.items())]
+    deletes = [(ns, name, node, gpus) for (ns, name), (node, gpus) in sorted(doomed.items())]
     entry = journal.entry(decided, cluster, fleet, fenced, namespaces, deletes, creates)
     prepared = Prepared(entry, decided)
     _account(prepared, world, before, down)
@@ -113,10 +122,12 @@ def _node(pod: Obj) -> str:
 
 
 def carry_out(
-    api: Api, entry: Obj, fleet: str, now: int, created: Callable[[Obj], None] = lambda _: None
-) -> None:
+    api: Api, entry: Obj, fleet: str, now: int, created: Callable[[Obj], None] = lambda _: None,
+    gone: Gone | None = None,
+) -> None:  # fmt: skip
     """Every step of `entry`, in order; each is idempotent, so a repeat finishes what a killed
-    agent began. `created(pod)` is told as each replacement pod exists (for the latency metric)."""
+    agent began. `created(pod)` is told as each replacement pod exists (for the latency metric);
+    `gone(refs)` returns once those pods are gone from the API (default: `until_gone`, reading)."""
     spec = entry["spec"]
     meta = entry["metadata"]
     fresh = {"apiVersion": entry["apiVersion"], "kind": entry["kind"], "spec": spec,
@@ -128,9 +139,12 @@ def carry_out(
     down = {f["node"] for f in spec["fenced"]}
     targets = {_node(p) for p in spec["pods"]["create"]}
     deletes = spec["pods"]["delete"]
-    for ref in deletes:  # fillers and placeholders on the spare's GPUs: they must go first
-        if ref["node"] in targets and ref["node"] not in down:
-            api.delete(kinds.POD, ref["name"], ref["namespace"], grace=0)
+    first = [ref for ref in deletes if ref["node"] in targets and ref["node"] not in down]
+    for ref in first:  # fillers and placeholders on the spare's GPUs: they must go first, gracefully
+        api.delete(kinds.POD, ref["name"], ref["namespace"])
+    holding = [(ref["namespace"], ref["name"]) for ref in first if ref.get("gpus")]
+    if holding:  # a filler's GPUs are free once its kubelet stopped it and removed it (§7.6)
+        (gone or functools.partial(until_gone, api))(holding)
     for pod in spec["pods"]["create"]:
         try:
             api.create(kinds.POD, pod)
@@ -153,6 +167,24 @@ def carry_out(
             api.merge_patch(kinds.RUN, name, patch, ns, "status")
     journal.mark(api, entry["metadata"]["name"], journal.APPLIED, now)
     _events(api, entry, fleet, now)
+
+
+WAIT = 60.0  # seconds `until_gone` waits at most
+
+
+def until_gone(api: Api, refs: list[tuple[str, str]], timeout: float = WAIT) -> None:
+    """Return once every pod (namespace, name) of `refs` is gone, read every 50 ms; a temporary
+    error naming those still there after `timeout` seconds (the entry is finished later)."""
+    deadline = time.monotonic() + timeout
+    left = list(refs)
+    while True:
+        left = [(ns, name) for ns, name in left if api.get(kinds.POD, name, ns) is not None]
+        if not left:
+            return
+        if time.monotonic() >= deadline:
+            named = ", ".join(f"{ns}/{name}" for ns, name in left)
+            raise TemporaryClusterError(f"{api.cluster}: {named} still terminating after {timeout:g} s")
+        time.sleep(0.05)
 
 
 EVENT_REASON = "NodeFailure"

@@ -139,7 +139,7 @@ def test_not_ready_moves_a_group_only_once_the_fleets_grace_has_passed(
     assert pods(server) == ["r1-g0-n3", "r1-g1-n2", "r1-g1-spare-n4"]
 
 
-def test_fillers_on_the_spare_are_deleted_before_the_replacement_is_created_and_go_back_to_pending(
+def test_fillers_on_the_spare_end_with_their_grace_and_the_replacement_waits_until_they_are_gone(
     server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # f1 (opportunistic, 8 GPUs) fills group 0's spare on n3
@@ -147,14 +147,27 @@ def test_fillers_on_the_spare_are_deleted_before_the_replacement_is_created_and_
     fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1", spares=8), f1=f1)
     fleet.reconcile(T0)
     assert pods(server) == ["f1-g0-n3", "r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n2", "r1-g1-spare-n4"]
+    filler = server.get("v1", "Pod", "f1-g0-n3", "t")
+    assert (
+        filler is not None and filler["spec"]["terminationGracePeriodSeconds"] == 5
+    )  # fill.gracePeriodSeconds
+    server.kubelet.hold("n3")  # n3's kubelet stops the filler's containers only when the test says so
     mark = server.requests.mark()
     with running(an_agent(clock=Clock(T0 + 60))):
         api(fleet).patch_node("n1", {"spec": {"taints": [OUT_OF_SERVICE]}})
+        until(lambda: ("t", "f1-g0-n3") in server.kubelet.terminating_pods(), what="the filler asked to stop")
+        time.sleep(0.5)
+        assert server.get("v1", "Pod", "r1-g0-n3", "t") is None  # its GPUs are still the filler's
+        server.kubelet.finish_termination("t", "f1-g0-n3")
         until(lambda: applied(server))
+    assert server.kubelet.terminating_pods() == [("t", "r1-g0-spare-n3")]  # the placeholder holds no GPU
+    server.kubelet.finish_termination("t", "r1-g0-spare-n3")
     assert pods(server) == ["r1-g0-n3", "r1-g1-n2", "r1-g1-spare-n4"]
     writes = [(r.method, r.path.rsplit("/", 1)[1], r.options.get("gracePeriodSeconds")) for r in
               server.requests.writes(since=mark) if "/pods" in r.path]  # fmt: skip
-    assert writes.index(("DELETE", "f1-g0-n3", 0)) < writes.index(("POST", "pods", None))
+    filler_deletes = [w for w in writes if w[:2] == ("DELETE", "f1-g0-n3")]
+    assert filler_deletes[0] == ("DELETE", "f1-g0-n3", None)  # the agent leaves it its own grace
+    assert writes.index(filler_deletes[0]) < writes.index(("POST", "pods", None))
     assert ("DELETE", "r1-g0-n1", 0) in writes  # its kubelet is gone
     (entry,) = entries(server)
     assert sorted((c["name"].split("-g")[0], c["closure"]) for c in entry["spec"]["closed"]) == [
