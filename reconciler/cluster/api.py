@@ -4,7 +4,9 @@ get, list (paged, by label selector), server-side apply (as the Api's field mana
 reconcile, `jobtree-agent` for the agent, so neither takes the other's fields; force on the fields
 it owns; status through `/status`), a merge patch (the cordon flag), delete, and a watch for
 objects to go. An Api made with `dry_run` sends every write with `dryRun=All`: the server
-validates and answers it as it would, and stores nothing (`rehearsing`). Every call goes through `retry` with the cluster's backoff, and every
+validates and answers it as it would, and stores nothing (`rehearsing`). An Api with a `fence`
+(the agent's: its lead's time left) asks it before every write, every retry included, and sends
+none once it says the lead ran out (`LostLead`), each with a timeout that ends with the lead. Every call goes through `retry` with the cluster's backoff, and every
 failure becomes a `reconciler.cluster.errors` error: the client's exceptions stop here. Counts the
 requests it sent (reads, writes) for reports and the benchmark. Decides nothing about what to send.
 """
@@ -27,6 +29,7 @@ from reconciler.cluster.errors import (
     AlreadyExists,
     ClusterError,
     Gone,
+    LostLead,
     NotFound,
     PermanentClusterError,
     TemporaryClusterError,
@@ -83,9 +86,12 @@ class Api:
         timeout: float = 30.0,
         manager: str = FIELD_MANAGER,
         dry_run: bool = False,
+        fence: Callable[[], float] | None = None,
     ) -> None:
         self.client, self.cluster, self.policy, self.timeout = client, cluster, policy, timeout
         self.manager, self.dry_run = manager, dry_run
+        # seconds this process may still write (an agent replica's lead left); asked before every write
+        self.fence = fence
         self.counts = Counts()
 
     # --------------------------------------------------------------------------------- reads
@@ -256,6 +262,11 @@ class Api:
         if self.dry_run and method not in ("GET", "DELETE"):  # a DELETE says it in its body
             query = [*query, ("dryRun", "All")]
         timeout = self.timeout
+        if self.fence is not None and method != "GET":
+            left = self.fence()
+            if left <= 0:
+                raise LostLead(f"{self.cluster}: {method} {path} not sent: this replica's lead has run out")
+            timeout = min(timeout, left)  # an answer later than the lead's end is no answer to act on
         self.counts.add(method)
         try:
             request = self.client.param_serialize(

@@ -7,7 +7,9 @@ server never answered (refused, no route, TLS, no credentials to load): the clus
 the next pass tries again. `PermanentClusterError`: retrying cannot help (403, 404 where an object
 must exist, 422, an apply naming a field the CRD does not declare). Every module of
 `reconciler.cluster` raises these, never the client's own exceptions (`api` translates them at the
-one call that raised them). Raises nothing itself.
+one call that raised them). `LostLead` stands apart on purpose: an agent replica that lost the lead
+is stopped by it before a write, and no handler of cluster errors may retry or swallow it. Raises
+nothing itself.
 """
 
 from __future__ import annotations
@@ -49,3 +51,8 @@ class Gone(PermanentClusterError):
 
 class AlreadyExists(PermanentClusterError):
     """A create found the name taken (409 AlreadyExists): the object was created before."""
+
+
+class LostLead(Exception):
+    """This replica's lead ran out (its renew deadline passed) before a write: it must not write
+    again, and its process ends (§7.6). Not a `ClusterError`: nothing retries it."""

@@ -102,7 +102,7 @@ CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] 
         "",
     ),  # retention
     # the agent (§7.4): its caches list and watch each kind it keeps
-    ("cluster/agent/cache.py", "relist", "list_all", "self.kind"): (AGENT, WATCHED, ""),
+    ("cluster/agent/cache.py", "_list_into", "pages", "self.kind"): (AGENT, WATCHED, ""),
     ("cluster/agent/cache.py", "watch_once", "watch", "self.kind"): (AGENT, WATCHED, ""),
     ("cluster/agent/main.py", "fleet_name", "serves", "kinds.FLEET"): (AGENT, (kinds.FLEET,), ""),
     ("cluster/agent/main.py", "fleet_name", "list_all", "kinds.FLEET"): (AGENT, (kinds.FLEET,), ""),
@@ -112,6 +112,7 @@ CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] 
     ("cluster/agent/swap.py", "carry_out", "delete", "kinds.POD"): (AGENT, (kinds.POD,), ""),
     # a filler's GPUs are free once it is gone (§7.6): asked by name while waiting for it
     ("cluster/agent/swap.py", "until_gone", "get", "kinds.POD"): (AGENT, (kinds.POD,), ""),
+    ("cluster/agent/loop.py", "pods_gone", "get", "kinds.POD"): (AGENT, (kinds.POD,), ""),
     ("cluster/agent/swap.py", "carry_out", "get", "kinds.NODE"): (AGENT, (kinds.NODE,), ""),
     ("cluster/agent/swap.py", "carry_out", "merge_patch", "kinds.NODE"): (AGENT, (kinds.NODE,), ""),
     ("cluster/agent/swap.py", "carry_out", "get", "kinds.RUN"): (AGENT, (kinds.RUN,), ""),

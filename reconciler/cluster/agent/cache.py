@@ -2,10 +2,12 @@
 
 One `Cache` per kind: a consistent list, then a watch from its resourceVersion; a watch that ends
 (server timeout, dropped connection) resumes from the last version seen, one that is too old (410)
-lists again. Every change is handed to `on_change(kind, type, obj)` as it arrives, so the agent
-reacts to a fence within one event, not one poll. The agent's own writes go in at once
-(`put`, `drop`), ahead of their watch events, so a decision never reads a state it already changed.
-Decides nothing; writes nothing to the cluster.
+lists again. Each object is cut down on arrival to what the agent reads (`slim`: no managedFields,
+images or full status, §7.6), and a list updates the cache page by page in place, so a relist of
+10,000 nodes never holds two copies of them. Every change is handed to `on_change(kind, type, obj)`
+(the object as kept) as it arrives, so the agent reacts to a fence within one event, not one poll.
+The agent's own writes go in at once (`put`, `drop`), ahead of their watch events, so a decision
+never reads a state it already changed. Decides nothing; writes nothing to the cluster.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from reconciler.cluster.errors import ClusterError, Gone, NotFound
 
 Obj = dict[str, Any]
 OnChange = Callable[[kinds.Kind, str, Obj], None]
+Slim = Callable[[Obj], Obj]
 WATCH_SECONDS = 300  # a watch's own timeout: the server ends it, we resume from the last version
+PAGE = 500  # objects per list page, as kubectl asks (nodes: fewer, they are large)
 
 
 def key_of(obj: Obj) -> tuple[str, str]:
@@ -29,11 +33,22 @@ def key_of(obj: Obj) -> tuple[str, str]:
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
-class Cache:
-    """Objects of one kind matching `selector`, by (namespace, name)."""
+def unmanaged(obj: Obj) -> Obj:
+    """The default cut: the object without its managedFields (the server's bookkeeping, often
+    half an object) and without the last-applied annotation."""
+    meta = obj.get("metadata") or {}
+    meta.pop("managedFields", None)
+    (meta.get("annotations") or {}).pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    return obj
 
-    def __init__(self, api: Api, kind: kinds.Kind, selector: str = "", on_change: OnChange | None = None):
-        self.api, self.kind, self.selector, self.on_change = api, kind, selector, on_change
+
+class Cache:
+    """Objects of one kind matching `selector`, by (namespace, name), each as `slim` keeps it."""
+
+    def __init__(self, api: Api, kind: kinds.Kind, selector: str = "", on_change: OnChange | None = None,
+                 slim: Slim = unmanaged, page: int = PAGE) -> None:  # fmt: skip
+        self.api, self.kind, self.selector, self.on_change, self.slim = api, kind, selector, on_change, slim
+        self.page = page  # objects per list page: a page is held whole while it is cut down
         self.objects: dict[tuple[str, str], Obj] = {}
         self.synced = threading.Event()
         self.error = ""  # the last failure, for /readyz
@@ -50,11 +65,15 @@ class Cache:
         with self._lock:
             return self.objects.get((namespace, name))
 
+    def __len__(self) -> int:
+        return len(self.objects)
+
     # ------------------------------------------------------------------------ own writes
 
     def put(self, obj: Obj) -> None:
+        kept = self.slim(obj)
         with self._lock:
-            self.objects[key_of(obj)] = obj
+            self.objects[key_of(kept)] = kept
 
     def drop(self, name: str, namespace: str = "") -> None:
         with self._lock:
@@ -63,21 +82,42 @@ class Cache:
     # ------------------------------------------------------------------------------ syncing
 
     def relist(self) -> None:
-        """A fresh consistent list; changes since the last one are reported as events."""
-        try:
-            items, version = self.api.list_all(self.kind, self.selector or None)
-        except NotFound:  # the kind is not served (its CRD is not installed yet)
-            items, version = [], ""
-        fresh = {key_of(o): o for o in items}
+        """A fresh consistent list, page by page into the cache in place; what changed since the
+        last one is reported as events (objects no longer listed as DELETED, at the end)."""
+        listed: set[tuple[str, str]] = set()
+        version = ""
+        for _ in range(3):
+            try:
+                version = self._list_into(listed)
+                break
+            except NotFound:  # the kind is not served (its CRD is not installed yet): nothing of it
+                break
+            except Gone:  # the list's snapshot expired mid-way: again from the start
+                listed.clear()
+        else:
+            raise Gone(f"{self.api.cluster}: listing {self.kind.plural} kept expiring mid-way", code=410)
         with self._lock:
-            old, self.objects, self._version = self.objects, fresh, version
-        for k, obj in fresh.items():
-            if old.get(k) is None or _version_of(old[k]) != _version_of(obj):
-                self._tell("MODIFIED" if k in old else "ADDED", obj)
-        for k, obj in old.items():
-            if k not in fresh:
-                self._tell("DELETED", obj)
+            gone = [self.objects.pop(k) for k in [k for k in self.objects if k not in listed]]
+            self._version = version
+        for obj in gone:
+            self._tell("DELETED", obj)
         self.synced.set()
+
+    def _list_into(self, listed: set[tuple[str, str]]) -> str:
+        for page in self.api.pages(self.kind, self.selector or None, limit=self.page):
+            if page.version is not None:
+                return page.version
+            for raw in page.items:
+                obj = self.slim(raw)
+                key = key_of(obj)
+                listed.add(key)
+                with self._lock:
+                    old = self.objects.get(key)
+                    self.objects[key] = obj
+                if old is None or _version_of(old) != _version_of(obj):
+                    self._tell("ADDED" if old is None else "MODIFIED", obj)
+            page.items.clear()
+        return ""
 
     def watch_once(self, seconds: int = WATCH_SECONDS) -> None:
         """Follow one watch stream until it ends; list again when it expired or was never started."""
@@ -87,11 +127,12 @@ class Cache:
                 return
         try:
             for event in self.api.watch(self.kind, self.selector, self._version, seconds):
-                kind, obj = event.get("type"), event.get("object") or {}
-                version = _version_of(obj)
+                kind, raw = event.get("type"), event.get("object") or {}
+                version = _version_of(raw)
                 if kind == "BOOKMARK":
                     self._version = version or self._version
                     continue
+                obj = self.slim(raw)
                 with self._lock:
                     if kind == "DELETED":
                         self.objects.pop(key_of(obj), None)

@@ -1,7 +1,8 @@
 """What the agent (§7.4) tells its operators: Prometheus metrics, `/metrics`, `/healthz`, `/readyz`, and JSON log lines.
 
-`Metrics` holds the agent's metric objects in a registry of its own (never the process-global
-one); `Health` keeps the loops' heartbeats and the readiness the core reports, and `serve` answers
+`Metrics` holds the agent's metric objects in the registry it is given: the agent process gives
+prometheus_client's default one, which also carries its process collectors (resident memory, CPU
+seconds, open files; the Python GC and version), a test a fresh one; `Health` keeps the loops' heartbeats and the readiness the core reports, and `serve` answers
 the three paths over HTTP on a thread of its own. `logger` gives a logger that writes one JSON
 object a line. The core counts, beats and logs; this module decides nothing about swaps, never
 reads the cluster, and judges only staleness (a loop that has not beaten within its limit).

@@ -174,12 +174,14 @@ class Elector:
 
     def release(self) -> bool:
         """Give the Lease up on a clean shutdown so a successor takes over at once; stops leading
-        first. True when released or not held; False when the write failed (it then expires)."""
+        first. True when released or not held; False when the write failed (it then expires). A
+        replica whose term already ran out writes nothing: the Lease may be another's by now."""
         with self._turn:
             with self._state:
+                leads = self._leads(self.clock())
                 self._term = None
                 observed, version = self._observed, self._version
-            if observed is None or observed.holder != self.identity:
+            if not leads or observed is None or observed.holder != self.identity:
                 return True
             try:
                 written = self._patch(version, released(observed, micro_time(self.wall())))
@@ -312,8 +314,8 @@ class Elector:
         """Campaign until `stop` is set: acquire (a try every retry period, jittered), call
         `on_started`, renew every retry period; on losing the Lease (another holds it, or no renewal
         within the renew deadline) call `on_stopped` and campaign again. On `stop`: `on_stopped`,
-        then `release`. Both callbacks run on this thread and must return at once; the core should
-        also ask `is_leader` before each write it makes."""
+        then `release`. Both callbacks run on this thread and must return at once; the core's own
+        writes are fenced by `deadline` (`reconciler.cluster.api.Api.fence`)."""
         rolls = chance or random.Random()
         try:
             while not stop.is_set():

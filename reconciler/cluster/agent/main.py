@@ -2,9 +2,11 @@
 
 Composes the room's parts: `connect` for the API, `leader.Elector` (a coordination.k8s.io Lease
 per fleet and cluster), `loop.Agent` (the watches and the worker, which acts only while this
-replica leads), `health` (metrics, `/metrics`, `/healthz`, `/readyz`, JSON log lines). `serve`
-returns when `stop` is set (the verb sets it on SIGTERM), after giving up the lead so the other
-replica takes over at once. Raises `AgentError` for what an operator must fix (no cluster
+replica leads; every write it sends is fenced by the elector's renew deadline), `health` (metrics,
+`/metrics`, `/healthz`, `/readyz`, JSON log lines). `serve` returns when `stop` is set (the verb
+sets it on SIGTERM), after giving up the lead so the other replica takes over at once; a replica
+whose lead ran out mid-work raises `AgentError` instead, so its process exits and restarts as a
+follower. Raises `AgentError` for what an operator must fix (no cluster
 configuration, no FleetConfig mirror to work from); decides nothing itself.
 """
 
@@ -17,6 +19,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+import prometheus_client
 
 from reconciler.cluster import connect, kinds, stamp
 from reconciler.cluster.agent import cache, health, leader
@@ -118,7 +122,7 @@ def serve(options: Options, stop: threading.Event) -> None:
         api = connect.api(target, manager=AGENT_FIELD_MANAGER)
     except ClusterError as err:
         raise AgentError(str(err)) from None
-    metrics = health.Metrics.create()
+    metrics = health.Metrics.create(prometheus_client.REGISTRY)  # with the process collectors: RSS, CPU
     beats = health.Health(metrics.registry)
     server, _ = beats.serve(options.host, options.port)
     try:
@@ -164,8 +168,14 @@ def run(
         api, lease_namespace(options.namespace, options.context), f"jobtree-agent-{fleet}-{options.cluster}"[:253], identity,
         options.lease_duration, options.renew_deadline, options.retry_period,
     )  # fmt: skip
-    agent = Agent(api, options.cluster, fleet, leading=lambda: elector.is_leader,
-                  observer=Reporter(metrics, beats, options.cluster), clock=time.time)  # fmt: skip
+    lost = threading.Event()
+
+    def lose() -> None:  # the worker met its renew deadline before a write: end, as controller-runtime does
+        lost.set()
+        stop.set()
+
+    agent = Agent(fenced(api, elector), options.cluster, fleet, leading=lambda: elector.is_leader,
+                  observer=Reporter(metrics, beats, options.cluster), clock=time.time, on_lost=lose)  # fmt: skip
     metrics.leading(identity, False)
 
     def started() -> None:
@@ -206,3 +216,20 @@ def run(
         stop.set()
         agent.wake.put(time.monotonic())
         campaign.join(timeout=options.renew_deadline)
+    if lost.is_set():
+        raise AgentError(
+            f"{options.cluster}: {identity} lost the lead mid-work and wrote nothing after it; exiting"
+        )
+
+
+def fenced(api: Api, elector: leader.Elector) -> Api:
+    """`api`, each of whose writes asks first how long this replica still leads (§7.6). The
+    elector's own writes are not (its `_view` is an Api of its own, bounded by the same deadline)."""
+    api.fence = lambda: time_left(elector)
+    return api
+
+
+def time_left(elector: leader.Elector) -> float:
+    """Seconds until this replica's term ends by its own clock (0 when it has none)."""
+    end = elector.deadline
+    return 0.0 if end is None else end - elector.clock()

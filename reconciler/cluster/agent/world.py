@@ -4,9 +4,11 @@ No Git: the fleet's settings come from its FleetConfig mirror, run specs and sta
 mirrors, budgets from the Budget mirrors, leases from the Lease mirrors (apply mirrors the open
 ones), nodes from the cluster. Small: only the runs with an open lease on a fenced node, the runs
 filling their spares' nodes, and every node any of their leases is on, so the planner decides on
-a handful of runs whatever the fleet's size (building it reads every node and mirror once: linear
-in the fleet, measured in `bench/agent.py` at 10,000 GPUs). A Run mirror that does not read is a run whose spec
-is invalid now (`World.frozen_runs`: nothing of it moves). Pure: mirrors in, a `World` out.
+a handful of runs whatever the fleet's size (building it reads every open lease once, and only
+the nodes and mirrors of those runs: measured in `bench/scale.py` at 10,000 nodes). A Run mirror
+that does not read is a run whose spec is invalid now (`World.frozen_runs`: nothing of it moves).
+`slim_mirror` and `lease_mirror` are what the agent's caches keep of the mirrors (a Lease parsed
+once, as it arrives). Pure: mirrors in, a `World` out.
 """
 
 from __future__ import annotations
@@ -51,16 +53,49 @@ def fleet_of(obj: Obj) -> Fleet:
     return Fleet(str(obj["metadata"]["name"]), spec, records.settings_of(spec))
 
 
+def slim_mirror(obj: Obj) -> Obj:
+    """A Run or Budget mirror as the agent keeps it: name, namespace, version, spec and status."""
+    meta = obj.get("metadata") or {}
+    kept = {k: meta[k] for k in ("name", "namespace", "resourceVersion") if meta.get(k)}
+    out = {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": kept,
+        "spec": obj.get("spec"),
+    }
+    if obj.get("status") is not None:
+        out["status"] = obj["status"]
+    return out
+
+
+def lease_mirror(obj: Obj) -> Obj:
+    """A Lease mirror as the agent keeps it: its name and version, and the open lease it holds,
+    parsed once as it arrives (`lease`: None when it does not read, or is closed)."""
+    meta = obj.get("metadata") or {}
+    kept = {k: meta[k] for k in ("name", "namespace", "resourceVersion") if meta.get(k)}
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": kept,
+        "lease": _open(obj),
+    }
+
+
+def _open(obj: Obj) -> Lease | None:
+    if "lease" in obj:
+        lease: Lease | None = obj["lease"]
+        return lease
+    try:
+        found = records.lease_from(obj)
+    except (KeyError, ValueError, TypeError, IndexError):
+        return None
+    return found if found.open else None
+
+
 def leases_of(mirrors: Iterable[Obj]) -> list[Lease]:
-    """The open leases the Lease mirrors hold (a mirror that does not read is left out)."""
-    out: list[Lease] = []
-    for obj in mirrors:
-        try:
-            lease = records.lease_from(obj)
-        except (KeyError, ValueError, TypeError, IndexError):
-            continue
-        if lease.open:
-            out.append(lease)
+    """The open leases the Lease mirrors hold (as `lease_mirror` keeps them, or as listed; a mirror
+    that does not read is left out)."""
+    out = [lease for lease in map(_open, mirrors) if lease is not None]
     return sorted(out, key=lambda x: (x.run, x.start, x.name))
 
 
@@ -77,7 +112,7 @@ def affected(leases: list[Lease], fenced: set[str]) -> tuple[set[str], set[str]]
 def build(
     now: int,
     fleet: Fleet,
-    nodes: Iterable[NodeObs],
+    nodes: Mapping[str, NodeObs],
     gone: set[str],
     leases: list[Lease],
     run_mirrors: Mapping[str, Obj],
@@ -85,14 +120,18 @@ def build(
 ) -> World:
     """The world of the fenced nodes among `nodes` at `now`: their runs, leases and nodes only.
 
-    `gone`: nodes seen deleted from this cluster; `run_mirrors`: "ns/name" -> Run mirror, for every
-    run (those not affected are left out). A lease on a node this cluster never listed (a run with
-    groups in another cluster) is no failure here: that node is handed over unlabelled, so the
-    planner leaves it alone, and the cluster it is in decides its fate."""
-    by_name = {n.name: n for n in nodes}
+    `nodes`: every GPU node of the cluster by name; `gone`: nodes seen deleted from this cluster;
+    `run_mirrors`: "ns/name" -> Run mirror, for every run (those not affected are left out). A lease
+    on a node this cluster never listed (a run with groups in another cluster) is no failure here:
+    that node is handed over unlabelled, so the planner leaves it alone, and the cluster it is in
+    decides its fate. Linear in the leases, never in the nodes."""
     grace = fleet.settings.not_ready_grace
-    fenced = {n.name for n in by_name.values() if is_fenced(n, now, grace)} | (gone - set(by_name))
+    held = {x.node for x in leases}
+    fenced = {
+        n for n in held if (n in nodes and is_fenced(nodes[n], now, grace)) or (n in gone and n not in nodes)
+    }
     runs, wanted = affected(leases, fenced)
+    by_name = {n: nodes[n] for n in wanted if n in nodes}
     elsewhere: dict[str, int] = {}
     for x in leases:
         if x.run in runs and x.node not in by_name and x.node not in gone:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -9,12 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler.cluster import connect, kinds
+from reconciler.cluster import connect, kinds, observations
 from reconciler.cluster.agent.cache import Cache
 from tests.support import REPO
 from tests.support.agents import until
 from tests.support.clusterfleet import FAST
 from tests.support.controlplane import Cluster, write_kubeconfig
+from tests.support.controlplane.nodes import TOPOLOGY_LABELS, gpu_node, realistic
 
 
 def test_a_kind_not_served_yet_is_listed_again_after_a_growing_pause_then_followed_once_served(
@@ -46,3 +48,36 @@ def test_a_kind_not_served_yet_is_listed_again_after_a_growing_pause_then_follow
     finally:
         stop.set()
         worker.join(timeout=5)
+
+
+def test_a_production_node_is_kept_as_the_few_fields_the_agent_reads_and_a_relist_updates_in_place(
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.seed(*(realistic(gpu_node(f"g{i}")) for i in range(5)))
+    served = server.get("v1", "Node", "g0")
+    assert served is not None and len(json.dumps(served)) > 15_000  # NFD/GFD labels, images, managedFields
+    monkeypatch.setenv(
+        "KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", {"east": server}, "agent"))
+    )
+    api = connect.api(connect.Target("east", "east", "acme", policy=FAST))
+    told: list[tuple[str, str]] = []
+    keys = set(TOPOLOGY_LABELS.values())
+    cache = Cache(api, kinds.NODE, slim=lambda n: observations.slim_node(n, keys), page=2,
+                  on_change=lambda _, event, obj: told.append((event, obj["metadata"]["name"])))  # fmt: skip
+    cache.relist()
+    kept = cache.get("g0")
+    assert kept is not None and len(json.dumps(kept)) < 1_000
+    assert set(kept["metadata"]) == {"name", "labels", "resourceVersion"}  # no managedFields, annotations
+    assert set(kept["metadata"]["labels"]) == keys
+    assert kept["status"] == {
+        "allocatable": {"nvidia.com/gpu": "8"},
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": kept["status"]["conditions"][0]["lastTransitionTime"]}],
+    }  # fmt: skip
+    assert sorted(told) == [("ADDED", f"g{i}") for i in range(5)]
+    before = {name: cache.get(name) for _, name in told}
+    told.clear()
+    server.delete("v1", "Node", "g4")
+    until(lambda: server.get("v1", "Node", "g4") is None, what="g4 to go")
+    cache.relist()
+    assert told == [("DELETED", "g4")]  # the others unchanged: updated in place, told nothing
+    assert all(cache.get(f"g{i}") == before[f"g{i}"] for i in range(4)) and len(cache) == 4

@@ -80,6 +80,7 @@ def test_the_agent_process_leads_swaps_counts_and_hands_over_on_sigterm(
             seen = samples(port)
             assert seen["jobtree_agent_swap_latency_seconds_count{}"] == 1.0
             assert seen["jobtree_agent_journal_awaiting_fold{}"] == 1.0  # Applied, not yet Folded
+            assert seen["process_resident_memory_bytes{}"] > 0 and seen["process_cpu_seconds_total{}"] > 0
         finally:
             agent.send_signal(signal.SIGTERM)
             code = agent.wait(timeout=20)

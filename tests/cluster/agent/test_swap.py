@@ -87,7 +87,7 @@ def events(server: Cluster) -> list[tuple[str, str, str, str]]:
 
 
 def not_ready(agent: Agent, name: str) -> bool:
-    return any(n.name == name and not n.ready for n in agent.fences()[0])
+    return any(n.name == name and not n.ready for n in agent.fences()[0].values())
 
 
 def graced_fleet(server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterFleet:

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import config
 
 from reconciler.cluster import journal
-from reconciler.cluster.agent import leader
+from reconciler.cluster.agent import leader, main
 from reconciler.cluster.agent.loop import Agent, Quiet
 from reconciler.cluster.api import AGENT_FIELD_MANAGER, Api
 from tests.cluster.agent.test_restart import DyingApi, Killed
@@ -32,7 +32,7 @@ from tests.support.clusterfleet import (
     pods,
     spared_fleet,
 )
-from tests.support.controlplane import Cluster
+from tests.support.controlplane import Cluster, Fault
 from tests.support.controlplane.plane import merge_kubeconfigs
 from tests.support.controlplane.proxy import FaultProxy
 
@@ -45,8 +45,9 @@ class Replica:
     def __init__(self, name: str, api: Api, clock: Clock) -> None:
         self.name = name
         self.elector = leader.Elector(api, *LEASE, name, duration=3.0, renew_deadline=2.0, retry_period=0.2)
-        self.agent = Agent(api, "east", "acme", leading=lambda: self.elector.is_leader, observer=Quiet(),
-                           clock=clock)  # fmt: skip
+        self.lost = threading.Event()  # the process would exit (the verb's AgentError)
+        self.agent = Agent(main.fenced(api, self.elector), "east", "acme", leading=lambda: self.elector.is_leader,
+                           observer=Quiet(), clock=clock, on_lost=self._lose)  # fmt: skip
         self.stop = threading.Event()
         self.campaign = threading.Thread(target=self.elector.run, args=(self.stop, self._started, self._stopped),
                                          daemon=True)  # fmt: skip
@@ -56,6 +57,13 @@ class Replica:
 
     def _stopped(self) -> None:
         self.agent.led = False
+        if not self.stop.is_set():  # the lead lost, not given up: main.run ends the process
+            self._lose()
+
+    def _lose(self) -> None:
+        self.lost.set()
+        self.stop.set()
+        self.agent.wake.put(time.monotonic())
 
     def start(self) -> Replica:
         self.agent.start(self.stop)
@@ -166,6 +174,45 @@ def test_a_partitioned_leader_stops_writing_and_the_replica_that_still_reaches_t
                 until(lambda: applied(server), what="b's swap")
                 reached = [r for r in cut.requests.since(mark) if r.is_write and r.code]
                 assert reached == []  # a wrote nothing once cut off (its open watches just ended)
+                assert len(server.list(API, "JournalEntry")) == 1
+    finally:
+        cut.stop()
+    assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
+
+
+def test_a_leader_cut_off_mid_swap_writes_nothing_after_its_deadline_exits_and_the_standby_finishes_the_entry(
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
+    fleet.reconcile(T0)
+    cut = FaultProxy("127.0.0.1", server.plane.port, server.plane.ssl_context()).start()  # a's own path
+    try:
+        doc = server.plane.kubeconfig("east", server.credentials("agent"), cut.url, "jobtree-system")
+        path = merge_kubeconfigs(tmp_path / "partitioned", [doc])
+        cut_api = Api(config.new_client_from_config(str(path), context="east"), "east", FAST,
+                      manager=AGENT_FIELD_MANAGER)  # fmt: skip
+        clock = Clock(T0 + 60)
+        with replicas(Replica("a", cut_api, clock)) as (a,):
+            until(lambda: a.elector.is_leader, what="a to lead")
+            with replicas(Replica("b", replica_api(), clock)) as (b,):
+                # a's create of the replacement pod is slow to arrive: a is mid-swap when its node is cut off
+                cut.faults.add(Fault.slow(30.0, method="POST", path="/api/v1/namespaces/t/pods"))
+                api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
+                until(lambda: server.list(API, "JournalEntry"), what="a's entry, in Intent")
+                time.sleep(0.3)
+                cut.partition()
+                deadline = a.elector.deadline
+                assert deadline is not None
+                until(lambda: a.lost.is_set(), timeout=4.0, what="a to give up by its renew deadline")
+                assert time.monotonic() >= deadline - 0.05  # not before: it led until then
+                cut.heal()  # the network is back, after a's deadline and before b leads
+                mark = cut.requests.mark()
+                until(lambda: b.elector.is_leader, timeout=10.0, what="b to take over once the lease ran out")
+                until(lambda: applied(server), what="b to finish a's entry")
+                observer = b.agent.observer
+                assert isinstance(observer, Quiet)
+                until(lambda: observer.finished == 1, what="the entry finished, not decided again")
+                assert [r for r in cut.requests.since(mark) if r.is_write] == []  # a sent nothing more
                 assert len(server.list(API, "JournalEntry")) == 1
     finally:
         cut.stop()

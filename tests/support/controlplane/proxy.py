@@ -147,6 +147,9 @@ class _Handler(BaseHTTPRequestHandler):
         fault = proxy.faults.take(self.command, split.path, watching)
         if fault is not None and fault.delay:
             time.sleep(fault.delay)
+            if proxy.partitioned:  # a partition cuts what was still on its way too
+                self._cut(proxy, entry, "partition")
+                return
         if fault is not None and fault.disconnect:
             self._cut(proxy, entry, "disconnect")
             return
