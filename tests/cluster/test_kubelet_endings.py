@@ -148,3 +148,16 @@ def test_a_node_shutting_down_moves_its_group_to_the_spare(
     assert fleet.status("t/r1")["phase"] == "Running"
     assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
     assert workload_rows(fleet) == [("t/r1", 1, "n2", "Disrupted", "Terminated")]
+
+
+def test_apply_never_puts_a_drained_pod_back_on_its_cordoned_node(
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = a_fleet(server, tmp_path, monkeypatch, 2, r1=sixteen("r1"))
+    fleet.reconcile(T0)
+    drain(fleet, server, "n1", "r1-g0-n1")
+    done = fleet.apply()  # the commit still holds the pod on n1: no pass has planned since the drain
+    assert done.clusters[0].held == [
+        "Pod t/r1-g0-n1 not created: node n1 is cordoned (the next pass moves it)"
+    ]
+    assert pods(server) == ["r1-g1-n2"]
