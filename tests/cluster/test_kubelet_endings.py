@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.cluster.test_nodes_and_workloads import closures
 from tests.support.clusterfleet import T0, ClusterFleet, a_fleet, api, pods, sixteen, spared_fleet
 from tests.support.controlplane import Cluster
 
@@ -28,14 +29,6 @@ def workload_rows(fleet: ClusterFleet) -> list[tuple[Any, ...]]:
         for r in fleet.ledger(DAY)
         if r["event"] == "Workload"
     ]
-
-
-def closures(fleet: ClusterFleet, run: str) -> list[tuple[int, str, str, str | None]]:
-    return [
-        (x["spec"]["group"], x["spec"]["slice"]["nodes"][0].split("#")[0], x["spec"]["slice"]["role"],
-         x["status"].get("closureReason"))
-        for x in fleet.leases(run)
-    ]  # fmt: skip
 
 
 def uid(server: Cluster, name: str) -> str | None:
@@ -59,11 +52,17 @@ def drain(fleet: ClusterFleet, server: Cluster, node: str, pod: str) -> None:
 TERMINATION_BY_KUBELET = {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}
 
 
+def placed(server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterFleet:
+    """r1 (16 GPUs, no spare) on n1 and n2, after its first pass."""
+    fleet = a_fleet(server, tmp_path, monkeypatch, 2, r1=sixteen("r1"))
+    fleet.reconcile(T0)
+    return fleet
+
+
 def test_a_pod_the_kubelet_evicted_is_re_created_in_place_and_the_run_goes_on(
     server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 2, r1=sixteen("r1"))
-    fleet.reconcile(T0)
+    fleet = placed(server, tmp_path, monkeypatch)
     before = uid(server, "r1-g1-n2")
     server.kubelet.set_phase("t", "r1-g1-n2", "Failed", reason="Evicted", conditions=[
         TERMINATION_BY_KUBELET | {"message": "The node was low on resource: memory."}])  # fmt: skip
@@ -78,8 +77,7 @@ def test_a_pod_the_kubelet_evicted_is_re_created_in_place_and_the_run_goes_on(
 def test_a_pod_the_kubelet_refused_for_gpus_still_held_is_re_created_and_never_fails_the_run(
     server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 2, r1=sixteen("r1"))
-    fleet.reconcile(T0)
+    fleet = placed(server, tmp_path, monkeypatch)
     server.kubelet.set_phase("t", "r1-g0-n1", "Failed", reason="OutOfnvidia.com/gpu")
     fleet.reconcile(T0 + 60)
     assert fleet.status("t/r1")["phase"] == "Running"
@@ -91,8 +89,7 @@ def test_a_pod_the_kubelet_refused_for_gpus_still_held_is_re_created_and_never_f
 def test_a_container_that_exited_non_zero_fails_the_run_with_its_exit_code_in_the_ledger(
     server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 2, r1=sixteen("r1"))
-    fleet.reconcile(T0)
+    fleet = placed(server, tmp_path, monkeypatch)
     server.kubelet.set_phase("t", "r1-g1-n2", "Failed", exit_code=2)
     fleet.reconcile(T0 + 60)
     assert fleet.status("t/r1")["phase"] == "Failed"
@@ -125,8 +122,7 @@ def test_a_drained_pod_moves_to_its_spare_and_never_back_onto_the_cordoned_node(
 def test_a_drained_pod_with_no_spare_requeues_its_run_never_fails_it(
     server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 2, r1=sixteen("r1"))
-    fleet.reconcile(T0)
+    fleet = placed(server, tmp_path, monkeypatch)
     drain(fleet, server, "n1", "r1-g0-n1")
     fleet.reconcile(T0 + 60)
     status = fleet.status("t/r1")
@@ -153,8 +149,7 @@ def test_a_node_shutting_down_moves_its_group_to_the_spare(
 def test_apply_never_puts_a_drained_pod_back_on_its_cordoned_node(
     server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = a_fleet(server, tmp_path, monkeypatch, 2, r1=sixteen("r1"))
-    fleet.reconcile(T0)
+    fleet = placed(server, tmp_path, monkeypatch)
     drain(fleet, server, "n1", "r1-g0-n1")
     done = fleet.apply()  # the commit still holds the pod on n1: no pass has planned since the drain
     assert done.clusters[0].held == [

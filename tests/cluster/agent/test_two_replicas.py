@@ -89,6 +89,19 @@ def replica_api(cluster_api: Api | None = None) -> Api:
 
 
 @contextlib.contextmanager
+def own_path(server: Cluster, tmp_path: Path) -> Iterator[tuple[FaultProxy, Api]]:
+    """A replica's own path to the API server, through a fault proxy that can cut it off."""
+    cut = FaultProxy("127.0.0.1", server.plane.port, server.plane.ssl_context()).start()
+    try:
+        doc = server.plane.kubeconfig("east", server.credentials("agent"), cut.url, "jobtree-system")
+        path = merge_kubeconfigs(tmp_path / "partitioned", [doc])
+        yield cut, Api(config.new_client_from_config(str(path), context="east"), "east", FAST,
+                       manager=AGENT_FIELD_MANAGER)  # fmt: skip
+    finally:
+        cut.stop()
+
+
+@contextlib.contextmanager
 def replicas(*made: Replica) -> Iterator[tuple[Replica, ...]]:
     try:
         yield tuple(r.start() for r in made)
@@ -156,12 +169,7 @@ def test_a_partitioned_leader_stops_writing_and_the_replica_that_still_reaches_t
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
-    cut = FaultProxy("127.0.0.1", server.plane.port, server.plane.ssl_context()).start()  # a's own path
-    try:
-        doc = server.plane.kubeconfig("east", server.credentials("agent"), cut.url, "jobtree-system")
-        path = merge_kubeconfigs(tmp_path / "partitioned", [doc])
-        cut_api = Api(config.new_client_from_config(str(path), context="east"), "east", FAST,
-                      manager=AGENT_FIELD_MANAGER)  # fmt: skip
+    with own_path(server, tmp_path) as (cut, cut_api):
         clock = Clock(T0 + 60)
         with replicas(Replica("a", cut_api, clock)) as (a,):
             until(lambda: a.elector.is_leader, what="a to lead")
@@ -175,8 +183,6 @@ def test_a_partitioned_leader_stops_writing_and_the_replica_that_still_reaches_t
                 reached = [r for r in cut.requests.since(mark) if r.is_write and r.code]
                 assert reached == []  # a wrote nothing once cut off (its open watches just ended)
                 assert len(server.list(API, "JournalEntry")) == 1
-    finally:
-        cut.stop()
     assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
 
 
@@ -185,12 +191,7 @@ def test_a_leader_cut_off_mid_swap_writes_nothing_after_its_deadline_exits_and_t
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
-    cut = FaultProxy("127.0.0.1", server.plane.port, server.plane.ssl_context()).start()  # a's own path
-    try:
-        doc = server.plane.kubeconfig("east", server.credentials("agent"), cut.url, "jobtree-system")
-        path = merge_kubeconfigs(tmp_path / "partitioned", [doc])
-        cut_api = Api(config.new_client_from_config(str(path), context="east"), "east", FAST,
-                      manager=AGENT_FIELD_MANAGER)  # fmt: skip
+    with own_path(server, tmp_path) as (cut, cut_api):
         clock = Clock(T0 + 60)
         with replicas(Replica("a", cut_api, clock)) as (a,):
             until(lambda: a.elector.is_leader, what="a to lead")
@@ -214,6 +215,4 @@ def test_a_leader_cut_off_mid_swap_writes_nothing_after_its_deadline_exits_and_t
                 until(lambda: observer.finished == 1, what="the entry finished, not decided again")
                 assert [r for r in cut.requests.since(mark) if r.is_write] == []  # a sent nothing more
                 assert len(server.list(API, "JournalEntry")) == 1
-    finally:
-        cut.stop()
     assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
