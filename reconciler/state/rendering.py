@@ -1,7 +1,8 @@
 """Rendered files by what they are made of (step 5 of a pass): a run's pods are rendered again only when what they come from changed.
 
-A run's files under `rendered/` are a pure function of its open leases, its Run spec and the
-cluster of each node those leases hold (`planner.manifests.render`). `inputs` digests exactly
+A run's files under `rendered/` are a pure function of its open leases, its Run spec, the
+cluster of each node those leases hold and, for a run filling spares, the fillers' grace
+(`fill.gracePeriodSeconds`; `planner.manifests.render`). `inputs` digests exactly
 that per run, naming the spec by the Git blob of the file it was validated from
 (`validated.Spec.origins`), so a pass can tell an unchanged run from the digest the last pass kept
 (`state.memo`) without rendering, checking or hashing its pods; `render` renders the rest and
@@ -20,10 +21,11 @@ from typing import Any
 
 from planner import invariants, manifests
 from planner.plan import Plan
+from planner.reasons import Role
 from planner.world import Lease
 from reconciler.state import codec, layout
 
-_FORMAT = b"rendered inputs 1"  # changes with what `inputs` digests, so an older digest never matches
+_FORMAT = b"rendered inputs 2"  # changes with what `inputs` digests, so an older digest never matches
 
 
 def open_by_run(plan: Plan) -> dict[str, list[Lease]]:
@@ -38,8 +40,9 @@ def inputs(
     plan: Plan, leases: Mapping[str, list[Lease]], origins: Mapping[str, str]
 ) -> dict[str, bytes | None]:
     """Per run with open leases, a digest of what its rendered files are made of: its open leases
-    (every field), the blob its spec came from, and the cluster of each node; None where the spec
-    has no blob or the run is frozen (then it is rendered every pass)."""
+    (every field), the blob its spec came from, the cluster of each node, and the fillers' grace
+    when it fills; None where the spec has no blob or the run is frozen (then it is rendered every
+    pass)."""
     out: dict[str, bytes | None] = {}
     for run, held in leases.items():
         origin = origins.get(run)
@@ -48,7 +51,10 @@ def inputs(
             continue
         rows = sorted(codec.lease_row(x) for x in held)
         nodes = sorted({(x.node, plan.clusters.get(x.node, "default")) for x in held})
-        data = marshal.dumps((rows, origin, nodes), 0)  # format 0: the value alone, the same bytes anywhere
+        grace = plan.fill_grace if any(x.role == Role.BORROWED for x in held) else None
+        data = marshal.dumps(
+            (rows, origin, nodes, grace), 0
+        )  # format 0: the value alone, the same bytes anywhere
         out[run] = hashlib.blake2b(_FORMAT + data, digest_size=16).digest()
     return out
 
@@ -65,5 +71,5 @@ def render(
     §4.9 pod problems among them (an empty list: every open Active or Borrowed lease of those runs
     served by exactly one pod requesting its GPUs)."""
     chosen = [x for run in sorted(set(runs)) for x in leases.get(run, ())]
-    pods = manifests.render(chosen, plan.specs, plan.clusters)
+    pods = manifests.render(chosen, plan.specs, plan.clusters, plan.fill_grace)
     return pods, invariants.check_pods(chosen, pods)

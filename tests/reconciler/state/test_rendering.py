@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.plan import Plan
+from planner.reasons import Role
 from planner.world import FleetState
 from reconciler.passes import pipeline
 from reconciler.passes.embedded import EmbeddedCluster
@@ -80,3 +81,16 @@ def test_a_run_whose_spec_file_changed_is_rendered_again() -> None:
     assert before[run] != after[run]
     assert all(before[r] == after[r] for r in before if r != run)
     assert rendering.inputs(PLAN, rendering.open_by_run(PLAN), {})[run] is None  # no blob: every pass
+
+
+def test_a_filling_run_is_rendered_again_when_the_fillers_grace_changes_and_no_other_run_is() -> None:
+    by_run = rendering.open_by_run(PLAN)
+    filler, other = sorted(by_run)[:2]
+    held = {**by_run, filler: [dataclasses.replace(x, role=Role.BORROWED) for x in by_run[filler]]}
+    before = rendering.inputs(PLAN, held, ORIGINS)
+    after = rendering.inputs(dataclasses.replace(PLAN, fill_grace=30), held, ORIGINS)
+    assert before[filler] != after[filler]  # fill.gracePeriodSeconds is rendered on its pods
+    assert before[other] == after[other]
+    pods, _ = rendering.render(dataclasses.replace(PLAN, fill_grace=3), held, [filler])
+    graces = {m["spec"]["terminationGracePeriodSeconds"] for m in pods.values() if m["kind"] == "Pod"}
+    assert graces == {3}
