@@ -5,9 +5,10 @@ per fleet and cluster), `loop.Agent` (the watches and the worker, which acts onl
 replica leads; every write it sends is fenced by the elector's renew deadline), `health` (metrics,
 `/metrics`, `/healthz`, `/readyz`, JSON log lines). `serve` returns when `stop` is set (the verb
 sets it on SIGTERM), after giving up the lead so the other replica takes over at once; a replica
-whose lead ran out mid-work raises `AgentError` instead, so its process exits and restarts as a
-follower. Raises `AgentError` for what an operator must fix (no cluster
-configuration, no FleetConfig mirror to work from); decides nothing itself.
+whose lead ran out (a renewal failed, or a write met its renew deadline) raises `AgentError`
+instead, so its process exits and restarts as a follower. Raises `AgentError` for what an
+operator must fix (no cluster configuration, no FleetConfig mirror to work from); decides nothing
+itself.
 """
 
 from __future__ import annotations
@@ -170,7 +171,7 @@ def run(
     )  # fmt: skip
     lost = threading.Event()
 
-    def lose() -> None:  # the worker met its renew deadline before a write: end, as controller-runtime does
+    def lose() -> None:  # the lead ran out (a write met the renew deadline, or a renewal failed): end
         lost.set()
         stop.set()
 
@@ -188,11 +189,12 @@ def run(
         agent.led = False
         if stop.is_set():  # a normal stop (SIGTERM): the lead is given up, not lost
             LOG.info("stopping", extra=dict(identity=identity, why="asked to stop: giving the lead up"))
-        else:
-            LOG.info(
-                "following",
+        else:  # the lead lost: end the process, as controller-runtime does (it restarts as a follower)
+            LOG.warning(
+                "lost the lead",
                 extra=dict(identity=identity, why=elector.why or "the lease was not renewed in time"),
             )
+            lose()
 
     agent.start(stop)
     campaign = threading.Thread(target=elector.run, args=(stop, started, stopped), name="leader", daemon=True)
@@ -218,7 +220,8 @@ def run(
         campaign.join(timeout=options.renew_deadline)
     if lost.is_set():
         raise AgentError(
-            f"{options.cluster}: {identity} lost the lead mid-work and wrote nothing after it; exiting"
+            f"{options.cluster}: {identity} lost the lead (no write after its renew deadline); "
+            "exiting to start again as a follower"
         )
 
 

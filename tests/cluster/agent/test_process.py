@@ -14,13 +14,15 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from reconciler.cluster.agent import main
+from reconciler.cli import exitcodes
+from reconciler.cluster.agent import leader, main
 from tests.support.agents import until
 from tests.support.clusterfleet import API, OUT_OF_SERVICE, T0, api, pods, spared_fleet
 from tests.support.controlplane import Cluster
@@ -94,6 +96,34 @@ def test_the_agent_process_leads_swaps_counts_and_hands_over_on_sigterm(
     assert swap["entry"] == server.list(API, "JournalEntry")[0]["metadata"]["name"]
     assert all(x["why"] for x in lines if "why" in x), [x for x in lines if "why" in x]  # never `"why": ""`
     assert [x["why"] for x in lines if x["msg"] == "stopping"] == ["asked to stop: giving the lead up"]
+
+
+def test_an_agent_process_whose_lease_another_replica_took_exits_to_start_again_as_a_follower(
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
+    fleet.reconcile(T0)
+    port = free_port()
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",
+         "--namespace", SYSTEM, "--identity", "replica-a", "--listen", f"127.0.0.1:{port}", "--lease-duration", "3"],
+        env={**cli_env(), "KUBECONFIG": str(fleet.agent_kubeconfig)}, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        until(lambda: leading(port, "replica-a") == 1.0, timeout=20.0, what="replica-a to lead")
+        # another replica holds the Lease now (as after a partition that outlasted replica-a's deadline)
+        server.patch("coordination.k8s.io/v1", "Lease", "jobtree-agent-acme-east",
+                     {"spec": {"holderIdentity": "replica-b_0123456789", "leaseDurationSeconds": 15,
+                               "renewTime": leader.micro_time(datetime.now(UTC))}}, SYSTEM)  # fmt: skip
+        code = agent.wait(timeout=20)
+        _, err = agent.communicate()
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+    assert code == exitcodes.OTHER
+    assert "lost the lead" in err and "exiting to start again as a follower" in err
+    lease = server.get("coordination.k8s.io/v1", "Lease", "jobtree-agent-acme-east", SYSTEM)
+    assert lease is not None and lease["spec"]["holderIdentity"] == "replica-b_0123456789"  # left alone
 
 
 def test_an_agent_started_before_the_fleet_is_applied_waits_not_ready_then_serves(
