@@ -128,7 +128,9 @@ def test_a_drained_pod_with_no_spare_requeues_its_run_never_fails_it(
     status = fleet.status("t/r1")
     assert status["phase"] == "Pending"  # 16 GPUs no longer fit on the one schedulable node
     assert [c[3] for c in closures(fleet, "t/r1")] == ["NodeFailure", "RunFailed"]
-    assert pods(server) == []
+    assert "r1-g0-n1" not in pods(
+        server
+    )  # (group 1's prune is all the cluster runs: the mass-prune guard holds it)
 
 
 def test_a_node_shutting_down_moves_its_group_to_the_spare(
