@@ -25,7 +25,7 @@ FLEET = f"{GROUP}/fleet"
 CONTENT_HASH = f"{GROUP}/content-hash"
 SPEC_HASH = f"{GROUP}/spec-hash"
 SCHEMA = f"{GROUP}/schema-version"
-SCHEMA_VERSION = 2  # of schemas/crds/: raise it with every change there (tests/cluster/test_real_cluster.py)
+SCHEMA_VERSION = 3  # of schemas/crds/: raise it with every change there (tests/cluster/test_real_cluster.py)
 Obj = dict[str, Any]
 
 
