@@ -28,6 +28,7 @@ from tests.support.clusterfleet import (
     FAST,
     OUT_OF_SERVICE,
     T0,
+    ClusterFleet,
     api,
     pods,
     spared_fleet,
@@ -102,6 +103,22 @@ def own_path(server: Cluster, tmp_path: Path) -> Iterator[tuple[FaultProxy, Api]
 
 
 @contextlib.contextmanager
+def leader_on_a_cuttable_path(
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[ClusterFleet, FaultProxy, Replica, Replica]]:
+    """The spared fleet reconciled; replica a leading over its own path (a fault proxy that can cut
+    it off), replica b standing by over the direct one."""
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
+    fleet.reconcile(T0)
+    with own_path(server, tmp_path) as (cut, cut_api):
+        clock = Clock(T0 + 60)
+        with replicas(Replica("a", cut_api, clock)) as (a,):
+            until(lambda: a.elector.is_leader, what="a to lead")
+            with replicas(Replica("b", replica_api(), clock)) as (b,):
+                yield fleet, cut, a, b
+
+
+@contextlib.contextmanager
 def replicas(*made: Replica) -> Iterator[tuple[Replica, ...]]:
     try:
         yield tuple(r.start() for r in made)
@@ -167,52 +184,40 @@ def test_a_new_leader_finishes_the_swap_its_crashed_predecessor_left_in_intent(
 def test_a_partitioned_leader_stops_writing_and_the_replica_that_still_reaches_the_server_swaps(
     server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = spared_fleet(server, tmp_path, monkeypatch)
-    fleet.reconcile(T0)
-    with own_path(server, tmp_path) as (cut, cut_api):
-        clock = Clock(T0 + 60)
-        with replicas(Replica("a", cut_api, clock)) as (a,):
-            until(lambda: a.elector.is_leader, what="a to lead")
-            with replicas(Replica("b", replica_api(), clock)) as (b,):
-                cut.partition()  # a's node loses the network: its requests get no answer
-                mark = cut.requests.mark()
-                until(lambda: not a.elector.is_leader, timeout=3.0, what="a to stop by its renew deadline")
-                until(lambda: b.elector.is_leader, timeout=10.0, what="b to take over once the lease ran out")
-                api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
-                until(lambda: applied(server), what="b's swap")
-                reached = [r for r in cut.requests.since(mark) if r.is_write and r.code]
-                assert reached == []  # a wrote nothing once cut off (its open watches just ended)
-                assert len(server.list(API, "JournalEntry")) == 1
+    with leader_on_a_cuttable_path(server, tmp_path, monkeypatch) as (fleet, cut, a, b):
+        cut.partition()  # a's node loses the network: its requests get no answer
+        mark = cut.requests.mark()
+        until(lambda: not a.elector.is_leader, timeout=3.0, what="a to stop by its renew deadline")
+        until(lambda: b.elector.is_leader, timeout=10.0, what="b to take over once the lease ran out")
+        api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
+        until(lambda: applied(server), what="b's swap")
+        reached = [r for r in cut.requests.since(mark) if r.is_write and r.code]
+        assert reached == []  # a wrote nothing once cut off (its open watches just ended)
+        assert len(server.list(API, "JournalEntry")) == 1
     assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
 
 
 def test_a_leader_cut_off_mid_swap_writes_nothing_after_its_deadline_exits_and_the_standby_finishes_the_entry(
     server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet = spared_fleet(server, tmp_path, monkeypatch)
-    fleet.reconcile(T0)
-    with own_path(server, tmp_path) as (cut, cut_api):
-        clock = Clock(T0 + 60)
-        with replicas(Replica("a", cut_api, clock)) as (a,):
-            until(lambda: a.elector.is_leader, what="a to lead")
-            with replicas(Replica("b", replica_api(), clock)) as (b,):
-                # a's create of the replacement pod is slow to arrive: a is mid-swap when its node is cut off
-                cut.faults.add(Fault.slow(30.0, method="POST", path="/api/v1/namespaces/t/pods"))
-                api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
-                until(lambda: server.list(API, "JournalEntry"), what="a's entry, in Intent")
-                time.sleep(0.3)
-                cut.partition()
-                deadline = a.elector.deadline
-                assert deadline is not None
-                until(lambda: a.lost.is_set(), timeout=4.0, what="a to give up by its renew deadline")
-                assert time.monotonic() >= deadline - 0.05  # not before: it led until then
-                cut.heal()  # the network is back, after a's deadline and before b leads
-                mark = cut.requests.mark()
-                until(lambda: b.elector.is_leader, timeout=10.0, what="b to take over once the lease ran out")
-                until(lambda: applied(server), what="b to finish a's entry")
-                observer = b.agent.observer
-                assert isinstance(observer, Quiet)
-                until(lambda: observer.finished == 1, what="the entry finished, not decided again")
-                assert [r for r in cut.requests.since(mark) if r.is_write] == []  # a sent nothing more
-                assert len(server.list(API, "JournalEntry")) == 1
+    with leader_on_a_cuttable_path(server, tmp_path, monkeypatch) as (fleet, cut, a, b):
+        # a's create of the replacement pod is slow to arrive: a is mid-swap when its node is cut off
+        cut.faults.add(Fault.slow(30.0, method="POST", path="/api/v1/namespaces/t/pods"))
+        api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
+        until(lambda: server.list(API, "JournalEntry"), what="a's entry, in Intent")
+        time.sleep(0.3)
+        cut.partition()
+        deadline = a.elector.deadline
+        assert deadline is not None
+        until(lambda: a.lost.is_set(), timeout=4.0, what="a to give up by its renew deadline")
+        assert time.monotonic() >= deadline - 0.05  # not before: it led until then
+        cut.heal()  # the network is back, after a's deadline and before b leads
+        mark = cut.requests.mark()
+        until(lambda: b.elector.is_leader, timeout=10.0, what="b to take over once the lease ran out")
+        until(lambda: applied(server), what="b to finish a's entry")
+        observer = b.agent.observer
+        assert isinstance(observer, Quiet)
+        until(lambda: observer.finished == 1, what="the entry finished, not decided again")
+        assert [r for r in cut.requests.since(mark) if r.is_write] == []  # a sent nothing more
+        assert len(server.list(API, "JournalEntry")) == 1
     assert pods(server) == ["r1-g0-n1", "r1-g0-spare-n3", "r1-g1-n4"]
