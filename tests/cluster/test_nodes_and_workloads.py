@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.agents import until
 from tests.support.clusterfleet import (
     OUT_OF_SERVICE,
     T0,
@@ -115,8 +114,8 @@ def test_a_cordoned_node_only_stops_new_placements(
 ) -> None:
     fleet = a_fleet(server, tmp_path, monkeypatch, 4, r1=sixteen("r1"))
     fleet.reconcile(T0)
-    until(lambda: all(((server.get("v1", "Pod", name, "t") or {}).get("status") or {}).get("phase") == "Running"
-                      for name in pods(server)), what="kwok to start r1's pods")  # fmt: skip
+    for name in pods(server):
+        server.kubelet.wait_started("t", name)
     running = {name: server.get("v1", "Pod", name, "t") for name in pods(server)}
     api(fleet).patch_node("n1", {"spec": {"unschedulable": True}})  # kubectl cordon n1, under r1's group 0
     api(fleet).patch_node("n3", {"spec": {"unschedulable": True}})

@@ -214,7 +214,7 @@ class Kubelet:
 
     def set_phase(self, namespace: str, name: str, phase: str, *, reason: str = "", exit_code: int | None = None,
                   conditions: Iterable[Obj] = ()) -> None:  # fmt: skip
-        self._started_by_kwok(namespace, name)
+        self.wait_started(namespace, name)
         status: Obj = {"phase": phase}
         if reason:
             status["reason"] = reason
@@ -229,9 +229,10 @@ class Kubelet:
             ]  # fmt: skip
         self.admin.patch("v1", "Pod", name, {"status": status}, namespace, "status", strategic=True)
 
-    def _started_by_kwok(self, namespace: str, name: str, timeout: float = 30.0) -> None:
-        """A kubelet writes a pod's end after its start: on a node kwok runs, wait for kwok's start
-        (phase no longer Pending), or kwok's late write of Running would overwrite the end."""
+    def wait_started(self, namespace: str, name: str, timeout: float = 30.0) -> None:
+        """Wait until kwok has started the pod, where kwok runs its node (phase no longer Pending): a
+        kubelet writes a pod's end after its start, and a snapshot taken before kwok's late write of
+        Running differs from the pod a moment later."""
         deadline = time.monotonic() + timeout
         while True:
             pod = self.admin.get("v1", "Pod", name, namespace) or {}
