@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -24,11 +25,21 @@ from prometheus_client.parser import text_string_to_metric_families
 from reconciler.cli import exitcodes
 from reconciler.cluster.agent import leader, main
 from tests.support.agents import until
-from tests.support.clusterfleet import API, OUT_OF_SERVICE, T0, api, pods, spared_fleet
+from tests.support.clusterfleet import API, OUT_OF_SERVICE, T0, ClusterFleet, api, pods, spared_fleet
 from tests.support.controlplane import Cluster
 from tests.support.git import cli_env, free_port
 
 SYSTEM = "jobtree-system"
+
+
+def agent_process(fleet: ClusterFleet, port: int, *options: str, stderr: Any) -> subprocess.Popen[str]:
+    """`jobtree agent --cluster east` as its own process, with the fleet's agent credentials and
+    /metrics, /healthz, /readyz on `port`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",
+         "--listen", f"127.0.0.1:{port}", *options],
+        env={**cli_env(), "KUBECONFIG": str(fleet.agent_kubeconfig)}, stderr=stderr, text=True,
+    )  # fmt: skip
 
 
 def leading(port: int, identity: str) -> float | None:
@@ -67,11 +78,7 @@ def test_the_agent_process_leads_swaps_counts_and_hands_over_on_sigterm(
     port = free_port()
     log = tmp_path / "agent.log"
     with log.open("w") as sink:
-        agent = subprocess.Popen(
-            [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",
-             "--namespace", SYSTEM, "--identity", "replica-a", "--listen", f"127.0.0.1:{port}"],
-            env={**cli_env(), "KUBECONFIG": str(fleet.agent_kubeconfig)}, stderr=sink,
-        )  # fmt: skip
+        agent = agent_process(fleet, port, "--namespace", SYSTEM, "--identity", "replica-a", stderr=sink)
         try:
             until(lambda: get(port, "/readyz")[0] == 200, timeout=20.0, what="/readyz to answer 200")
             assert get(port, "/healthz")[0] == 200 and get(port, "/nowhere")[0] == 404
@@ -104,11 +111,17 @@ def test_an_agent_process_whose_lease_another_replica_took_exits_to_start_again_
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     fleet.reconcile(T0)
     port = free_port()
-    agent = subprocess.Popen(
-        [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",
-         "--namespace", SYSTEM, "--identity", "replica-a", "--listen", f"127.0.0.1:{port}", "--lease-duration", "3"],
-        env={**cli_env(), "KUBECONFIG": str(fleet.agent_kubeconfig)}, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    agent = agent_process(
+        fleet,
+        port,
+        "--namespace",
+        SYSTEM,
+        "--identity",
+        "replica-a",
+        "--lease-duration",
+        "3",
+        stderr=subprocess.PIPE,
+    )
     try:
         until(lambda: leading(port, "replica-a") == 1.0, timeout=20.0, what="replica-a to lead")
         # another replica holds the Lease now (as after a partition that outlasted replica-a's deadline)
@@ -131,11 +144,9 @@ def test_an_agent_started_before_the_fleet_is_applied_waits_not_ready_then_serve
 ) -> None:
     fleet = spared_fleet(server, tmp_path, monkeypatch)
     port = free_port()
-    agent = subprocess.Popen(
-        [sys.executable, "-m", "reconciler.cli", "agent", "--cluster", "east", "--context", "east",
-         "--listen", f"127.0.0.1:{port}"],  # its Lease goes where kubectl would look: the context's namespace
-        env={**cli_env(), "KUBECONFIG": str(fleet.agent_kubeconfig)}, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    agent = agent_process(
+        fleet, port, stderr=subprocess.DEVNULL
+    )  # its Lease where kubectl looks: the context's namespace
     try:
         until(
             lambda: "apply the fleet first" in get(port, "/readyz")[1],
