@@ -15,13 +15,12 @@ from typing import Any
 
 from reconciler.cluster import kinds, stamp
 from reconciler.cluster.changes import Changes, Live
-from reconciler.cluster.observations import RUN_LABEL
+from reconciler.cluster.observations import FINISHED, RUN_LABEL
 from schemas.messages import listed
 
 Obj = dict[str, Any]
 
 SHARE = 0.5  # the largest share of a cluster's running pods one pass prunes without being told to
-FINISHED = ("Succeeded", "Failed")  # pod phases whose containers have ended: pruning them stops no work
 
 
 def hold(plan: Changes, cluster: str, fleet: str, live: Live, share: float | None) -> tuple[str, str] | None:

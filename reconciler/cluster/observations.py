@@ -48,6 +48,7 @@ Obj = dict[str, Any]
 
 # The ways a pod ends (§7.6)
 COMPLETED, WORKLOAD_FAILED, DISRUPTED = "Completed", "WorkloadFailed", "Disrupted"
+FINISHED = ("Succeeded", "Failed")  # pod phases whose containers have ended
 # Reasons a kubelet writes on a pod it failed that say nothing about the workload: node-pressure
 # eviction, preemption for a critical pod, node shutdown (older kubelets write no condition), and
 # its admission refusals about the node's resources or state (the `OutOf…` family is matched by
@@ -196,10 +197,7 @@ def foreign_gpus(pods: Iterable[Obj], fleet: str) -> dict[str, int]:
     out: dict[str, int] = defaultdict(int)
     for pod in pods:
         meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
-        if (meta.get("labels") or {}).get(FLEET_LABEL) == fleet or status.get("phase") in (
-            "Succeeded",
-            "Failed",
-        ):
+        if (meta.get("labels") or {}).get(FLEET_LABEL) == fleet or status.get("phase") in FINISHED:
             continue
         node, gpus = spec.get("nodeName"), gpu_request(pod)
         if node and gpus:
