@@ -111,7 +111,6 @@ CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] 
     ("cluster/agent/swap.py", "carry_out", "create", "kinds.POD"): (AGENT, (kinds.POD,), ""),
     ("cluster/agent/swap.py", "carry_out", "delete", "kinds.POD"): (AGENT, (kinds.POD,), ""),
     # a filler's GPUs are free once it is gone (§7.6): asked by name while waiting for it
-    ("cluster/agent/swap.py", "until_gone", "get", "kinds.POD"): (AGENT, (kinds.POD,), ""),
     ("cluster/agent/loop.py", "pods_gone", "get", "kinds.POD"): (AGENT, (kinds.POD,), ""),
     ("cluster/agent/swap.py", "carry_out", "get", "kinds.NODE"): (AGENT, (kinds.NODE,), ""),
     ("cluster/agent/swap.py", "carry_out", "merge_patch", "kinds.NODE"): (AGENT, (kinds.NODE,), ""),

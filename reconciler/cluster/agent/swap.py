@@ -19,8 +19,6 @@ spare's slots and fills).
 
 from __future__ import annotations
 
-import functools
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +28,7 @@ from planner.reasons import Role
 from planner.world import Failover, Lease, World, run_key
 from reconciler.cluster import journal, kinds, mirrors, observations, stamp
 from reconciler.cluster.api import Api
-from reconciler.cluster.errors import AlreadyExists, ClusterError, TemporaryClusterError
+from reconciler.cluster.errors import AlreadyExists, ClusterError
 from reconciler.cluster.journal import Fenced
 
 Obj = dict[str, Any]
@@ -123,11 +121,11 @@ def _node(pod: Obj) -> str:
 
 def carry_out(
     api: Api, entry: Obj, fleet: str, now: int, created: Callable[[Obj], None] = lambda _: None,
-    gone: Gone | None = None,
+    *, gone: Gone,
 ) -> None:  # fmt: skip
     """Every step of `entry`, in order; each is idempotent, so a repeat finishes what a killed
     agent began. `created(pod)` is told as each replacement pod exists (for the latency metric);
-    `gone(refs)` returns once those pods are gone from the API (default: `until_gone`, reading)."""
+    `gone(refs)` returns once those pods are gone from the API (the agent's `pods_gone`)."""
     spec = entry["spec"]
     meta = entry["metadata"]
     fresh = {"apiVersion": entry["apiVersion"], "kind": entry["kind"], "spec": spec,
@@ -144,7 +142,7 @@ def carry_out(
         api.delete(kinds.POD, ref["name"], ref["namespace"])
     holding = [(ref["namespace"], ref["name"]) for ref in first if ref.get("gpus")]
     if holding:  # a filler's GPUs are free once its kubelet stopped it and removed it (§7.6)
-        (gone or functools.partial(until_gone, api))(holding)
+        gone(holding)
     for pod in spec["pods"]["create"]:
         try:
             api.create(kinds.POD, pod)
@@ -167,24 +165,6 @@ def carry_out(
             api.merge_patch(kinds.RUN, name, patch, ns, "status")
     journal.mark(api, entry["metadata"]["name"], journal.APPLIED, now)
     _events(api, entry, fleet, now)
-
-
-WAIT = 60.0  # seconds `until_gone` waits at most
-
-
-def until_gone(api: Api, refs: list[tuple[str, str]], timeout: float = WAIT) -> None:
-    """Return once every pod (namespace, name) of `refs` is gone, read every 50 ms; a temporary
-    error naming those still there after `timeout` seconds (the entry is finished later)."""
-    deadline = time.monotonic() + timeout
-    left = list(refs)
-    while True:
-        left = [(ns, name) for ns, name in left if api.get(kinds.POD, name, ns) is not None]
-        if not left:
-            return
-        if time.monotonic() >= deadline:
-            named = ", ".join(f"{ns}/{name}" for ns, name in left)
-            raise TemporaryClusterError(f"{api.cluster}: {named} still terminating after {timeout:g} s")
-        time.sleep(0.05)
 
 
 EVENT_REASON = "NodeFailure"
