@@ -128,13 +128,12 @@ def _tree(
     patched from `base` where `parent_blobs` describes it, else built whole."""
     objects: list[tuple[bytes, str, bytes]] = []
     if parent_blobs is not None and base is not None:
-        changed: dict[str, bytes | None] = {
-            path: bytes.fromhex(oid) for path, oid in blobs.items() if parent_blobs.get(path) != oid
-        }
+        differ = {path: oid for path, oid in blobs.items() if parent_blobs.get(path) != oid}
+        changed: dict[str, bytes | None] = {path: bytes.fromhex(oid) for path, oid in differ.items()}
         changed.update((path, None) for path in parent_blobs.keys() - blobs.keys())
         try:
             root = _build(repo, base, _trie(owned_prefixes, changed, patch=True), objects)
-            return objects, [oid for path, oid in blobs.items() if parent_blobs.get(path) != oid], root
+            return objects, differ.values(), root
         except ValueError:  # a file where a directory was (or the reverse): built whole below
             objects = []
     raw: dict[str, bytes | None] = {path: bytes.fromhex(oid) for path, oid in blobs.items()}
