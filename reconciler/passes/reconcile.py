@@ -225,15 +225,16 @@ def plan_once(
     if stops:
         raise _noted(FleetInvalid(stops, spec.diagnostics), warnings)
     # ... and nothing while work is on a cluster it cannot believe: unnamed, never observed (`trust`)
+    recorded = clusters.observed_files(memo.blobs, lambda oid: gitread.read_blob(repo, oid))
+    read = {memo.blobs[path]: data for path, data in recorded.items()}  # the observed files, read once
     where = (
-        trust.placed(state, memo.blobs, lambda oid: gitread.read_blob(repo, oid))
+        trust.placed(state, memo.blobs, lambda oid: read.get(oid) or gitread.read_blob(repo, oid))
         if spec.fleet.clusters
         else {}
     )
     lost = trust.unknown(spec, where)
     if lost:
         raise _noted(ClustersDoubted(lost, spec.diagnostics), warnings)
-    recorded = clusters.observed_files(memo.blobs, lambda oid: gitread.read_blob(repo, oid))
     cluster = (observer or _observe_now)(spec, state, recorded, now)
     # what configured clusters showed: swaps to fold, files and message lines to commit, entries to mark
     swaps: tuple[Failover, ...] = ()
