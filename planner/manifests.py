@@ -133,6 +133,7 @@ def _pod(
     rank_base: int,
 ) -> dict[str, Any]:
     ns, name = run.split("/", 1)
+    service = service_name(run)  # the headless Service, and the pod's subdomain
     gpus = sum(x.gpus for x in leases)
     template = spec.spec.template if spec is not None else None
     full = template if isinstance(template, PodTemplate) else None
@@ -144,7 +145,7 @@ def _pod(
         {"name": "JOBTREE_GROUP_INDEX", "value": str(group)},
         {"name": "JOBTREE_RANK_BASE", "value": str(rank_base)},
         {"name": "JOBTREE_LOCAL_GPUS", "value": str(gpus if role != Role.SPARE else 0)},
-        {"name": "JOBTREE_SERVICE", "value": f"{service_name(run)}.{ns}.svc"},
+        {"name": "JOBTREE_SERVICE", "value": f"{service}.{ns}.svc"},
     ]
     if spec is not None and spec.spec.malleable is not None:
         env += [
@@ -192,7 +193,7 @@ def _pod(
             **body,
             "nodeName": node,
             "hostname": pname,
-            "subdomain": service_name(run),
+            "subdomain": service,
             "restartPolicy": "Never",
         },
     }
