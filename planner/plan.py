@@ -64,7 +64,7 @@ class Plan:
     # runs whose file became invalid at this pass -> the file to fix (they are kept as they were)
     newly_invalid: dict[str, str] = field(default_factory=dict)
     nodes: tuple[NodeObs, ...] = ()  # the nodes the pass observed (what the fleet map draws)
-    fill_grace: int = 5  # fill.gracePeriodSeconds, rendered on filler pods
+    fill_grace: int = manifests.FILL_GRACE  # fill.gracePeriodSeconds, rendered on filler pods
 
     @property
     def running_groups(self) -> set[tuple[str, int]]:
