@@ -44,6 +44,7 @@ class FaultProxy:
         self.faults = FaultPlan()
         self.requests = RequestLog()
         self._partitioned = threading.Event()
+        self.cuts = 0  # partitions begun and stops: a request delayed across one of them never arrives
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.proxy = self
         self._thread: threading.Thread | None = None
@@ -63,6 +64,7 @@ class FaultProxy:
         if self._thread is None:
             return
         self._thread = None
+        self.cuts += 1
         self._server.shutdown()
         self._server.server_close()
         self._server.close_all()
@@ -76,6 +78,7 @@ class FaultProxy:
     def partition(self) -> None:
         """Cut every connection and answer nothing until `heal()`: the server is out of reach."""
         self._partitioned.set()
+        self.cuts += 1
         self._server.close_all()
 
     def heal(self) -> None:
@@ -154,8 +157,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         fault = proxy.faults.take(self.command, split.path, watching)
         if fault is not None and fault.delay:
+            cuts = proxy.cuts
             time.sleep(fault.delay)
-            if proxy.partitioned:  # a partition cuts what was still on its way too
+            if proxy.cuts != cuts:  # a partition (healed or not) or a stop cuts what was still on its way
                 self._cut(proxy, entry, "partition")
                 return
         if fault is not None and fault.disconnect:
