@@ -171,11 +171,13 @@ def targets(jobtree: Summary, fifo: Summary) -> list[Target]:
     ]
 
 
-def target_table(found: Sequence[Target]) -> str:
-    return table(
-        [[t.what, t.want, t.got, "met" if t.met else "**missed**"] for t in found],
-        ["target", "wants", "Jobtree", ""],
-    )
+def target_table(found: dict[str, Sequence[Target]]) -> str:
+    """The targets, one pair of columns (measured, met or missed) per Jobtree configuration."""
+    rows = [
+        [ts[0].what, ts[0].want, *(cell for t in ts for cell in (t.got, "met" if t.met else "**missed**"))]
+        for ts in zip(*found.values(), strict=True)
+    ]
+    return table(rows, ["target", "wants", *(cell for name in found for cell in (name, ""))])
 
 
 def sources_table() -> str:

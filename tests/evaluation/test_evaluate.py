@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.__main__ import POLICIES, main
+from evaluation.__main__ import BASELINES, POLICIES, main
 from tests.evaluation.tiny import HELIOS
 
 SMALL = ["--days", "1", "--domains", "1", "--no-knobs", "--workers", "1", "--no-figures"]
@@ -31,7 +31,8 @@ def test_the_report_names_every_policy_the_targets_what_each_leaves_out_and_the_
         assert f"| {policy} |" in text
     assert "## The targets (Jobtree on this month)" in text
     assert text.count("| useful utilisation ≥ FIFO gang's + 15 points |") == 1
-    for baseline in POLICIES[1:]:
+    assert "| target | wants | Jobtree |  | Jobtree, lottery off |  |" in text
+    for baseline in BASELINES:
         assert f"- **{baseline}**: " in text  # what it leaves out
     assert "HeliosArtifact" in text and "philly-traces" in text and "clusterdata" in text
     numbers = json.loads((tmp_path / "results.json").read_text())
