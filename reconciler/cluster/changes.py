@@ -313,6 +313,8 @@ def holds(live: Any, sent: Any) -> bool:
     with values `live` holds, a list whose items `live` holds in order. What the server added
     (defaults, a toleration admission appended, metadata it owns) is ignored, and so is an empty
     value the server leaves out."""
+    if live == sent:  # the whole subtree as sent (compared in C; most of an unchanged object)
+        return True
     if isinstance(sent, dict):
         return isinstance(live, dict) and all(
             holds(live[k], v) if k in live else v in _ZERO for k, v in sent.items()
@@ -322,4 +324,4 @@ def holds(live: Any, sent: Any) -> bool:
             return False
         rest = iter(live)
         return all(any(holds(item, want) for item in rest) for want in sent)
-    return bool(live == sent)
+    return False

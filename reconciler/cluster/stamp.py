@@ -43,7 +43,7 @@ def selector(fleet: str) -> str:
 def stamped(obj: Obj, fleet: str | None) -> tuple[Obj, Obj | None]:
     """`obj` with the labels (the fleet's when `fleet` is given: shared objects such as CRDs carry
     only managed-by) and hashes, and apart from it its status (None when it has none)."""
-    body = copy.deepcopy(obj)
+    body = _copied(obj)
     status = body.pop("status", None)
     meta = body.setdefault("metadata", {})
     labels = meta.setdefault("labels", {})
@@ -60,6 +60,18 @@ def stamped(obj: Obj, fleet: str | None) -> tuple[Obj, Obj | None]:
         notes[SCHEMA] = str(SCHEMA_VERSION)
     notes[CONTENT_HASH] = digest(body)
     return body, status
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of plain data (what `copy.deepcopy` gives, several times sooner: no memo, the
+    JSON shapes walked directly); anything else is deep-copied as `copy` does."""
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copied(v) for v in value]
+    if value is None or isinstance(value, str | int | float):  # bool is an int
+        return value
+    return copy.deepcopy(value)
 
 
 def status_body(body: Obj, status: Obj) -> Obj:
