@@ -166,7 +166,7 @@ class Api:
         meta = body["metadata"]
         path = kind.path(meta["name"], meta.get("namespace"), subresource)
         query = [("fieldManager", self.manager), ("force", "true")]
-        return self._json("PATCH", path, query, body, APPLY)
+        return self._json("PATCH", path, query, _encoded(body), APPLY)
 
     def create(self, kind: Kind, body: Obj) -> Obj:
         """Create `body` (POST); `AlreadyExists` when its name is taken, so a second attempt of the
@@ -237,7 +237,7 @@ class Api:
         method: str,
         path: str,
         query: list[tuple[str, Any]] | None = None,
-        body: Obj | None = None,
+        body: Obj | bytes | None = None,
         content_type: str | None = None,
     ) -> Obj:
         def once() -> Obj:
@@ -252,7 +252,7 @@ class Api:
         method: str,
         path: str,
         query: list[tuple[str, Any]],
-        body: Obj | None,
+        body: Obj | bytes | None,
         content_type: str | None,
         stream: bool = False,
     ) -> Any:
@@ -298,6 +298,16 @@ def rehearsing(api: Api) -> Api:
     out = Api(api.client, api.cluster, api.policy, api.timeout, api.manager, dry_run=True)
     out.counts = api.counts
     return out
+
+
+def _encoded(body: Obj) -> Obj | bytes:
+    """An apply's body as the JSON it is sent as, encoded by orjson (the client's own encoding walks
+    every body twice in Python: 10 of the 28 s of CPU of a profiled 1,500-node first apply); a body
+    orjson cannot encode (a key that is not text) is left to the client."""
+    try:
+        return orjson.dumps(body)
+    except orjson.JSONEncodeError:
+        return body
 
 
 def _seconds(query: list[tuple[str, Any]]) -> float:
