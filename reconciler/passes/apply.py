@@ -27,8 +27,7 @@ from reconciler.cluster import changes, connect, errors, folding, massprune, mir
 from reconciler.git import read as gitread
 from reconciler.spec import commit as speccache
 from reconciler.spec.validated import Spec
-from reconciler.state import codec as statefiles
-from reconciler.state import layout, observed
+from reconciler.state import filedocs, layout, observed
 from schemas.layout import FLEET_FILE
 
 Obj = dict[str, Any]
@@ -179,8 +178,7 @@ MIRRORED = (
 
 def records_of(repo: gitread.Repository, sha: str, spec: Spec) -> dict[str, changes.Record]:
     """What the commit `sha` holds for each configured cluster."""
-    files = gitread.read_files(repo, sha, MIRRORED)
-    docs = {path: statefiles.documents(data) for path, data in files.items() if path.endswith(".yaml")}
+    docs = filedocs.documents(repo, sha, MIRRORED)
     run_status = {
         _stem(p, layout.RUN_STATUS): d[0] for p, d in docs.items() if p.startswith(layout.RUN_STATUS) and d
     }
@@ -214,7 +212,7 @@ def records_of(repo: gitread.Repository, sha: str, spec: Spec) -> dict[str, chan
     namespaces = tuple(sorted({t.namespace for t in spec.fleet.tenants}))
     out = {}
     for name in (c.name for c in spec.fleet.clusters):
-        nodes = _observed_nodes(files.get(layout.observed_file(name)))
+        nodes = _observed_nodes(docs.get(layout.observed_file(name)))
         here = [
             mirrors.recorded(x)
             for run in sorted(placed[name])
@@ -233,8 +231,8 @@ def _stem(path: str, prefix: str) -> str:
     return path[len(prefix) :].removesuffix(".yaml")
 
 
-def _observed_nodes(data: bytes | None) -> set[str] | None:
-    return None if data is None else {n.name for n in observed.decode(data)}
+def _observed_nodes(found: list[Any] | None) -> set[str] | None:
+    return None if found is None else {n.name for n in observed.from_documents(found)}
 
 
 def _kept(rejected: dict[str, str]) -> Sequence[tuple[str, str, str]]:

@@ -26,10 +26,11 @@ from reconciler import atomicfile
 _MAGIC = b"JTCACHE1"
 _DIGEST = 32
 # The cache's format: bump it with any change to what a cached payload holds or means (the rows of
-# `reconciler.spec.parsed`, the memo of `reconciler.state.memo` and the codec it reads). A changed
-# format without a bump fails `tests/reconciler/perf/test_diskcache.py` (its golden digest of sample
-# payloads), so a stale cache is never read as a new one.
-FORMAT = 4
+# `reconciler.spec.parsed`, the memo of `reconciler.state.memo` and the codec it reads, the documents
+# of `reconciler.state.filedocs`). A changed format without a bump fails
+# `tests/reconciler/perf/test_diskcache.py` (its golden digest of sample payloads), so a stale cache
+# is never read as a new one.
+FORMAT = 5
 
 
 @cache

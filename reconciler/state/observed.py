@@ -53,7 +53,11 @@ def encode(cluster: str, nodes: Iterable[NodeObs]) -> bytes:
 
 def decode(data: bytes) -> tuple[NodeObs, ...]:
     """The nodes a file holds, as `encode` wrote them."""
-    docs = codec.documents(data)
+    return from_documents(codec.documents(data))
+
+
+def from_documents(docs: list[Any]) -> tuple[NodeObs, ...]:
+    """The nodes a file whose YAML documents are `docs` holds (`decode` of its bytes)."""
     doc = docs[0] if docs else None
     rows = doc.get("nodes") if isinstance(doc, dict) else None
     out = []

@@ -2,7 +2,8 @@
 must come with a new format number, or an old cache would be read as a new one.
 
 The golden file `tests/golden/cache-format.txt` records the format number with a digest of what
-the caches hold for fixed inputs (a spec file's parsed rows, the template's state memo). Change
+the caches hold for fixed inputs (a spec file's parsed rows, the template's state memo, a rendered
+file's documents). Change
 what they hold and the digest moves: this test then fails until `FORMAT` is bumped too, and
 `pytest --regen-golden` records the new pair for review.
 """
@@ -20,7 +21,7 @@ import pytest
 
 from reconciler.perf import diskcache
 from reconciler.spec import parsed
-from reconciler.state import memo
+from reconciler.state import filedocs, memo
 from tests.conftest import GOLDEN, Golden
 from tests.support import REPO
 from tests.support.git import reconciled
@@ -47,9 +48,14 @@ def _digest(value: Any) -> str:
 def test_what_the_caches_hold_changes_only_with_a_new_format_number(tmp_path: Path, golden: Golden) -> None:
     run = (REPO / "fleet-repo-template" / "runs" / "rai-llm" / "pretrain-64.yaml").read_bytes()
     rows = parsed.parse([("runs/rai-llm/pretrain-64.yaml", run)])
-    _, repo = reconciled(tmp_path)
+    work, repo = reconciled(tmp_path)
     state = memo.read(repo, repo.head.peel(pygit2.Commit))
-    text = f"FORMAT {diskcache.FORMAT}\nspec rows {_digest(rows)}\nstate memo {_digest(state.pieces)}\n"
+    rendered = sorted((work / "rendered").rglob("*.yaml"))[0]
+    documents = filedocs.parse(rendered.read_bytes())
+    text = (
+        f"FORMAT {diskcache.FORMAT}\nspec rows {_digest(rows)}\nstate memo {_digest(state.pieces)}\n"
+        f"file documents {_digest(documents)}\n"
+    )
     recorded = (GOLDEN / NAME).read_text() if (GOLDEN / NAME).exists() else ""
     if not golden.regen and recorded and text.splitlines()[1:] != recorded.splitlines()[1:]:
         assert text.splitlines()[0] != recorded.splitlines()[0], (
