@@ -262,14 +262,14 @@ def waiting(
         )  # fmt: skip
         if sc.unplaceable:  # that funding cannot pay where the run fits: what pays where it does
             sc = forecast.scope(
-                ctx.topo, srcs, [s.room for s in srcs], sizes, width, spares, held, single, keep,
+                ctx.topo, srcs, pack.rooms(srcs), sizes, width, spares, held, single, keep,
                 cover.borrow_cap(spec),
             )  # fmt: skip
             funding = [(src, n) for src, n in zip(srcs, sc.paid, strict=True) if n > 0]
     elif short.window is not None:  # what will pay once the window it waits for is open
-        later = [*srcs, *cover.window_sources(ctx.book, ctx.topo, spec, short.window)]
+        later = cover.with_windows(ctx.book, ctx.topo, spec, srcs, short.window)
         sc = forecast.scope(
-            ctx.topo, later, [s.room for s in later], sizes, width, spares, held, single, keep,
+            ctx.topo, later, pack.rooms(later), sizes, width, spares, held, single, keep,
             cover.borrow_cap(spec),
         )  # fmt: skip
     else:  # where it would go if funded: every envelope that could pay for it, nearest first

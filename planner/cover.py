@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from planner.accounting import FAMILY, LOAN, OWN, Book, Env
-from planner.pack import DomainIndex, Source
+from planner.pack import DomainIndex, Indexed, Source, rooms
 from planner.reasons import FUNDING_REMEDY, Remedy, Wait, wait_text
 from planner.topology import Topology
 from schemas.run import Run
@@ -417,24 +417,24 @@ def _env_nodes(topo: Topology, env: Env) -> frozenset[str]:
     return nodes
 
 
-def window_sources(book: Book, topo: Topology, run: Run, until: int) -> list[Source]:
-    """The run's own and family envelopes whose window opens after now and by `until`, as sources
-    with their whole concurrency: what will pay once the window it waits for is open.
+def with_windows(book: Book, topo: Topology, run: Run, srcs: list[Source], until: int) -> list[Source]:
+    """The run's sources, then its own and family envelopes whose window opens after now and by
+    `until`, with their whole concurrency: what will pay once the window it waits for is open.
 
-    Remembered per candidate list and window for the pass (nothing here changes within it);
-    callers must not change the list."""
+    The window sources and the per-domain index of the whole list are remembered per candidate
+    list and window for the pass: they depend on node sets and windows only, fixed by the
+    candidates (`srcs` are the run's `sources`, one per candidate)."""
     cands = candidates(book, run)
     hit = book.window_sources_cache.get((id(cands), until))
-    if hit is not None and hit[0] is cands:
-        found: list[Source] = hit[1]
-        return found
-    out: list[Source] = []
-    for env, cat in cands:
-        start = env.start
-        if start is None or not book.now < start <= until or cat == LOAN:
-            continue
-        nodes = _env_nodes(topo, env)
-        if nodes:
-            out.append(Source(env, cat, env.concurrency, nodes, topo.coverage(nodes)))
-    book.window_sources_cache[(id(cands), until)] = (cands, out)
-    return out
+    if hit is None or hit[0] is not cands:
+        found: list[Source] = []
+        for env, cat in cands:
+            start = env.start
+            if start is None or not book.now < start <= until or cat == LOAN:
+                continue
+            nodes = _env_nodes(topo, env)
+            if nodes:
+                found.append(Source(env, cat, env.concurrency, nodes, topo.coverage(nodes)))
+        hit = book.window_sources_cache[(id(cands), until)] = (cands, found, DomainIndex())
+    found, index = hit[1], hit[2]
+    return Indexed([*srcs, *found], index, [*rooms(srcs), *(s.room for s in found)])

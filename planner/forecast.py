@@ -7,11 +7,11 @@ When it can start and whom it may cut are `outlook`'s; it cuts and starts nothin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from planner.accounting import LOAN
-from planner.pack import Source, covering, domain_sources, every_nodes, in_classes, unheld
+from planner.pack import Source, Unheld, covering, domain_sources, every_nodes, funded_nodes, in_classes
 from planner.topology import Members, ReachClasses, Topology
 from planner.world import Payer
 
@@ -65,19 +65,17 @@ def scope(
     """
     if min(rooms, default=0) > 0:  # every source pays something
         view = topo.member_view(every_nodes(sources))
+    elif rooms == getattr(sources, "rooms", None):  # a SourceList's own rooms: its funded node sets
+        view = topo.member_view(funded_nodes(sources))
     else:
         view = topo.member_view(tuple(s.nodes for s, r in zip(sources, rooms, strict=True) if r > 0))
     if not view.cap:
         view = topo.member_view(every_nodes(sources))
     cap = view.cap
-    avail = unheld(topo.member_free(view), held)
-    kept = {d: i for i, d in enumerate(keep)}
+    avail = Unheld(topo.member_free(view), held)
     purse = _Purse(topo, sources, rooms, borrow)
     out = Scope(view=view)
     claimed: dict[str, int] = {}
-
-    def order(d: str) -> tuple[int, int, int, str]:
-        return (kept.get(d, len(kept)), -avail.get(d, 0), -cap[d], d)
 
     def room_in(d: str) -> int:
         return cap[d] - claimed.get(d, 0)
@@ -98,11 +96,10 @@ def scope(
         near = purse.nearest(need, eligible, keep, avail, cap, view.by_cap)  # a chunk ranks by its first GPU
         if near is not None:
             return near
-        fits = sorted((d for d in cap if d not in claimed and room_in(d) >= need), key=order)
-        if fits:
+        fits = _first(eligible, keep, avail.items(), cap, view.by_cap)  # by the scope's order alone
+        if fits is not None:
             out.unpaid = True
-            return fits[0]
-        return None
+        return fits
 
     left = total
     queue = list(sizes) if sizes is not None else None
@@ -148,9 +145,15 @@ class _Purse:
         self._reach: dict[str, list[int]] = {}
 
     def reach(self, domain: str) -> list[int]:
+        """Positions of the sources reaching `domain` that have anything left, in cover order: one
+        with nothing left pays nothing (rooms only go down), so dropping it changes no sum. `spend`
+        drops those it empties from the front."""
         hit = self._reach.get(domain)
         if hit is None:
-            hit = self._reach[domain] = [i for i, _ in domain_sources(self.topo, self.sources, domain)]
+            left = self.left
+            hit = self._reach[domain] = [
+                i for i, _ in domain_sources(self.topo, self.sources, domain) if left[i]
+            ]
         return hit
 
     def _share(self, i: int, loans: int) -> int:
@@ -183,7 +186,8 @@ class _Purse:
         """Pay up to `gpus` in the domain in cover order: the first source paying, and what was paid."""
         first = None
         asked = gpus
-        for i in self.reach(domain):
+        reach = self.reach(domain)
+        for i in reach:
             if gpus <= 0:
                 break
             n = min(self._share(i, 0), gpus)
@@ -195,6 +199,10 @@ class _Purse:
                 self.borrow -= n
             if first is None:
                 first = self.sources[i]
+        emptied = 0
+        while emptied < len(reach) and not self.left[reach[emptied]]:
+            emptied += 1
+        del reach[:emptied]
         return first, asked - gpus
 
     def nearest(
@@ -202,7 +210,7 @@ class _Purse:
         target: int,
         eligible: Callable[[str], bool],
         keep: Sequence[str],
-        avail: dict[str, int],
+        avail: Unheld,
         cap: dict[str, int],
         by_cap: Sequence[str],
     ) -> str | None:
@@ -221,24 +229,42 @@ def _best_of(
     newly: list[int],
     eligible: Callable[[str], bool],
     keep: Sequence[str],
-    avail: dict[str, int],
+    avail: Unheld,
     cap: dict[str, int],
     by_cap: Sequence[str],
 ) -> str | None:
     """The first eligible domain of these classes in the scope's order (`_Purse.nearest`)."""
     chosen, class_of = set(newly), classes.class_of
+
+    def ok(d: str) -> bool:
+        return class_of.get(d) in chosen and eligible(d)
+
+    return _first(ok, keep, in_classes(classes, newly, avail), cap, by_cap)
+
+
+def _first(
+    ok: Callable[[str], bool],
+    keep: Sequence[str],
+    available: Iterable[tuple[str, int]],
+    cap: dict[str, int],
+    by_cap: Sequence[str],
+) -> str | None:
+    """The first domain `ok` takes in the scope's order: a domain it keeps (`keep`, in order), most
+    available GPUs (`available`: every domain with a positive count, or more), most capacity
+    (`by_cap`'s order), key. The order's least without sorting every domain: a kept one, else one
+    with GPUs available, else the first by capacity (every one left has none available)."""
     for d in keep:
-        if class_of.get(d) in chosen and eligible(d):
+        if ok(d):
             return d
     kept = set(keep)
     best: tuple[int, int, str] | None = None
-    for d, v in in_classes(classes, newly, avail):
-        if d not in kept and eligible(d) and (best is None or (-v, -cap[d], d) < best):
+    for d, v in available:
+        if d not in kept and ok(d) and (best is None or (-v, -cap[d], d) < best):
             best = (-v, -cap[d], d)
     if best is not None:
         return best[2]
     for d in by_cap:  # every one left has no GPU available
-        if class_of.get(d) in chosen and eligible(d):
+        if ok(d):
             return d
     return None
 

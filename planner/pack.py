@@ -7,7 +7,7 @@ payer of every GPU. Binds nothing (slot numbers and names are `bind`) and cuts n
 from __future__ import annotations
 
 from bisect import insort
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from planner.accounting import LOAN, Env
@@ -229,6 +229,44 @@ def unheld(free: dict[str, int], held: dict[str, int]) -> dict[str, int]:
     return out
 
 
+class Unheld:
+    """Free GPUs per domain less what is held, positive counts only (`unheld`'s answer), read
+    through instead of copied: a scope is drawn for every waiting run and asks for a few domains,
+    while the free counts and the holds span the fleet."""
+
+    __slots__ = ("free", "held")
+
+    def __init__(self, free: dict[str, int], held: dict[str, int]) -> None:
+        self.free, self.held = free, held  # read only
+
+    def get(self, domain: str, default: int = 0) -> int:
+        f = self.free.get(domain)
+        if f is None:
+            return default
+        v = f - self.held.get(domain, 0)
+        return v if v > 0 else default
+
+    def __contains__(self, domain: str) -> bool:
+        return self.get(domain) > 0
+
+    def __getitem__(self, domain: str) -> int:
+        v = self.get(domain)
+        if v <= 0:
+            raise KeyError(domain)
+        return v
+
+    def __len__(self) -> int:
+        """At most this many (the free counts': `in_classes` only picks its shorter walk by it)."""
+        return len(self.free)
+
+    def items(self) -> Iterator[tuple[str, int]]:
+        held = self.held
+        for d, f in self.free.items():
+            v = f - held.get(d, 0)
+            if v > 0:
+                yield d, v
+
+
 def _pack_order(t: tuple[int, str, Node]) -> tuple[int, str]:
     return -t[0], t[1]
 
@@ -357,9 +395,11 @@ def _nearest(cur: _Cursor, need: int) -> Iterator[str]:
             yield from (d for _, d in sorted(b for b in batch if b != best))
 
 
-def in_classes(classes: ReachClasses, newly: list[int], free: dict[str, int]) -> Iterator[tuple[str, int]]:
+def in_classes(
+    classes: ReachClasses, newly: list[int], free: dict[str, int] | Unheld
+) -> Iterator[tuple[str, int]]:
     """(domain, free GPUs) of the domains with any free in these classes: from whichever is shorter,
-    the free counts or the classes' domains."""
+    the free counts or the classes' domains (either walk yields the same pairs)."""
     size = sum(len(classes.domains[c]) for c in newly)
     if len(free) <= size:
         chosen, class_of = set(newly), classes.class_of
@@ -432,6 +472,16 @@ def domain_sources(topo: Topology, sources: Sequence[Source], domain: str) -> li
     return [
         (i, whole) for i, src in enumerate(sources) if (whole := _reach(topo, src).get(domain)) is not None
     ]
+
+
+class Indexed(list[Source]):
+    """Sources with the `DomainIndex` of their node sets, which whoever builds the same list again
+    keeps (`cover.with_windows`), and their rooms in order (`rooms`)."""
+
+    def __init__(self, items: Iterable[Source], by_domain: DomainIndex, rooms: list[int]) -> None:
+        super().__init__(items)
+        self.by_domain = by_domain
+        self.rooms = rooms
 
 
 class DomainIndex:
