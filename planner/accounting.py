@@ -8,7 +8,7 @@ charged to nobody. Decides no placement and ends nothing; it only classifies and
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,6 +141,9 @@ class Book:
         self.sources_cache: dict[object, Any] = {}  # cover.sources' rooms, refreshed from `changes`
         self.epoch = 0  # bumped when every claim is re-derived: all cached rooms are stale
         self.changes: list[str] = []  # envelopes whose claims changed within this epoch, in order
+        # envelope -> its last position in `changes`, least recent first: what changed since a
+        # position, each envelope once, read from the end (`changed_since`)
+        self.last_change: dict[str, int] = {}
         self.touched: dict[str, int] = defaultdict(int)  # envelope -> changes to its claims so far
         self._rooms: dict[tuple[str, str, float], tuple[int, int, int]] = {}
         self.claims: dict[str, list[Claim]] = {}  # open claims per envelope, as of the last classify
@@ -203,8 +206,21 @@ class Book:
     def add(self, env_key: str, category: str, gpus: int) -> None:
         self.funded[env_key][category] += gpus
         self.claimed[env_key][category] += gpus
+        self.changed(env_key)
+
+    def changed(self, env_key: str) -> None:
+        """The envelope's claims changed: every room remembered for it is stale."""
+        self.last_change.pop(env_key, None)
+        self.last_change[env_key] = len(self.changes)
         self.changes.append(env_key)
         self.touched[env_key] += 1
+
+    def changed_since(self, seen: int) -> Iterator[str]:
+        """Each envelope in `changes[seen:]` once, most recently changed first."""
+        for env_key, at in reversed(self.last_change.items()):
+            if at < seen:
+                return
+            yield env_key
 
     def hold(self, env_key: str, category: str, gpus: int) -> None:
         """Funding kept for a reservation in line: a claim until the envelope is settled again."""
@@ -254,6 +270,7 @@ def classify(
     book.held_family.clear()
     book.epoch += 1
     book.changes = []
+    book.last_change = {}
     book.claims = per_env
     book.seen = len(leases)
     book.blocked = {}
@@ -300,8 +317,7 @@ def reclassify(
             book.claims[env_key] = env_claims
         else:
             book.claims.pop(env_key, None)
-        book.changes.append(env_key)
-        book.touched[env_key] += 1
+        book.changed(env_key)
     book.orphaned = orphaned
     book.unfunded = set(orphaned).union(*book.blocked.values())
     book.seen = len(leases)

@@ -118,7 +118,8 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
     if len(book.changes) - hit.seen > len(hit.index):  # many changes since: look at every source
         dirty = set(range(len(hit.out)))
     else:
-        dirty = {hit.index[k] for k in book.changes[hit.seen :] if k in hit.index} | set(hit.capped)
+        index = hit.index
+        dirty = {index[k] for k in book.changed_since(hit.seen) if k in index} | set(hit.capped)
     hit.seen = len(book.changes)
     rooms = {
         i: book.room(hit.out[i].env, hit.out[i].category, lookahead_hours) if hit.out[i].nodes else 0
