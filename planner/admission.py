@@ -109,8 +109,10 @@ def _request(
 
 
 def need_gpus(spec: Run, width: int) -> int:
-    sizes = pack.group_sizes(width, elastic.group_size(spec))
-    return width + spec.spec.sparesPerGroup * (len(sizes) if sizes else 1)
+    """The run's GPUs at this width with a set of spares per group (`pack.group_sizes`' count)."""
+    group = elastic.group_size(spec)
+    groups = 1 if group is None else -(-width // group)
+    return width + spec.spec.sparesPerGroup * max(1, groups)
 
 
 def run_line(ctx: Pass, lookahead_hours: float, attempted: set[str]) -> Line:
