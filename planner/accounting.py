@@ -135,7 +135,7 @@ class Book:
         self.shared_cache: dict[str, dict[str, list[tuple[Env, str]]]] = {}  # flavor -> owner -> shareable
         self.source_objs: dict[tuple[str, str, float], tuple[int, int, Any]] = {}  # cover's shared Sources
         self.window_cache: dict[int, tuple[Any, tuple[list[int], int]]] = {}  # cover's future windows
-        self.window_sources_cache: dict[tuple[int, int], tuple[Any, Any, Any]] = {}  # cover.window_sources
+        self.window_sources_cache: dict[tuple[int, int], tuple[Any, Any, Any]] = {}  # cover.with_windows
         self.window_parts_cache: dict[tuple[int, int, float], tuple[Any, Any]] = {}  # cover._at_window
         self.caps_cache: dict[int, tuple[Any, Any]] = {}  # cover.reach_caps
         self.sources_cache: dict[object, Any] = {}  # cover.sources' rooms, refreshed from `changes`
