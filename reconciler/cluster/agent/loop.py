@@ -11,7 +11,8 @@ it first finishes every entry left in `Intent` (a killed or deposed leader's), t
 every node once. Every write it makes checks the leader's renew deadline first (`Api.fence`): a
 replica that lost the lead stops at its next write (`LostLead`) and `on_lost` ends the process,
 as controller-runtime does. Each decision is one JSON log line per group (run, group, nodes,
-journal id). Owns no decision rule (`planner.failover` does) and no step (`swap` does); reads the
+journal id; a swap's with its seconds from the fence's event to the replacement created, and to the
+decision). Owns no decision rule (`planner.failover` does) and no step (`swap` does); reads the
 clock (the instant of a swap), which the planner never does.
 """
 
@@ -281,16 +282,18 @@ class Agent:
         )
         if prepared is None:
             return None
+        decided = time.monotonic() - seen
         created_at: list[float] = []
         swap.carry_out(
             self.api, prepared.entry, self.fleet, now, lambda pod: created_at.append(time.monotonic()),
             gone=self.pods_gone,
         )  # fmt: skip
         self._remember(prepared.entry)
+        latency = (created_at[0] if created_at else time.monotonic()) - seen
         for run, group, node in prepared.swapped:
-            self.observer.swapped((created_at[0] if created_at else time.monotonic()) - seen)
-            LOG.info("swap", extra=dict(entry=prepared.id, run=run, group=group, to=node,
-                                        fenced=_names(fenced)))  # fmt: skip
+            self.observer.swapped(latency)
+            LOG.info("swap", extra=dict(entry=prepared.id, run=run, group=group, to=node, fenced=_names(fenced),
+                                        seconds=round(latency, 4), decided=round(decided, 4)))  # fmt: skip
         for run, group, reason in prepared.declined:
             self.observer.declined(reason)
             LOG.info("declined", extra=dict(entry=prepared.id, run=run, group=group, reason=reason,
@@ -300,17 +303,19 @@ class Agent:
     def fences(
         self, now: int | None = None, leases: list[Lease] | None = None, only: Iterable[str] | None = None
     ) -> tuple[dict[str, NodeObs], list[Fenced]]:
-        """Every GPU node of the cluster by name, and the fenced ones holding open `leases` at `now`
-        (with the cause) among `only` (default: every node); by default the clock's now and the
-        Lease mirrors' leases."""
+        """The GPU nodes open `leases` are on, by name (a fence's world needs no other: looked up
+        one by one, so a decision costs the leases, never the cluster's 10,000 nodes), and the
+        fenced ones among them at `now` (with the cause) among `only` (default: every node); by
+        default the clock's now and the Lease mirrors' leases."""
         grace = self._grace()
         now = int(self.clock()) if now is None else now
         if leases is None:
             leases = agent_world.leases_of(self.caches["leases"].items())
         held = {x.node for x in leases}
+        kept = self.caches["nodes"]
         nodes: dict[str, NodeObs] = {}
-        for item in self.caches["nodes"].items():
-            obs = item.get("obs")
+        for name in held:
+            obs = (kept.get(name) or {}).get("obs")
             if obs is not None:
                 nodes[obs.name] = obs
         looked = held if only is None else held & set(only)

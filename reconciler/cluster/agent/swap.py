@@ -6,12 +6,13 @@ between what `planner.manifests` renders for the affected runs' open leases befo
 the replacement pod is byte for byte the pod the next reconcile renders for the swapped lease (same
 name, same hashes: apply leaves it running). `carry_out` performs an entry's steps in order, each
 one idempotent, so an entry left in `Intent` by a killed agent is finished by the next: the entry
-(Intent), the pods on the spare's GPUs (fillers, the spare's placeholder) deleted gracefully, each
-filler with its grace (`fill.gracePeriodSeconds`), and waited for until gone from the API (a
-kubelet frees a pod's GPUs only once its containers stopped, §7.6; the placeholder holds none), the
-replacement pods created (a second attempt gets AlreadyExists and changes nothing), the pods on the
-fenced nodes deleted with no grace period (their kubelet is gone), the fenced nodes cordoned, the
-Lease mirrors and run statuses updated, and the entry marked `Applied`; then, as a courtesy to
+(Intent), the fillers on the spare's GPUs deleted gracefully, each with its grace
+(`fill.gracePeriodSeconds`), and waited for until gone from the API (a kubelet frees a pod's GPUs
+only once its containers stopped, §7.6), the replacement pods created (a second attempt gets
+AlreadyExists and changes nothing), then the spare's placeholder deleted gracefully (it holds no
+GPU, so the replacement never waits for it: one request less between a fence and its
+replacement), the pods on the fenced nodes deleted with no grace period (their kubelet is gone),
+the fenced nodes cordoned, the Lease mirrors and run statuses updated, and the entry marked `Applied`; then, as a courtesy to
 whoever runs `kubectl describe run` or `kubectl get events`, one Event per run it changed. Touches
 only what the entry names; funded work elsewhere is never evicted (the decision uses only the
 spare's slots and fills).
@@ -137,22 +138,23 @@ def carry_out(
     down = {f["node"] for f in spec["fenced"]}
     targets = {_node(p) for p in spec["pods"]["create"]}
     deletes = spec["pods"]["delete"]
-    first = [ref for ref in deletes if ref["node"] in targets and ref["node"] not in down]
-    for ref in first:  # fillers and placeholders on the spare's GPUs: they must go first, gracefully
+    holding = [
+        ref for ref in deletes if ref["node"] in targets and ref["node"] not in down and ref.get("gpus")
+    ]
+    for ref in holding:  # fillers on the spare's GPUs: they must go first, gracefully
         api.delete(kinds.POD, ref["name"], ref["namespace"])
-    holding = [(ref["namespace"], ref["name"]) for ref in first if ref.get("gpus")]
     if holding:  # a filler's GPUs are free once its kubelet stopped it and removed it (§7.6)
-        gone(holding)
+        gone([(ref["namespace"], ref["name"]) for ref in holding])
     for pod in spec["pods"]["create"]:
         try:
             api.create(kinds.POD, pod)
         except AlreadyExists:
             pass  # created before this attempt (its name is the rendered one: the same pod)
         created(pod)
-    for ref in deletes:
+    for ref in deletes:  # the spare's placeholder holds no GPU: it goes once the replacement is asked for
         if ref["node"] in down:
             api.delete(kinds.POD, ref["name"], ref["namespace"], grace=0)  # no kubelet will finish it
-        elif ref["node"] not in targets:
+        elif ref not in holding:
             api.delete(kinds.POD, ref["name"], ref["namespace"])
     for node in spec.get("cordon") or []:
         if api.get(kinds.NODE, node) is not None:

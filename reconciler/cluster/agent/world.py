@@ -120,8 +120,8 @@ def build(
 ) -> World:
     """The world of the fenced nodes among `nodes` at `now`: their runs, leases and nodes only.
 
-    `nodes`: every GPU node of the cluster by name; `gone`: nodes seen deleted from this cluster;
-    `run_mirrors`: "ns/name" -> Run mirror, for every run (those not affected are left out). A lease
+    `nodes`: the cluster's GPU nodes by name (at least those the leases are on); `gone`: nodes seen
+    deleted from this cluster; `run_mirrors`: "ns/name" -> Run mirror, for every run (those not affected are left out). A lease
     on a node this cluster never listed (a run with groups in another cluster) is no failure here:
     that node is handed over unlabelled, so the planner leaves it alone, and the cluster it is in
     decides its fate. Linear in the leases, never in the nodes."""
