@@ -12,11 +12,12 @@ subprocess over real HTTP, through the official client:
 
 1. `jobtree reconcile --once --push --apply` places the fleet and applies it (timed for information);
 2. `jobtree agent --cluster east` starts (two replicas would elect one; one runs here), and once
-   it leads it is left idle for `--idle` seconds (its CPU time over them from /proc: the idle CPU
-   figure); then `--failures` active nodes are tainted `node.kubernetes.io/out-of-service` one
-   after another (each a group's only active node; its spare is on a healthy node), and as many
-   again whose spare holds a filler with `--fillers`. The latency of a
-   swap is the proxy's clock from the taint's write being answered to the replacement pod's creation
+   it leads and is ready (`/readyz`: every watch has listed, 10,000 nodes included; the CPU that
+   took is `startCpuSeconds`) it is left idle for `--idle` seconds (its CPU time over them from
+   /proc: the idle CPU figure); then `--failures` active nodes are tainted
+   `node.kubernetes.io/out-of-service` one after another (each a group's only active node; its
+   spare is on a healthy node), and as many again whose spare holds a filler with `--fillers`
+   (the figures so far go to stderr after each phase). The latency of a swap is the proxy's clock from the taint's write being answered to the replacement pod's creation
    being answered (both in the request log of the fault proxy in front of the API server); the next failure waits for the entry to be Applied;
 3. the agent stopped, one reconcile folds the journal (every swap into Git, once);
 4. then `--round-trips` more nodes are tainted, each followed by `jobtree reconcile --once --push
@@ -154,7 +155,9 @@ def taint_to_pod(server: Cluster, core: client.CoreV1Api, node: str, passes: Any
         pod = next((r for r in sent if _creates_pod(r)), None)
         return (taint, pod) if taint is not None and pod is not None else None
 
-    taint, pod = wait(created, 600.0, f"a replacement pod after tainting {node}")
+    # Polled every 5 ms: the figure is the log's instants, not the poll's, and a tighter poll
+    # only takes the GIL from the proxy threads that carry the agent's requests.
+    taint, pod = wait(created, 600.0, f"a replacement pod after tainting {node}", 0.005)
     return float(pod.at - taint.at)
 
 
@@ -221,13 +224,30 @@ def one_round(failures: int, round_trips: int, domains: int = DOMAINS, fillers: 
                 env=env, stdout=subprocess.DEVNULL, stderr=open(root / "agent.log", "w"),
             )  # fmt: skip
             try:
-                wait(lambda: _leads(port), 600.0, "the agent to lead", 0.05)
+                wait(
+                    lambda: _leads(port) and _ready(port),
+                    900.0,
+                    "the agent to lead, its watches synced",
+                    0.05,
+                )
+                out["startCpuSeconds"] = round(_cpu_seconds(agent.pid), 2)
+                out["agentRssStartMB"] = _rss_mb(agent.pid)
+                _progress("agent synced and leading", out)
                 out["idleCpuPercent"], out["idleSeconds"] = idle_cpu(agent.pid, idle)
                 out["agentRssIdleMB"] = _rss_mb(agent.pid)
-                out.update(percentiles(swaps(server, core, chosen[:failures])))
+                _progress("idle", out)
+                cpu = _cpu_seconds(agent.pid)
+                plain = swaps(server, core, chosen[:failures])
+                out.update(percentiles(plain), latenciesMs=[round(x * 1000, 1) for x in plain])
+                _progress("swaps, spares holding no filler", out)
                 if filled:
-                    out["withFiller"] = percentiles(swaps(server, core, filled))
-                metrics = scrape(port)
+                    held = swaps(server, core, filled)
+                    out["withFiller"] = percentiles(held) | {
+                        "latenciesMs": [round(x * 1000, 1) for x in held]
+                    }
+                    _progress("swaps, spares holding a filler", out)
+                out["swapCpuSeconds"] = round(_cpu_seconds(agent.pid) - cpu, 2)
+                metrics = _counted(port, failures + len(filled))
                 out["agentRssMB"] = _rss_mb(agent.pid)
             finally:
                 agent.send_signal(signal.SIGTERM)
@@ -254,7 +274,7 @@ def swaps(server: Cluster, core: client.CoreV1Api, chosen: list[str]) -> list[fl
     for node in chosen:
         mark = server.requests.mark()
         latencies.append(taint_to_pod(server, core, node))
-        wait(lambda m=mark: finished(server, m), 60.0, "the swap's entry Applied and its Event", 0.002)
+        wait(lambda m=mark: finished(server, m), 60.0, "the swap's entry Applied and its Event", 0.005)
     return latencies
 
 
@@ -283,6 +303,32 @@ def _leads(port: int) -> bool:
     return any(
         line.startswith("jobtree_agent_leader{") and line.endswith(" 1.0") for line in text.splitlines()
     )
+
+
+def _counted(port: int, swapped: int, within: float = 10.0) -> str:
+    """The agent's /metrics once they count `swapped` swaps (it counts a swap after its last step,
+    a moment after the Event the bench waited for), or as they are after `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        text = scrape(port)
+        if _sample(text, "jobtree_agent_swaps_total") >= swapped or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)
+
+
+def _ready(port: int) -> bool:
+    """Whether the agent's `/readyz` answers 200: every watch has listed once (10,000 nodes take a
+    while; until then it is starting, not idle)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as answer:
+            return bool(answer.status == 200)
+    except OSError:  # urllib's HTTPError (503: not ready yet) is one
+        return False
+
+
+def _progress(phase: str, out: dict[str, Any]) -> None:
+    """The figures so far on stderr, so a long round that fails later still tells what it measured."""
+    print(f"bench.agent: {phase}: {json.dumps(out)}", file=sys.stderr, flush=True)
 
 
 def _sample(text: str, name: str) -> float:
