@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from reconciler.cluster import kinds
@@ -64,6 +64,11 @@ class Cache:
     def get(self, name: str, namespace: str = "") -> Obj | None:
         with self._lock:
             return self.objects.get((namespace, name))
+
+    def pick(self, names: Iterable[str], namespace: str = "") -> list[Obj]:
+        """The objects named `names` that are kept (one lock for all, not one per name)."""
+        with self._lock:
+            return [o for o in (self.objects.get((namespace, n)) for n in names) if o is not None]
 
     def __len__(self) -> int:
         return len(self.objects)

@@ -94,7 +94,9 @@ class Agent:
     gone: set[str] = field(default_factory=set)  # nodes seen deleted
     led: bool = False
     _settings: tuple[str, agent_world.Fleet | None] = ("", None)  # (resourceVersion, parsed)
-    _named: set[str] = field(default_factory=set)  # nodes whose events may be fences, since the last act
+    _named: dict[str, float] = field(
+        default_factory=dict
+    )  # node -> when its first event since the last act came (monotonic): it may be a fence
     _due: list[tuple[int, str]] = field(
         default_factory=list
     )  # (instant its grace ends, node) of NotReady nodes
@@ -175,7 +177,7 @@ class Agent:
                         heapq.heappush(self._due, (due, name))
                         self.wake.put(time.monotonic())  # to sleep no longer than until its grace ends
                     return
-            self._named.add(name)
+            self._named.setdefault(name, time.monotonic())
         self.wake.put(time.monotonic())
 
     def _fleet_changed(self) -> None:
@@ -254,11 +256,11 @@ class Agent:
         act (every node with `everything`), and carry the swap out."""
         now = int(self.clock())  # the instant of the decision: fences judged and leases timed by it
         with self._lock:
-            named, self._named = self._named, set()
+            named, self._named = self._named, {}
             while self._due and self._due[0][0] <= now:
                 _, name = heapq.heappop(self._due)
                 self._due_at.pop(name, None)
-                named.add(name)
+                named.setdefault(name, seen)
             everything, self._everything = everything or self._everything, False
         if not named and not everything:
             return None
@@ -282,18 +284,21 @@ class Agent:
         )
         if prepared is None:
             return None
-        decided = time.monotonic() - seen
+        decided = time.monotonic()
         created_at: list[float] = []
         swap.carry_out(
             self.api, prepared.entry, self.fleet, now, lambda pod: created_at.append(time.monotonic()),
             gone=self.pods_gone,
         )  # fmt: skip
         self._remember(prepared.entry)
-        latency = (created_at[0] if created_at else time.monotonic()) - seen
+        # from the event that named a fenced node, not from the wake-up: a wake left by an event of
+        # the swap before (its cordon) may be older, and would count time no fence waited
+        since = min((named[f.node] for f in fenced if f.node in named), default=seen)
+        latency = (created_at[0] if created_at else time.monotonic()) - since
         for run, group, node in prepared.swapped:
             self.observer.swapped(latency)
             LOG.info("swap", extra=dict(entry=prepared.id, run=run, group=group, to=node, fenced=_names(fenced),
-                                        seconds=round(latency, 4), decided=round(decided, 4)))  # fmt: skip
+                                        seconds=round(latency, 4), decided=round(decided - since, 4)))  # fmt: skip
         for run, group, reason in prepared.declined:
             self.observer.declined(reason)
             LOG.info("declined", extra=dict(entry=prepared.id, run=run, group=group, reason=reason,
@@ -312,10 +317,9 @@ class Agent:
         if leases is None:
             leases = agent_world.leases_of(self.caches["leases"].items())
         held = {x.node for x in leases}
-        kept = self.caches["nodes"]
         nodes: dict[str, NodeObs] = {}
-        for name in held:
-            obs = (kept.get(name) or {}).get("obs")
+        for item in self.caches["nodes"].pick(held):
+            obs = item.get("obs")
             if obs is not None:
                 nodes[obs.name] = obs
         looked = held if only is None else held & set(only)

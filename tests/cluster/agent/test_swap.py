@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cluster.agent.loop import Agent
+from reconciler.cluster.agent.loop import Agent, Quiet
 from tests.support.agents import Clock, act_once, an_agent, applied, entries, running, until
 from tests.support.builders import a_budget, a_run
 from tests.support.clusterfleet import (
@@ -101,6 +101,33 @@ def graced_fleet(server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         "runs/t/r1.yaml": manifest(sixteen("r1", spares=8)),
     }
     return ClusterFleet(tmp_path, {"east": server}, monkeypatch, files)
+
+
+class Timed(Quiet):
+    """An observer that keeps each swap's latency, as the histogram does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seconds: list[float] = []
+
+    def swapped(self, seconds: float) -> None:
+        self.seconds.append(seconds)
+
+
+def test_a_swaps_latency_runs_from_the_fences_own_event_not_from_an_older_wake_up(
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = spared_fleet(server, tmp_path, monkeypatch)
+    fleet.reconcile(T0)
+    agent = an_agent(clock=Clock(T0 + 60))
+    agent.observer = timed = Timed()
+    api(fleet).patch_node("n2", {"spec": {"taints": [OUT_OF_SERVICE]}})
+    began = time.monotonic()
+    # act_once wakes the agent with the instant 0.0: a wake-up older than any event (one left by
+    # the swap before, say); the histogram must count from n2's event, which came after `began`
+    assert act_once(agent) is not None
+    (seconds,) = timed.seconds
+    assert 0 < seconds <= time.monotonic() - began
 
 
 def test_a_cordon_never_moves_anything(
