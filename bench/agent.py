@@ -383,8 +383,11 @@ def rows(result: dict[str, Any]) -> list[dict[str, str]]:
          "rss": f"{result['agentRssMB']:.0f} MiB",
          "verdict": "meets target" if result["idleCpuPercent"] <= 2 and (
              memory_target is None or result["agentRssMB"] <= memory_target) else "MISSES target",
-         "note": f"CPU from /proc (user + system); RSS is VmHWM, the peak over the whole run "
-                 f"({result['agentRssIdleMB']:.0f} MiB after its idle seconds, before any failure)"},
+         "note": f"CPU from /proc (user + system), once it led with every watch synced (its start, every "
+                 f"list, took {result['startCpuSeconds']:.1f} s of CPU before); RSS is VmHWM, the peak over "
+                 f"the whole run ({result['agentRssIdleMB']:.0f} MiB after its idle seconds, before any failure; "
+                 f"the {result['failures'] * (2 if 'withFiller' in result else 1)} swaps took "
+                 f"{result['swapCpuSeconds']:.1f} s of CPU)"},
         {"name": f"{prefix}same swap through Git (reconcile)", "target": "(for comparison)",
          "wall": f"{result['roundTrip']:.2f} s ({result['roundTripRange'][0]:.2f}–{result['roundTripRange'][1]:.2f})",
          "verdict": "measured (no target)",
