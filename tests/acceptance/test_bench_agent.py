@@ -12,6 +12,7 @@ from bench import agent
 
 RESULT = {"gpus": 10_000, "nodes": 1_250, "runs": 150, "pods": 1_200, "failures": 200, "agentRssMB": 93.0,
           "agentRssIdleMB": 90.0, "idleCpuPercent": 0.4, "idleSeconds": 30.0, "swapsCounted": 200.0,
+          "startCpuSeconds": 1.5, "swapCpuSeconds": 6.0,
           "p50": 30.0, "p99": 45.0, "max": 50.0, "roundTrip": 31.0, "roundTripRange": [30.5, 31.2],
           "folded": 200, "foldSeconds": 1.5, "loadBefore": [3.0, 2.0, 1.0], "loadAfter": [4.0, 2.0, 1.0]}  # fmt: skip
 
