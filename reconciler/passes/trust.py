@@ -7,7 +7,7 @@ running) while work is placed on a cluster `jobtree.yaml` does not name (a renam
 typo: its pods would be re-rendered elsewhere and pruned), on a configured cluster never observed
 (no credentials in CI, a context that is not in the kubeconfig), or on one observed for the first
 time that lists none of the nodes the record places there (a context naming another cluster).
-`placed` reads paths, and parses a rendered file only for a run placed on two clusters. Plans
+`placed` reads paths, and parses a rendered file only for a run placed on two clusters, once. Plans
 nothing and talks to no cluster: the clusters are `passes.clusters`', the refusal the caller's.
 """
 
@@ -47,21 +47,31 @@ def placed(state: FleetState, blobs: Mapping[str, str], read: Callable[[str], by
         if cluster is not None and run is not None:
             runs[run][cluster] = oid
     out: Placed = defaultdict(list)
+    spread: dict[str, dict[str, str]] = {}  # run on two clusters or more -> node -> cluster, read once
     for lease in leases:
-        cluster = where.get(lease.node) or _rendered_on(runs.get(lease.run, {}), lease.node, read)
+        cluster = where.get(lease.node)
+        files = runs.get(lease.run, {})
+        if cluster is None and len(files) == 1:
+            cluster = next(iter(files))
+        elif cluster is None and files:
+            if lease.run not in spread:
+                spread[lease.run] = _pods_on(files, read)
+            cluster = spread[lease.run].get(lease.node)
         if cluster is not None:
             out[cluster].append(lease)
     return dict(sorted(out.items()))
 
 
-def _rendered_on(files: Mapping[str, str], node: str, read: Callable[[str], bytes]) -> str | None:
-    """The cluster whose rendered file of the run (cluster -> blob id) has a pod on `node`."""
-    if len(files) == 1:
-        return next(iter(files))
+def _pods_on(files: Mapping[str, str], read: Callable[[str], bytes]) -> dict[str, str]:
+    """node -> the cluster whose rendered file of the run (cluster -> blob id) has a pod on it (the
+    first cluster by name when two do)."""
+    out: dict[str, str] = {}
     for cluster, oid in sorted(files.items()):
-        if any(((d or {}).get("spec") or {}).get("nodeName") == node for d in codec.documents(read(oid))):
-            return cluster
-    return None
+        for doc in codec.documents(read(oid)):
+            node = ((doc or {}).get("spec") or {}).get("nodeName")
+            if isinstance(node, str):
+                out.setdefault(node, cluster)
+    return out
 
 
 @functools.lru_cache(maxsize=16)
