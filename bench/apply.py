@@ -9,7 +9,9 @@ each one's context, requests counted by each one's fault proxy (no fault armed).
 2. first apply: `jobtree apply` onto the empty clusters (CRDs, namespaces, mirrors, pods, Services);
 3. a second `jobtree apply` of the same commit (should send no write);
 4. one run changed: a running run's template gets a new environment variable (its pods must be
-   replaced), committed, then `jobtree reconcile --once --now T0+5m --apply`;
+   replaced), committed; the run is the first by name holding at most a quarter of the pods on each
+   of its clusters, so step 5 deletes an ordinary run and not a cluster's only one (the mass-prune
+   guard would rightly hold that until `--allow-mass-prune`), then `jobtree reconcile --once --now T0+5m --apply`;
 5. one run deleted, then `jobtree reconcile --once --now T0+10m --apply` (its pods and mirrors pruned).
 
 Requests are counted by the proxies' request logs (every retry included), and objects changed from
@@ -106,11 +108,20 @@ def changed_objects(stdout: str) -> int:
 
 
 def a_running_run(repo: Path) -> tuple[str, Path]:
-    """A run that holds pods after the first pass (the first by name), and its spec file."""
-    rendered = sorted((repo / "rendered").rglob("*.yaml"))
-    name = rendered[0].stem
-    namespace = rendered[0].parent.name
-    return f"{namespace}/{name}", repo / "runs" / namespace / f"{name}.yaml"
+    """A run that holds pods after the first pass and its spec file: the first by name whose pods are
+    at most a quarter of the pods on every cluster it runs on, so deleting it is an ordinary deletion
+    and not one that empties a cluster (which `massprune` holds until `--allow-mass-prune`)."""
+    pods: dict[str, dict[str, int]] = {}  # cluster -> run -> its pods there
+    for path in sorted((repo / "rendered").rglob("*.yaml")):
+        count = sum(1 for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "Pod")
+        cluster = path.relative_to(repo / "rendered").parts[0]
+        pods.setdefault(cluster, {})[f"{path.parent.name}/{path.stem}"] = count
+    total = {cluster: sum(runs.values()) for cluster, runs in pods.items()}
+    for run in sorted({r for runs in pods.values() for r in runs}):
+        if all(runs[run] <= total[c] / 4 for c, runs in pods.items() if runs.get(run)):
+            namespace, name = run.split("/")
+            return run, repo / "runs" / namespace / f"{name}.yaml"
+    raise RuntimeError("no running run holds at most a quarter of the pods on each of its clusters")
 
 
 def one_round(fleet: generate.Fleet) -> dict[str, Any]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import yaml
 
 from bench import apply as bench_apply
 from tests.support import REPO
@@ -43,3 +46,23 @@ def test_the_rows_judge_writes_per_changed_object_and_a_second_apply_that_writes
         "reconcile --apply, one run changed": "MISSES target",
         "reconcile --apply, one run deleted": "MISSES target",
     }
+
+
+def test_the_run_changed_then_deleted_is_not_the_only_one_on_its_cluster(tmp_path: Path) -> None:
+    """Deleting a cluster's only run prunes all its pods, which the mass-prune guard holds; the bench
+    measures an ordinary deletion instead: a run with at most a quarter of the pods where it runs."""
+
+    def rendered(cluster: str, run: str, pods: int) -> None:
+        path = tmp_path / "rendered" / cluster / "t" / f"{run}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        docs = [{"kind": "Service"}] + [
+            {"kind": "Pod", "metadata": {"name": f"{run}-{i}"}} for i in range(pods)
+        ]
+        path.write_text(yaml.safe_dump_all(docs))
+
+    rendered("alone", "a-lonely", 2)  # first by name, but every pod on its cluster
+    rendered("busy", "a-lonely", 1)
+    rendered("busy", "b-wide", 3)  # 3 of 6 pods on busy: more than a quarter
+    for run in ("c-small", "d-small"):
+        rendered("busy", run, 1)
+    assert bench_apply.a_running_run(tmp_path) == ("t/c-small", tmp_path / "runs" / "t" / "c-small.yaml")
