@@ -11,6 +11,7 @@ It implements no part of the Kubernetes API: every answer that is not a fault is
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -31,6 +32,8 @@ REASONS = {
     422: "Invalid", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
     504: "Timeout",
 }  # fmt: skip
+SPARE_FOR = 30.0  # seconds a warmed connection waits for a write: well inside the server's 90 s idle timeout
+
 HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection"}
 )
@@ -130,6 +133,9 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
     _upstream: http.client.HTTPSConnection | None = None
+    _spare: http.client.HTTPSConnection | None = None  # opened for the next write, no request on it yet
+    _spare_at = 0.0
+    _connected = False  # this request's forward opened a new connection
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
         pass
@@ -171,8 +177,10 @@ class _Handler(BaseHTTPRequestHandler):
                 replace(entry, code=fault.code, fault=f"respond {fault.code}", at=time.monotonic())
             )
             return
+        self._connected = False
         try:
             answer = self._forward(body)
+            entry = replace(entry, connected=self._connected)
         except (OSError, http.client.HTTPException):
             self._cut(proxy, entry, "upstream")
             return
@@ -187,23 +195,30 @@ class _Handler(BaseHTTPRequestHandler):
         if watching:  # a watch is logged when its stream ends
             fired = "drop_watch" if events else slow
             proxy.requests.record(replace(entry, code=answer.status, fault=fired, at=time.monotonic()))
+        elif self.command != "GET" and not self.close_connection:
+            self._warm()
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _do  # noqa: N815 - the stdlib's names
 
     def _forward(self, body: bytes | None) -> http.client.HTTPResponse:
         """The request sent on to the API server. A read may reuse this connection's kept-alive
-        upstream connection (and is sent again once if that was closed meanwhile); a write always
-        goes on a fresh one and is never sent twice, so the proxy itself never repeats a write."""
+        upstream connection (and is sent again once if that was closed meanwhile); a write goes on
+        a connection that has carried no request (the spare `_warm` opened after the last write, or
+        a new one) and is never sent twice, so the proxy itself never repeats a write."""
         host, port, context = self.server.proxy.upstream
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP and k.lower() != "host"}
         headers["Host"] = f"{host}:{port}"
         reads = self.command == "GET"
-        if not reads and self._upstream is not None:
-            self._upstream.close()
-            self._upstream = None
+        if not reads:
+            if self._upstream is not None:
+                self._upstream.close()
+            if time.monotonic() - self._spare_at >= SPARE_FOR or _closed(self._spare):
+                self._close_spare()
+            self._upstream, self._spare = self._spare, None
         for attempt in (1, 2):
             if self._upstream is None:
                 self._upstream = http.client.HTTPSConnection(host, port, context=context, timeout=120)
+                self._connected = True
             try:
                 self._upstream.request(self.command, self.path, body=body, headers=headers)
                 return self._upstream.getresponse()
@@ -213,6 +228,33 @@ class _Handler(BaseHTTPRequestHandler):
                 if attempt == 2 or not reads:
                     raise
         raise AssertionError("unreachable")
+
+    def _warm(self) -> None:
+        """After a write's answer has gone out: open the next write's upstream connection now, so
+        its TLS handshake is not inside that write's time (a client talking to the API server
+        directly writes on a kept-alive connection). Kept only while well inside the server's
+        idle timeout (kube-apiserver's is 90 s); a connection that fails to open is not kept."""
+        self._close_spare()
+        host, port, context = self.server.proxy.upstream
+        spare = http.client.HTTPSConnection(host, port, context=context, timeout=120)
+        try:
+            spare.connect()
+        except OSError:
+            spare.close()
+            return
+        self._spare, self._spare_at = spare, time.monotonic()
+
+    def _close_spare(self) -> None:
+        if self._spare is not None:
+            self._spare.close()
+            self._spare = None
+
+    def finish(self) -> None:
+        super().finish()
+        self._close_spare()
+        if self._upstream is not None:
+            self._upstream.close()
+            self._upstream = None
 
     def _relay(self, answer: http.client.HTTPResponse, drop: Fault | None) -> bool:
         """Send the answer on, streamed; with `drop`, end a watch after its event count (cut, or a
@@ -281,3 +323,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _closed(connection: http.client.HTTPSConnection | None) -> bool:
+    """The server has closed `connection` while it waited for a write (or it never opened). A
+    TLS 1.3 server sends session tickets after the handshake, so a readable socket is not yet a
+    closed one: a non-blocking read consumes them and finds either nothing (open) or the end."""
+    sock = connection.sock if connection is not None else None
+    if sock is None:
+        return True
+    sock.setblocking(False)
+    try:
+        sock.recv(1)  # data or the end: either way not a connection to write on
+    except (ssl.SSLWantReadError, BlockingIOError):
+        return False
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sock.settimeout(connection.timeout if connection is not None else None)
+    return True

@@ -25,6 +25,7 @@ class Request:
     watch: bool = False
     fault: str = ""
     options: Mapping[str, object] = field(default_factory=dict)  # a DELETE's DeleteOptions (its body)
+    connected: bool = False  # the proxy opened its connection to the server (TCP + TLS) inside this request
     at: float = (
         0.0  # time.monotonic() when the answer was ready (the change made, for a write; a cut: when cut)
     )
