@@ -131,6 +131,9 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = (
+        True  # an answer is several small sends: without it each waits for a delayed ACK
+    )
     server: _Server
     _upstream: http.client.HTTPSConnection | None = None
     _spare: http.client.HTTPSConnection | None = None  # opened for the next write, no request on it yet
