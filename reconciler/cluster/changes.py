@@ -68,6 +68,13 @@ class Live:
     objects: dict[Key, Obj] = field(default_factory=dict)  # every object jobtree applied, of any fleet
 
 
+def as_listed(obj: Obj) -> Obj:
+    """An object as `Live` holds it: without its managedFields (nothing compares them, and they are
+    half its size)."""
+    (obj.get("metadata") or {}).pop("managedFields", None)
+    return obj
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     action: str  # CREATE, CHANGE, STATUS, REPLACE, PRUNE, CORDON

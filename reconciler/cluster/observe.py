@@ -2,7 +2,9 @@
 
 Two lists (nodes; every pod), each one consistent snapshot read page by page and cut down as each
 page arrives to what `observations` reads (the agent shares that module), so a pass never holds a
-cluster's nodes or pods whole. This fleet's pods (its label) say how the record's groups are
+cluster's nodes or pods whole. What apply compares with of those two lists (the nodes, cut down;
+the pods any fleet's jobtree applied, without their managedFields) is kept as `Listed`, so a
+`reconcile --apply` pass lists them once: apply acts on the snapshot its plan was made from. This fleet's pods (its label) say how the record's groups are
 doing; the GPUs every other pod asks for on a node are not this fleet's to place (§7.6: capacity
 is allocatable less those). The open leases of the last state commit say which pods the record
 holds: their endings become workload events, and the ones the cluster lacks on nodes that would
@@ -19,12 +21,21 @@ from typing import Any
 
 from planner.topology import is_fenced
 from planner.world import Lease, NodeObs, WorkloadEvent
-from reconciler.cluster import kinds, observations, stamp
+from reconciler.cluster import changes, kinds, observations, stamp
 from reconciler.cluster.api import Api
 from reconciler.cluster.connect import Target
 from reconciler.cluster.errors import Unreachable
 
 Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """What apply compares with, as observe listed it: the nodes (`observations.slim_node`) by name,
+    and every pod any fleet's jobtree applied (`changes.as_listed`) by key."""
+
+    nodes: dict[str, Obj]
+    pods: dict[kinds.Key, Obj]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +48,7 @@ class Observation:
     problems: tuple[str, ...]  # nodes left out, and why (for people)
     missing: tuple[str, ...]  # pods the record holds that the cluster does not (apply re-creates them)
     reads: int = 0  # requests sent
+    listed: Listed | None = None  # for apply in the same pass
 
 
 def observe(
@@ -51,14 +63,18 @@ def observe(
     raw_nodes, _ = api.list_all(kinds.NODE, keep=lambda n: observations.slim_node(n, label_keys))
     mine: list[observations.PodObs] = []
     foreign: list[Obj] = []
+    applied: dict[kinds.Key, Obj] = {}
 
     def sort(pod: Obj) -> None:
-        if ((pod.get("metadata") or {}).get("labels") or {}).get(stamp.FLEET) == target.fleet:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if labels.get(stamp.FLEET) == target.fleet:
             seen = observations.pod_obs(pod)
             if seen is not None:
                 mine.append(seen)
         elif observations.gpu_request(pod):
             foreign.append(observations.slim_pod(pod))
+        if labels.get(stamp.MANAGED_BY) == stamp.MANAGER:
+            applied[kinds.key(pod)] = changes.as_listed(pod)
 
     api.list_all(kinds.POD, keep=sort)
     held = observations.foreign_gpus(foreign, target.fleet)
@@ -83,6 +99,7 @@ def observe(
     healthy = {n.name for n in nodes if not is_fenced(n, now, grace)}
     schedulable = {n.name for n in nodes if n.name in healthy and n.ready and not n.cordoned}
     events, missing = observations.workload(mine, leases, healthy, schedulable)
+    listed = Listed({n["metadata"]["name"]: n for n in raw_nodes}, applied)
     return Observation(
-        target.name, tuple(nodes), tuple(events), tuple(problems), tuple(missing), api.counts.reads
+        target.name, tuple(nodes), tuple(events), tuple(problems), tuple(missing), api.counts.reads, listed
     )

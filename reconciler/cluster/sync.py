@@ -1,6 +1,10 @@
 """Apply one commit to one cluster (step 7 of a pass, §7.3): read what is live, send what `changes` says, in order.
 
-Order: the CRDs (then wait until established), the tenant namespaces, the mirrors, then the
+What is live: jobtree's CRDs, the namespaces, the nodes and every object a fleet's jobtree applied,
+listed now; in a `reconcile --apply` pass the nodes and pods are the ones its observation listed
+(`observe.Listed`: the snapshot the pass planned from, not listed twice), the window since then is
+the pass's own plan and commit, and what changed in it is the next pass's, as a change made just
+after any list is. Order: the CRDs (then wait until established), the tenant namespaces, the mirrors, then the
 deletions (prunes, and pods to replace), then `rendered/<cluster>/`, the cordons, and last the
 FleetConfig's status naming the commit, written only when everything before it was. The agent's
 journal is read right after what is live, just before comparing (not the copy a pass read at its
@@ -30,6 +34,7 @@ from reconciler.cluster.api import Api, rehearsing
 from reconciler.cluster.changes import Change, Changes, Live, Record
 from reconciler.cluster.connect import Target
 from reconciler.cluster.errors import ClusterError, Unreachable
+from reconciler.cluster.observe import Listed
 
 Obj = dict[str, Any]
 
@@ -90,43 +95,42 @@ class Applied:
         )
 
 
-def read_live(api: Api, crd_names: Iterable[str]) -> Live:
+def read_live(api: Api, crd_names: Iterable[str], listed: Listed | None = None) -> Live:
     """Jobtree's CRDs (each read by name: the reconcile role may touch no other), the namespaces,
-    the nodes, and every object any fleet's jobtree applied."""
+    the nodes, and every object any fleet's jobtree applied; the nodes and pods as `listed` holds
+    them when given (what this pass observed: not listed again)."""
     crds = [c for c in (api.get(kinds.CRD, name) for name in sorted(crd_names)) if c is not None]
     spaces, _ = api.list_all(kinds.NAMESPACE, keep=lambda n: n["metadata"]["name"])
-    nodes, _ = api.list_all(kinds.NODE, keep=lambda n: observations.slim_node(n, ()))
+    if listed is not None:
+        nodes = listed.nodes
+    else:
+        slim, _ = api.list_all(kinds.NODE, keep=lambda n: observations.slim_node(n, ()))
+        nodes = {n["metadata"]["name"]: n for n in slim}
     objects: dict[kinds.Key, dict[str, Any]] = {}
     crd_names = {c["metadata"]["name"] for c in crds}
     for kind in kinds.OWNED:
         if kind.api_version != "v1" and f"{kind.plural}.{kind.api_version.split('/')[0]}" not in crd_names:
             continue  # its CRD is not there yet: nothing of it can exist
-        items, _ = api.list_all(kind, f"{stamp.MANAGED_BY}={stamp.MANAGER}", keep=_unmanaged)
+        if kind == kinds.POD and listed is not None:
+            objects.update(listed.pods)
+            continue
+        items, _ = api.list_all(kind, f"{stamp.MANAGED_BY}={stamp.MANAGER}", keep=changes.as_listed)
         objects.update((kinds.key(o), o) for o in items)
-    return Live(
-        {c["metadata"]["name"]: c for c in crds},
-        frozenset(spaces),
-        {n["metadata"]["name"]: n for n in nodes},
-        objects,
-    )
-
-
-def _unmanaged(obj: Obj) -> Obj:
-    """An object without its managedFields: nothing compares them, and they are half its size."""
-    (obj.get("metadata") or {}).pop("managedFields", None)
-    return obj
+    return Live({c["metadata"]["name"]: c for c in crds}, frozenset(spaces), nodes, objects)
 
 
 def sync(
     api: Api, target: Target, record: Record, dry_run: bool = False, settle: float = SETTLE,
-    prune_share: float | None = massprune.SHARE,
+    prune_share: float | None = massprune.SHARE, listed: Listed | None = None,
 ) -> Applied:  # fmt: skip
     """Make `target` hold `record` (see the module docstring); `settle`: the longest wait for pods to
-    terminate and CRDs to be established; `prune_share`: see `massprune.hold` (None: no limit)."""
+    terminate and CRDs to be established; `prune_share`: see `massprune.hold` (None: no limit);
+    `listed`: the nodes and pods this pass observed (`observe.Listed`), compared with instead of
+    listing them again."""
     out = Applied(target.name, record.commit, dry_run)
     reads, writes = api.counts.reads, api.counts.writes
     try:
-        live = read_live(api, (c["metadata"]["name"] for c in record.crds))
+        live = read_live(api, (c["metadata"]["name"] for c in record.crds), listed)
         out.entries = _journal(api, target)
         guarded = _guarded(out.entries)
         plan = changes.compare(record, target.fleet, live, guarded)

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.cluster import changes, connect, errors, folding, massprune, mirrors, retry, sync
+from reconciler.cluster import changes, connect, errors, folding, massprune, mirrors, observe, retry, sync
 from reconciler.git import read as gitread
 from reconciler.spec import commit as speccache
 from reconciler.spec.validated import Spec
@@ -113,12 +113,14 @@ def apply_commit(
     say: Callable[[str], None] = lambda _: None,
     fold: Fold | None = None,
     prune_share: float | None = massprune.SHARE,
+    listed: Mapping[str, observe.Listed] | None = None,
 ) -> ApplyOutcome:
     """Apply the commit `rev` to every configured cluster (`only`: to that one); raises `ApplyRefused`.
     `policy`: the retry backoff; `settle`: the longest wait for pods to terminate; `fold`: the
     journal entries `rev` holds folded in, marked Folded where it was applied without error;
     `prune_share`: the largest share of a cluster's running pods pruned at once (None: any,
-    `--allow-mass-prune`; `prune_limit`)."""
+    `--allow-mass-prune`; `prune_limit`); `listed`: per cluster, the nodes and pods the pass
+    applying observed (`observe.Listed`), compared with instead of listing them again."""
     commit = gitread.resolve(repo, rev)
     sha = str(commit.id)
     spec, _, _ = speccache.read_spec(repo, commit)
@@ -152,7 +154,8 @@ def apply_commit(
             api = connect.api(target)
         except errors.ClusterError as err:
             return sync.Applied(target.name, sha, dry_run, errors=[str(err)], unreachable=True)
-        applied = sync.sync(api, target, records[target.name], dry_run, settle, prune_share)
+        seen = (listed or {}).get(target.name)
+        applied = sync.sync(api, target, records[target.name], dry_run, settle, prune_share, seen)
         if fold is not None and not dry_run and not applied.untouched:
             try:
                 applied.folded = folding.settle(

@@ -44,6 +44,8 @@ class Configured:
         self.notes: list[str] = []  # progress lines
         self.unobserved: dict[str, str] = {}  # cluster -> why it was planned against its last observation
         self.journal: dict[str, list[Failover]] = {}  # cluster -> the agent's swaps not yet Folded
+        # cluster -> the nodes and pods observe listed (`observe.Listed`), for apply in the same pass
+        self.listed: dict[str, Any] = {}
 
     def failovers(self) -> tuple[Failover, ...]:
         """Every cluster's unfolded swaps, for `World.journal`, oldest first."""
@@ -151,6 +153,8 @@ class Live(Configured):
                 continue
             seen, entries = result
             self.nodes[target.name] = seen.nodes
+            if seen.listed is not None:
+                self.listed[target.name] = seen.listed
             self.events += [(target.name, ev) for ev in seen.workload]
             self.warnings += [f"jobtree: {problem}" for problem in seen.problems]
             self.notes.append(

@@ -33,7 +33,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from planner.plan import Plan
 from planner.world import Failover, FleetState
@@ -155,6 +155,7 @@ class Planned:
     warnings: tuple[str, ...] = ()  # for people, even with --quiet
     observed: tuple[str, ...] = ()  # what changed in the configured clusters, for the commit message
     folded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # cluster -> journal entries folded
+    listed: Mapping[str, Any] = field(default_factory=dict)  # cluster -> what observe listed, for apply
 
     @property
     def restored(self) -> list[str]:
@@ -274,7 +275,10 @@ def plan_once(
         f"{len(tree.meaningful)} with changed decisions"
         + (f", {_files(len(tree.restored))} changed by hand written back" if tree.restored else "")
     )
-    return Planned(head, spec, tree, result, source, parsed, start, now, tuple(warnings), lines, folded)
+    listed = cluster.listed if isinstance(cluster, clusters.Configured) else {}
+    return Planned(
+        head, spec, tree, result, source, parsed, start, now, tuple(warnings), lines, folded, listed
+    )
 
 
 Observer = Callable[
@@ -447,6 +451,7 @@ def reconcile_once(
     token = os.environ.get(TOKEN_ENV)
     outcome = Outcome(attempts=0)
     memos: Memos = kept.memos if kept is not None else {}
+    listed: dict[str, Any] = {}  # what the last attempt observed (nodes, pods): apply compares with it
     with batchgc.paused(), writer_lock(repo_path, lock_wait, say):
         want_branch = branch or configured_branch(repo)
         if not repo.is_bare and repo.head_is_unborn:  # a clone of a remote whose HEAD is another branch
@@ -488,6 +493,8 @@ def reconcile_once(
             outcome.next_due = next((t for t in planned.plan.due if t > planned.now), None)
             outcome.head = str(planned.head.id)
             outcome.folded, outcome.now = dict(planned.folded), planned.now
+            listed.clear()
+            listed.update(planned.listed)
             memo = tree.kept
             later: list[worktree.Pending] = []
             try:
@@ -552,7 +559,7 @@ def reconcile_once(
         try:
             share = applying.prune_limit(allow_mass_prune, prune_share)
             outcome.applied = applying.apply_commit(
-                repo, outcome.head or want_branch, say=say, fold=fold, prune_share=share
+                repo, outcome.head or want_branch, say=say, fold=fold, prune_share=share, listed=listed
             )
         except applying.NoCluster:
             outcome.summary.append("apply: the embedded cluster has nothing to apply")

@@ -144,6 +144,27 @@ def test_a_pod_deleted_by_hand_comes_back_with_the_next_apply(fleet: ClusterFlee
     assert before is not None and after is not None and after["metadata"]["uid"] != before["metadata"]["uid"]
 
 
+def test_a_pass_lists_the_nodes_and_the_pods_once_and_apply_acts_on_that_list(
+    fleet: ClusterFleet, server: Cluster
+) -> None:
+    fleet.reconcile(T0)
+    api(fleet).delete_namespaced_pod("r1-g0-n1", "t")
+    until(lambda: pods(server) == ["r1-g1-n2"], what="the kubelet to finish the deleted pod")
+    mark = server.requests.mark()
+    fleet.reconcile(T0 + 60)
+    sent = server.requests.since(mark)
+    listed = [r.path for r in sent if r.method == "GET" and not r.watch]
+    # observe's two lists are the ones apply compares with (each one page at four nodes)
+    assert (listed.count("/api/v1/nodes"), listed.count("/api/v1/pods")) == (1, 1)
+    assert [(r.method, r.path) for r in sent if r.is_write] == [
+        ("PATCH", "/api/v1/namespaces/t/pods/r1-g0-n1")
+    ]
+    assert pods(server) == R1_PODS
+    mark = server.requests.mark()
+    fleet.reconcile(T0 + 120)
+    assert server.requests.writes(since=mark) == []
+
+
 def test_a_dry_run_lists_the_changes_and_a_real_apply_makes_them(
     fleet: ClusterFleet, server: Cluster
 ) -> None:
