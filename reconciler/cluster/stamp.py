@@ -12,7 +12,6 @@ in, dicts out.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from typing import Any
@@ -42,36 +41,27 @@ def selector(fleet: str) -> str:
 
 def stamped(obj: Obj, fleet: str | None) -> tuple[Obj, Obj | None]:
     """`obj` with the labels (the fleet's when `fleet` is given: shared objects such as CRDs carry
-    only managed-by) and hashes, and apart from it its status (None when it has none)."""
-    body = _copied(obj)
+    only managed-by) and hashes, and apart from it its status (None when it has none). `obj` is left
+    as it was: what is changed is copied (the metadata, a pod's resources), the rest is shared with
+    it, so neither may be changed afterwards."""
+    body = dict(obj)
     status = body.pop("status", None)
-    meta = body.setdefault("metadata", {})
-    labels = meta.setdefault("labels", {})
+    meta = body["metadata"] = dict(body.get("metadata") or {})
+    labels = meta["labels"] = dict(meta.get("labels") or {})
     labels[MANAGED_BY] = MANAGER
     if fleet:
         labels[FLEET] = fleet
-    notes = meta.setdefault("annotations", {})
+    notes = meta["annotations"] = dict(meta.get("annotations") or {})
     notes.pop(CONTENT_HASH, None)
     notes.pop(SPEC_HASH, None)
     if body.get("kind") == "Pod" and body.get("apiVersion") == "v1":
-        _quantities_as_text(body.get("spec") or {})
+        if isinstance(body.get("spec"), dict):
+            body["spec"] = _quantities_as_text(body["spec"])
         notes[SPEC_HASH] = digest(body.get("spec"))
     if body.get("kind") == "CustomResourceDefinition":
         notes[SCHEMA] = str(SCHEMA_VERSION)
     notes[CONTENT_HASH] = digest(body)
     return body, status
-
-
-def _copied(value: Any) -> Any:
-    """A deep copy of plain data (what `copy.deepcopy` gives, several times sooner: no memo, the
-    JSON shapes walked directly); anything else is deep-copied as `copy` does."""
-    if isinstance(value, dict):
-        return {k: _copied(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copied(v) for v in value]
-    if value is None or isinstance(value, str | int | float):  # bool is an int
-        return value
-    return copy.deepcopy(value)
 
 
 def status_body(body: Obj, status: Obj) -> Obj:
@@ -98,13 +88,27 @@ def annotation(obj: Obj, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _quantities_as_text(spec: Obj) -> None:
-    """Resource quantities as the API server stores them (`8` is served back as `"8"`), so a typed
-    client reading the pod finds the type it expects, on any server."""
-    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-        for part in ("limits", "requests"):
-            amounts = (container.get("resources") or {}).get(part)
-            if isinstance(amounts, dict):
-                for name, value in amounts.items():
-                    if isinstance(value, int | float) and not isinstance(value, bool):
-                        amounts[name] = str(value)
+def _quantities_as_text(spec: Obj) -> Obj:
+    """`spec` with its resource quantities as the API server stores them (`8` is served back as
+    `"8"`), so a typed client reading the pod finds the type it expects, on any server; what holds
+    a quantity is copied, the rest shared."""
+    out = dict(spec)
+    for part in ("containers", "initContainers"):
+        if isinstance(spec.get(part), list):
+            out[part] = [_container(c) for c in spec[part]]
+    return out
+
+
+def _container(container: Any) -> Any:
+    resources = container.get("resources") if isinstance(container, dict) else None
+    if not isinstance(resources, dict):
+        return container
+    copied = dict(resources)
+    for part in ("limits", "requests"):
+        amounts = resources.get(part)
+        if isinstance(amounts, dict):
+            copied[part] = {
+                name: str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+                for name, value in amounts.items()
+            }
+    return {**container, "resources": copied}
