@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from reconciler.cluster import kinds, observations, stamp
 from reconciler.cluster.kinds import Key, Kind
 
@@ -222,9 +224,20 @@ def compare(record: Record, fleet: str, live: Live, guarded: Mapping[Key, str] |
 
 
 def _same_status(have: Obj, status: Obj) -> bool:
-    """Whether the live object's status is `status` (compared by digest; a number as the server
-    serves it back: Go writes a whole float, `1.0`, as `1`)."""
-    return stamp.digest(_served(have.get("status") or {})) == stamp.digest(_served(status))
+    """Whether the live object's status is `status` as JSON (a number as the server serves it back:
+    Go writes a whole float, `1.0`, as `1`). Equal as Python values first (in C, and most are);
+    then as JSON text, which tells `true` from `1`."""
+    live, want = _served(have.get("status") or {}), _served(status)
+    return live == want and _json(live) == _json(want)
+
+
+def _json(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (
+        orjson.JSONEncodeError
+    ):  # what orjson does not encode (a key that is not text): as stamp digests it
+        return stamp.digest(value).encode()
 
 
 def _served(value: Any) -> Any:
@@ -274,7 +287,8 @@ def _pod(out: Changes, d: Desired, have: Obj | None, nodes: dict[str, Obj]) -> N
         out.rendered.append(Change(REPLACE, d.kind, d.key, d))
     elif not holds(have.get("spec") or {}, d.body.get("spec") or {}):  # a live spec edited by hand
         out.rendered.append(Change(REPLACE, d.kind, d.key, d, have, drifted=True))
-    elif _hash(have) != _hash(d.body) or not holds(have, d.body):
+    # the spec is held (just above): the rest of what was sent, its labels and annotations
+    elif _hash(have) != _hash(d.body) or not holds(have, {k: v for k, v in d.body.items() if k != "spec"}):
         out.rendered.append(Change(CHANGE, d.kind, d.key, d, have, drifted=_hash(have) == _hash(d.body)))
     else:
         out.unchanged += 1
