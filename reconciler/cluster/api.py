@@ -32,6 +32,7 @@ from reconciler.cluster.errors import (
     LostLead,
     NotFound,
     PermanentClusterError,
+    Replaced,
     TemporaryClusterError,
     Unreachable,
 )
@@ -182,16 +183,23 @@ class Api:
             "PATCH", kind.path(name, namespace, subresource), [("fieldManager", self.manager)], patch, MERGE
         )
 
-    def delete(self, kind: Kind, name: str, namespace: str | None = None, grace: int | None = None) -> bool:
-        """Delete the object (True), or find it already gone (False). The options go in the body
-        (DeleteOptions): a server reading a body ignores the same options given in the query."""
+    def delete(
+        self, kind: Kind, name: str, namespace: str | None = None, grace: int | None = None,
+        uid: str | None = None,
+    ) -> bool:  # fmt: skip
+        """Delete the object (True), or find it already gone (False); with `uid`, only the object of
+        that uid (`Replaced` when its name now holds another: a 409 no retry changes). The options
+        go in the body (DeleteOptions): a server reading a body ignores the same options given in
+        the query."""
         options: Obj = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
         if grace is not None:
             options["gracePeriodSeconds"] = grace
+        if uid:
+            options["preconditions"] = {"uid": uid}
         if self.dry_run:
             options["dryRun"] = ["All"]
         try:
-            self._json("DELETE", kind.path(name, namespace), [], options)
+            self._json("DELETE", kind.path(name, namespace), [], options, replaced=bool(uid))
         except NotFound:
             return False
         return True
@@ -239,9 +247,18 @@ class Api:
         query: list[tuple[str, Any]] | None = None,
         body: Obj | bytes | None = None,
         content_type: str | None = None,
+        replaced: bool = False,
     ) -> Obj:
+        """The answer decoded, retried with the backoff; `replaced`: a 409 is a uid precondition
+        that failed (a delete sends no other), raised at once as `Replaced`."""
+
         def once() -> Obj:
-            response = self._send(method, path, query or [], body, content_type)
+            try:
+                response = self._send(method, path, query or [], body, content_type)
+            except TemporaryClusterError as err:
+                if replaced and err.code == 409:
+                    raise Replaced(str(err), code=409, reason=err.reason) from None
+                raise
             data = self._read(response, method, path)
             return orjson.loads(data) if data else {}
 

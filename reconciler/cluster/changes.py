@@ -85,7 +85,7 @@ class Change:
     desired: Desired | None = None
     live: Obj | None = field(
         default=None, compare=False, repr=False
-    )  # what a prune deletes; a drifted object
+    )  # what a prune deletes (by its uid), a replaced pod as listed; a drifted object
     now: bool = False  # delete with no grace period: its node is gone or out of service (no kubelet)
     drifted: bool = False  # the live object was changed by hand (its hash still says jobtree's)
 
@@ -280,11 +280,11 @@ def _pod(out: Changes, d: Desired, have: Obj | None, nodes: dict[str, Obj]) -> N
             return
         if have is not None:
             out.disrupted.append(f"{kinds.named(d.key)} ({reason})")
-        out.rendered.append(Change(CREATE if have is None else REPLACE, d.kind, d.key, d))
+        out.rendered.append(Change(CREATE if have is None else REPLACE, d.kind, d.key, d, have))
     elif how:  # Completed, or WorkloadFailed: what the next pass observes, never run again
         out.unchanged += 1
     elif stamp.annotation(have, stamp.SPEC_HASH) != stamp.annotation(d.body, stamp.SPEC_HASH):
-        out.rendered.append(Change(REPLACE, d.kind, d.key, d))
+        out.rendered.append(Change(REPLACE, d.kind, d.key, d, have))
     elif not holds(have.get("spec") or {}, d.body.get("spec") or {}):  # a live spec edited by hand
         out.rendered.append(Change(REPLACE, d.kind, d.key, d, have, drifted=True))
     # the spec is held (just above): the rest of what was sent, its labels and annotations

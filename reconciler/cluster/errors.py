@@ -5,7 +5,8 @@ other than a rejected field, a connection cut or refused, a timeout); `retry` re
 backoff, and what is still temporary after the last attempt reaches the caller. `Unreachable`: the
 server never answered (refused, no route, TLS, no credentials to load): the cluster is named and
 the next pass tries again. `PermanentClusterError`: retrying cannot help (403, 404 where an object
-must exist, 422, an apply naming a field the CRD does not declare). Every module of
+must exist, 422, an apply naming a field the CRD does not declare, a delete whose object was
+replaced since it was listed). Every module of
 `reconciler.cluster` raises these, never the client's own exceptions (`api` translates them at the
 one call that raised them). `LostLead` stands apart on purpose: an agent replica that lost the lead
 is stopped by it before a write, and no handler of cluster errors may retry or swallow it. Raises
@@ -51,6 +52,11 @@ class Gone(PermanentClusterError):
 
 class AlreadyExists(PermanentClusterError):
     """A create found the name taken (409 AlreadyExists): the object was created before."""
+
+
+class Replaced(PermanentClusterError):
+    """A delete of the object as it was listed found another of its name (409: its uid
+    precondition failed): it was deleted and made again since the list, and is left alone."""
 
 
 class LostLead(Exception):

@@ -185,19 +185,22 @@ Mapper = Callable[[Callable[[Change], ClusterError | None], Sequence[Change]], I
 
 
 def _step(api: Api, items: Sequence[Change], pool_map: Mapper, out: Applied,
-          said: Callable[[Change], bool] = lambda c: True) -> bool:  # fmt: skip
-    """Send `items` (each on its own); every failure named in `out.errors`. True when none failed."""
-    failed = False
+          said: Callable[[Change], bool] = lambda c: True, failed: set[kinds.Key] | None = None) -> bool:  # fmt: skip
+    """Send `items` (each on its own); every failure named in `out.errors` (and its key added to
+    `failed`). True when none failed."""
+    ok = True
     for change, error in zip(items, pool_map(lambda c: _attempt(api, c), items), strict=True):
         if error is not None:
             out.errors.append(f"{change}: {error}")
-            failed = True
+            ok = False
+            if failed is not None:
+                failed.add(change.key)
         elif said(change):
             out.done.append(str(change))
             if change.drifted:
                 out.restored.append(kinds.named(change.key))
                 _said_restored(api, change, out.commit)
-    return not failed
+    return ok
 
 
 def _send(api: Api, target: Target, plan: Changes, pool_map: Mapper, out: Applied, settle: float) -> None:
@@ -212,12 +215,18 @@ def _send(api: Api, target: Target, plan: Changes, pool_map: Mapper, out: Applie
     ok = _step(api, plan.mirrors, pool_map, out) & ok
     # deletions before creations: a deleted pod holds its GPUs (and its name) until it has terminated
     replaced = [
-        Change(changes.PRUNE, c.kind, c.key, c.desired) for c in plan.rendered if c.action == changes.REPLACE
+        Change(changes.PRUNE, c.kind, c.key, c.desired, c.live)
+        for c in plan.rendered
+        if c.action == changes.REPLACE
     ]
-    ok = _step(api, [*plan.prune, *replaced], pool_map, out, lambda c: c.desired is None) & ok
-    waiting = _wait_gone(api, target.fleet, _blocking([*plan.prune, *replaced], plan.rendered), settle)
+    kept: set[kinds.Key] = set()  # deletions that failed: nothing to wait for, no pod to put in their place
+    ok = _step(api, [*plan.prune, *replaced], pool_map, out, lambda c: c.desired is None, kept) & ok
+    deleted = [c for c in (*plan.prune, *replaced) if c.key not in kept]
+    waiting = _wait_gone(api, target.fleet, _blocking(deleted, plan.rendered), settle)
     creations = []
     for change in plan.rendered:
+        if change.key in kept and change.action == changes.REPLACE:
+            continue  # its old self is still there (named in the errors): the next pass compares again
         blocked = [k for k, node in waiting.items() if k == change.key or (node and node == change.node)]
         if blocked and change.action in (changes.CREATE, changes.REPLACE):
             out.held.append(f"{kinds.named(change.key)} waits for {kinds.named(blocked[0])} to terminate")
@@ -265,7 +274,7 @@ def _rehearse(api: Api, plan: Changes, pool_map: Mapper, out: Applied) -> None:
     new_spaces = {c.key[2] for c in plan.namespaces}
     created = {c.key for c in plan.all() if c.action == changes.CREATE}
     sent = [
-        Change(changes.PRUNE, c.kind, c.key, c.desired) if c.action == changes.REPLACE else c
+        Change(changes.PRUNE, c.kind, c.key, c.desired, c.live) if c.action == changes.REPLACE else c
         for c in plan.all()
         if not (c.kind.api_version != "v1" and c.kind.kind in new_kinds)
         and c.key[1] not in new_spaces
@@ -288,8 +297,9 @@ def _attempt(api: Api, change: Change) -> ClusterError | None:
 
 def _write(api: Api, change: Change) -> None:
     kind, (_, namespace, name) = change.kind, change.key
-    if change.action == changes.PRUNE:
-        api.delete(kind, name, namespace or None, grace=0 if change.now else None)
+    if change.action == changes.PRUNE:  # the object as listed, never one made again under its name since
+        uid = str(((change.live or {}).get("metadata") or {}).get("uid") or "")
+        api.delete(kind, name, namespace or None, grace=0 if change.now else None, uid=uid or None)
     elif change.action == changes.CORDON:
         api.merge_patch(kinds.NODE, name, {"spec": {"unschedulable": True}})
     elif change.desired is not None:

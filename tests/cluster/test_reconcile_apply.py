@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from reconciler.cli import main
-from reconciler.passes import provenance
+from reconciler.passes import clusters, provenance
+from reconciler.passes.reconcile import reconcile_once
 from tests.support.agents import until
 from tests.support.builders import a_budget, a_run
 from tests.support.clusterfleet import T0, ClusterFleet, api, fleet_config, manifest, node, pods, rehearsed
@@ -163,6 +164,38 @@ def test_a_pass_lists_the_nodes_and_the_pods_once_and_apply_acts_on_that_list(
     mark = server.requests.mark()
     fleet.reconcile(T0 + 120)
     assert server.requests.writes(since=mark) == []
+
+
+def test_a_pod_made_again_after_the_pass_listed_it_is_not_deleted_by_that_pass_and_the_conflict_is_named(
+    fleet: ClusterFleet, server: Cluster
+) -> None:
+    fleet.reconcile(T0)
+    fleet.change({"runs/t/r1.yaml": None}, "delete r1\n")
+    listed = server.get("v1", "Pod", "r1-g0-n1", "t")
+    assert listed is not None
+
+    def observed_then_made_again(spec: Any, state: Any, recorded: Any, now: int) -> Any:
+        seen = clusters.cluster_for(spec, state, recorded, now, live=True)
+        api(fleet).delete_namespaced_pod("r1-g0-n1", "t")  # deleted and made again by someone else
+        until(lambda: "r1-g0-n1" not in pods(server), what="the kubelet to finish the deleted pod")
+        server.seed(
+            {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": "r1-g0-n1", "namespace": "t", "labels": listed["metadata"]["labels"]},
+             "spec": {"nodeName": "n1", "containers": [{"name": "w", "image": "x"}]}}
+        )  # fmt: skip
+        return seen
+
+    outcome = reconcile_once(fleet.path, now=T0 + 60, push=True, apply=True, allow_mass_prune=True,
+                             observer=observed_then_made_again)  # fmt: skip
+    assert outcome.applied is not None
+    [failed] = outcome.applied.failed
+    assert "prune Pod t/r1-g0-n1" in failed and "409" in failed  # the delete named the pod it listed
+    made = server.get("v1", "Pod", "r1-g0-n1", "t")
+    assert made is not None and made["metadata"]["uid"] != listed["metadata"]["uid"]
+    assert pods(server) == ["r1-g0-n1"]  # r1-g1-n2 pruned as listed
+    outcome = fleet.reconcile(T0 + 120, allow_mass_prune=True)  # the next pass lists it, and prunes it
+    assert outcome.applied is not None and outcome.applied.failed == []
+    assert pods(server) == []
 
 
 def test_a_dry_run_lists_the_changes_and_a_real_apply_makes_them(
