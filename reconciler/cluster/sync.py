@@ -4,7 +4,11 @@ What is live: jobtree's CRDs, the namespaces, the nodes and every object a fleet
 listed now; in a `reconcile --apply` pass the nodes and pods are the ones its observation listed
 (`observe.Listed`: the snapshot the pass planned from, not listed twice), the window since then is
 the pass's own plan and commit, and what changed in it is the next pass's, as a change made just
-after any list is. Order: the CRDs (then wait until established), the tenant namespaces, the mirrors, then the
+after any list is. A deletion names the uid it listed as its precondition: an object deleted and
+made again under its name since is never deleted by mistake (the 409 is named; no pod is created
+where its old self could not be deleted).
+
+Order: the CRDs (then wait until established), the tenant namespaces, the mirrors, then the
 deletions (prunes, and pods to replace), then `rendered/<cluster>/`, the cordons, and last the
 FleetConfig's status naming the commit, written only when everything before it was. The agent's
 journal is read right after what is live, just before comparing (not the copy a pass read at its
