@@ -16,7 +16,8 @@ as a subprocess, its peak RSS its own (`wait4`):
 3. first apply: `jobtree apply` onto the empty cluster (pods/s: pods created over its wall time);
 4. `jobtree reconcile --once --now T0 --apply` once, to take in what the cluster now shows (pods
    Running), then the steady-state pass, timed: the same command again, nothing changed (observe +
-   plan + apply, 0 writes expected).
+   plan + apply, 0 writes expected; the nodes and pods listed once, by observe, apply comparing with
+   that list).
 
 Prints one JSON object with the load average before and after (the machine is shared).
 """
@@ -119,10 +120,14 @@ def one_round(fleet: generate.Fleet, workers: int) -> dict[str, Any]:
             sent = server.requests.since(mark)
             writes = sum(1 for r in sent if r.is_write)
             stdout = result.pop("stdout")
+            pages = [r.path for r in sent if r.method == "GET" and not r.watch]
             out[key] = result | {
                 "writes": writes,
                 "reads": len(sent) - writes,
                 "changed": changed_objects(stdout),
+                # list pages of every node and every pod (observe's; apply's in a pass with no observe)
+                "nodePages": pages.count("/api/v1/nodes"),
+                "podPages": pages.count("/api/v1/pods"),
             }
             return out[key]
 
@@ -169,7 +174,8 @@ def rows(result: dict[str, Any]) -> list[dict[str, str]]:
          "wall": f"{unchanged['seconds']:.2f} s", "rss": f"{unchanged['rssMB']:.0f} MB",
          "throughput": f"{unchanged['writes']} writes",
          "verdict": "meets target" if unchanged["seconds"] <= 10 else "MISSES target",
-         "note": f"observe + plan + apply, CPU {unchanged['cpu']:.1f} s, {unchanged['reads']} reads; "
+         "note": f"observe + plan + apply, CPU {unchanged['cpu']:.1f} s, {unchanged['reads']} reads "
+                 f"(nodes listed in {unchanged['nodePages']} pages, pods in {unchanged['podPages']}); "
                  f"the pass before it (taking in the pods' Running) {result['settle']['seconds']:.2f} s, "
                  f"{result['settle']['writes']} writes"},
     ]  # fmt: skip

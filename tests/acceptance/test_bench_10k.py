@@ -69,7 +69,8 @@ RESULT: dict[str, Any] = {
     "reconcile": {"seconds": 12.0, "cpu": 9.0, "rssMB": 900.0, "reads": 4, "writes": 0, "changed": 0},
     "first": {"seconds": 36.0, "cpu": 20.0, "rssMB": 1000.0, "reads": 20, "writes": 18_000, "changed": 9_500},
     "settle": {"seconds": 11.0, "cpu": 9.0, "rssMB": 950.0, "reads": 21, "writes": 0, "changed": 0},
-    "unchanged": {"seconds": 9.5, "cpu": 8.0, "rssMB": 950.0, "reads": 21, "writes": 0, "changed": 0},
+    "unchanged": {"seconds": 9.5, "cpu": 8.0, "rssMB": 950.0, "reads": 21, "writes": 0, "changed": 0,
+                  "nodePages": 20, "podPages": 18},
 }  # fmt: skip
 
 
@@ -81,6 +82,7 @@ def test_the_rows_judge_pods_per_second_and_the_unchanged_pass() -> None:
     )
     assert first["verdict"] == "meets target" and first["throughput"].startswith("250 pods/s (9,000 pods)")
     assert unchanged["verdict"] == "meets target" and unchanged["rss"] == "950 MB"
+    assert "(nodes listed in 20 pages, pods in 18)" in unchanged["note"]
     slow = {r["name"]: r for r in cluster10k.rows({**RESULT, "podsPerSecond": 199.9,
                                                     "unchanged": {**RESULT["unchanged"], "seconds": 10.01}})}  # fmt: skip
     assert slow[first["name"]]["verdict"] == "MISSES target"
