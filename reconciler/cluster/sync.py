@@ -6,7 +6,10 @@ listed now; in a `reconcile --apply` pass the nodes and pods are the ones its ob
 the pass's own plan and commit, and what changed in it is the next pass's, as a change made just
 after any list is. A deletion names the uid it listed as its precondition: an object deleted and
 made again under its name since is never deleted by mistake (the 409 is named; no pod is created
-where its old self could not be deleted).
+where its old self could not be deleted). The mirrors and Services are listed from the API
+server's watch cache (for custom resources several times sooner than etcd read page by page), as
+new at least as the namespaces' list that starts the read (`resourceVersionMatch=NotOlderThan`):
+every write made before apply began reading is in it, as in a list read from etcd.
 
 Order: the CRDs (then wait until established), the tenant namespaces, the mirrors, then the
 deletions (prunes, and pods to replace), then `rendered/<cluster>/`, the cordons, and last the
@@ -104,7 +107,7 @@ def read_live(api: Api, crd_names: Iterable[str], listed: Listed | None = None) 
     the nodes, and every object any fleet's jobtree applied; the nodes and pods as `listed` holds
     them when given (what this pass observed: not listed again)."""
     crds = [c for c in (api.get(kinds.CRD, name) for name in sorted(crd_names)) if c is not None]
-    spaces, _ = api.list_all(kinds.NAMESPACE, keep=lambda n: n["metadata"]["name"])
+    spaces, version = api.list_all(kinds.NAMESPACE, keep=lambda n: n["metadata"]["name"])
     if listed is not None:
         nodes = listed.nodes
     else:
@@ -118,7 +121,11 @@ def read_live(api: Api, crd_names: Iterable[str], listed: Listed | None = None) 
         if kind == kinds.POD and listed is not None:
             objects.update(listed.pods)
             continue
-        items, _ = api.list_all(kind, f"{stamp.MANAGED_BY}={stamp.MANAGER}", keep=changes.as_listed)
+        # jobtree's own objects but pods from the watch cache, as new as the namespaces' list at least
+        items, _ = api.list_all(
+            kind, f"{stamp.MANAGED_BY}={stamp.MANAGER}", keep=changes.as_listed,
+            since=version if kind != kinds.POD else None,
+        )  # fmt: skip
         objects.update((kinds.key(o), o) for o in items)
     return Live({c["metadata"]["name"]: c for c in crds}, frozenset(spaces), nodes, objects)
 

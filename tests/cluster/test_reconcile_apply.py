@@ -157,6 +157,9 @@ def test_a_pass_lists_the_nodes_and_the_pods_once_and_apply_acts_on_that_list(
     listed = [r.path for r in sent if r.method == "GET" and not r.watch]
     # observe's two lists are the ones apply compares with (each one page at four nodes)
     assert (listed.count("/api/v1/nodes"), listed.count("/api/v1/pods")) == (1, 1)
+    # jobtree's mirrors from the API server's watch cache, as new at least as apply's first list
+    runs = [r.query for r in sent if r.path == "/apis/rq.davidlangworthy.io/v1/runs"]
+    assert [q.get("resourceVersionMatch") for q in runs] == ["NotOlderThan"]
     assert [(r.method, r.path) for r in sent if r.is_write] == [
         ("PATCH", "/api/v1/namespaces/t/pods/r1-g0-n1")
     ]
