@@ -4,9 +4,9 @@ Two lists (nodes; every pod), each one consistent snapshot read page by page and
 page arrives to what `observations` reads (the agent shares that module), so a pass never holds a
 cluster's nodes or pods whole. What apply compares with of those two lists (the nodes, cut down;
 the pods any fleet's jobtree applied, without their managedFields) is kept as `Listed`, so a
-`reconcile --apply` pass lists them once: apply acts on the snapshot its plan was made from. This fleet's pods (its label) say how the record's groups are
-doing; the GPUs every other pod asks for on a node are not this fleet's to place (§7.6: capacity
-is allocatable less those). The open leases of the last state commit say which pods the record
+`reconcile --apply` pass lists them once: apply acts on the snapshot its plan was made from. This
+fleet's pods (its label) say how the record's groups are doing; the GPUs every other pod asks for
+on a node are not this fleet's to place (§7.6: capacity is allocatable less those). The open leases of the last state commit say which pods the record
 holds: their endings become workload events, and the ones the cluster lacks on nodes that would
 take them are named (apply re-creates them). A cluster that lists no GPU node while leases are
 open on nodes last seen there is not taken at its word (a kubeconfig context pointing at another
