@@ -195,10 +195,11 @@ def test_a_pod_made_again_after_the_pass_listed_it_is_not_deleted_by_that_pass_a
     assert "prune Pod t/r1-g0-n1" in failed and "409" in failed  # the delete named the pod it listed
     made = server.get("v1", "Pod", "r1-g0-n1", "t")
     assert made is not None and made["metadata"]["uid"] != listed["metadata"]["uid"]
-    assert pods(server) == ["r1-g0-n1"]  # r1-g1-n2 pruned as listed
+    # r1-g1-n2 pruned as listed: deleted gracefully, gone once the kubelet (kwok) confirms
+    until(lambda: pods(server) == ["r1-g0-n1"], what="r1-g1-n2 pruned and the pod made again kept")
     outcome = fleet.reconcile(T0 + 120, allow_mass_prune=True)  # the next pass lists it, and prunes it
     assert outcome.applied is not None and outcome.applied.failed == []
-    assert pods(server) == []
+    until(lambda: pods(server) == [], what="the pod made again to be pruned")
 
 
 def test_a_dry_run_lists_the_changes_and_a_real_apply_makes_them(
