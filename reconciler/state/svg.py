@@ -6,6 +6,7 @@ noise (coordinates are whole pixels), attributes in a fixed order. No third-part
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Iterable
@@ -39,11 +40,28 @@ def _lab(colour: str) -> tuple[float, float, float]:
 
 
 _LAB = tuple(_lab(c) for c in PALETTE)
+_DIST = tuple(tuple(math.dist(a, b) for b in _LAB) for a in _LAB)  # entry -> entry -> CIE76 distance
+# entry -> the entries at least `APART` from it (a bit per entry)
+_FAR = tuple(sum(1 << j for j, d in enumerate(row) if d >= APART) for row in _DIST)
 
 
-def _apart(i: int, taken: set[int]) -> float:
-    """How far palette entry `i` is from the nearest entry taken (infinite when none is)."""
-    return min((math.dist(_LAB[i], _LAB[j]) for j in taken), default=math.inf)
+def _apart(i: int, taken: int) -> float:
+    """How far palette entry `i` is from the nearest entry taken (a bit per entry; infinite when none is)."""
+    row = _DIST[i]
+    return min((row[j] for j in range(len(PALETTE)) if taken >> j & 1), default=math.inf)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _pick(first: int, taken: int) -> int:
+    """The entry a run whose name picks on `first` gets when `taken` (a bit per entry) are taken:
+    the first free one from `first` on at least `APART` from every one taken, else the free one
+    farthest from them (the first of equals). At most 16 × 2^16 answers; about 4,000 for 6,000 runs."""
+    n = len(PALETTE)
+    free = [i % n for i in range(first, first + n) if not taken >> (i % n) & 1]
+    pick = next((i for i in free if not taken & ~_FAR[i]), None)  # every one taken is APART from it
+    if pick is None:
+        pick = max(free, key=lambda i: _apart(i, taken))  # the first of equals: max keeps it
+    return pick
 
 
 def colours(runs: Iterable[str]) -> dict[str, str]:
@@ -53,17 +71,14 @@ def colours(runs: Iterable[str]) -> dict[str, str]:
     colours; past that they repeat). Both pictures colour from the fleet's whole list of runs, so a
     run has one colour in both, and it changes only when a run before it in name order comes or goes."""
     out: dict[str, str] = {}
-    taken: set[int] = set()
+    taken = 0
     n = len(PALETTE)
+    every = (1 << n) - 1
     for run in sorted(set(runs)):
-        if len(taken) == n:
-            taken = set()
-        first = int.from_bytes(hashlib.sha256(run.encode()).digest()[:4], "big") % n
-        free = [i % n for i in range(first, first + n) if i % n not in taken]
-        pick = next((i for i in free if _apart(i, taken) >= APART), None)
-        if pick is None:
-            pick = max(free, key=lambda i: _apart(i, taken))  # the first of equals: max keeps it
-        taken.add(pick)
+        if taken == every:
+            taken = 0
+        pick = _pick(int.from_bytes(hashlib.sha256(run.encode()).digest()[:4], "big") % n, taken)
+        taken |= 1 << pick
         out[run] = PALETTE[pick]
     return out
 
