@@ -315,13 +315,14 @@ def _funding_to_hold(funding: list[tuple[pack.Source, int]]) -> list[tuple[str, 
 
 def _funding_of(srcs: list[pack.Source], need: int, spec: Run) -> list[tuple[pack.Source, int]]:
     """(source, GPUs) that fund `need`, in cover order: each source's room, borrowing within the
-    run's limit, until `need` is met."""
+    run's limit, until `need` is met. A source with no room pays nothing and moves no borrowing."""
     out = []
     left = need
     borrow_left = cover.borrow_cap(spec)
-    for src in srcs:
+    for i in srcs.nonzero if isinstance(srcs, cover.SourceList) else range(len(srcs)):
         if left <= 0:
             break
+        src = srcs[i]
         n = min(left, src.room)
         if src.category == accounting.LOAN and borrow_left is not None:
             n = min(n, borrow_left)

@@ -129,7 +129,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
         return hit.out
     items = list(hit.out)
     kept = list(hit.out.rooms)
-    own, loans, crossed = hit.out.own, hit.out.loans, False
+    own, loans, crossed, zeroed = hit.out.own, hit.out.loans, False, False
     paid_own, paid_loans = hit.out.paying
     for i, room in rooms.items():
         src = items[i]
@@ -142,6 +142,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
             own += room - src.room
             paid_own += max(0, room) - max(0, src.room)
         crossed = crossed or (room > 0) != (src.room > 0)
+        zeroed = zeroed or (room == 0) != (src.room == 0)
         items[i] = Source(src.env, src.category, room, src.nodes, src.reach)
         kept[i] = room
     hit.out = SourceList(
@@ -150,6 +151,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> lis
         hit.out.by_domain,
         kept,
         (paid_own, paid_loans),
+        None if zeroed else hit.out._nonzero,
     )
     return hit.out
 
@@ -208,8 +210,10 @@ class SourceList(list[Source]):
         by_domain: DomainIndex | None = None,
         rooms: list[int] | None = None,
         paying: tuple[int, int] | None = None,
+        nonzero: list[int] | None = None,
     ) -> None:
         super().__init__(items)
+        self._nonzero = nonzero
         self.by_domain = by_domain if by_domain is not None else DomainIndex()
         self.rooms = rooms if rooms is not None else [s.room for s in self]
         if paying is None:
@@ -237,6 +241,14 @@ class SourceList(list[Source]):
             return
         self.own, self.loans, nodesets = totals
         self.nodesets = nodesets if nodesets is not None else tuple(s.nodes for s in self if s.room > 0)
+
+    @property
+    def nonzero(self) -> list[int]:
+        """Positions of the sources whose room is not zero, in order: the only ones that fund or,
+        overdrawn, count (most of a long family list has nothing left; worked out once per list)."""
+        if self._nonzero is None:
+            self._nonzero = [i for i, r in enumerate(self.rooms) if r]
+        return self._nonzero
 
 
 @dataclass(slots=True)
