@@ -15,6 +15,7 @@ import sys
 import click
 
 from reconciler.cli import signals
+from reconciler.perf import batchgc
 
 # verb -> module exposing `command` (a click.Command). Modules are imported lazily so one verb's
 # dependencies never slow or break another.
@@ -64,6 +65,7 @@ def entry() -> None:
     Nothing jobtree does waits for interpreter shutdown: files are closed by `with`, forked workers
     are joined, temporary directories are removed by their context managers."""
     code: object = 0
+    batchgc.exits_after()  # every verb's last batch leaves the collector off: the heap goes with the process
     signals.install()  # before click resolves the verb (importing it): Ctrl-C then exits 130 too
     try:
         if os.path.basename(sys.argv[0]).startswith(PLUGIN):  # `kubectl runs submit ...`

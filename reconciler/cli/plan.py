@@ -59,7 +59,7 @@ def command(
         click.echo(f"jobtree: {err}", err=True)
         sys.exit(exitcodes.OTHER)
     try:
-        with batchgc.paused():
+        with batchgc.paused(last=True):
             report = pr.plan(git, base_commit, head_commit, now, now_text is not None)
         diagnostics = report["diagnostics"]
         text = _render(report, diagnostics, fmt, _pictures(git, base_commit) if fmt == "markdown" else [])

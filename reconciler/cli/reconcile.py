@@ -23,6 +23,7 @@ import click
 
 from reconciler.cli import exitcodes, massprune, signals
 from reconciler.git import read as gitread
+from reconciler.perf import batchgc
 from reconciler.spec import parsed as specprefetch
 from schemas.diagnostics import Diagnostic
 
@@ -121,20 +122,21 @@ def run(
     kept = Kept()  # what each pass of --interval keeps in memory for the next
     while True:
         try:
-            outcome = reconcile_once(
-                repo,
-                now=now,
-                push=push,
-                apply=apply,
-                remote=remote,
-                branch=branch,
-                say=None if quiet else progress(),
-                early=early,
-                lock_wait=writerlock.WAIT,  # a pass of another process (the webhook's, a cron's) on this clone
-                kept=kept,
-                allow_mass_prune=allow_mass_prune,
-                prune_share=prune_share,
-            )
+            with batchgc.paused(last=every is None):  # one pass: the process exits after it
+                outcome = reconcile_once(
+                    repo,
+                    now=now,
+                    push=push,
+                    apply=apply,
+                    remote=remote,
+                    branch=branch,
+                    say=None if quiet else progress(),
+                    early=early,
+                    lock_wait=writerlock.WAIT,  # a pass of another process (the webhook's, a cron's) on this clone
+                    kept=kept,
+                    allow_mass_prune=allow_mass_prune,
+                    prune_share=prune_share,
+                )
             early = None  # a head start for the first pass only
             for warning in outcome.warnings:  # shown even with --quiet: a person's file may be among them
                 click.echo(warning, err=True)

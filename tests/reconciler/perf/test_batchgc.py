@@ -25,3 +25,26 @@ def test_a_collector_already_off_stays_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_last_batch_leaves_the_collector_off_only_in_a_process_that_exits_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The console script (`exits_after`) skips the collection a re-enabled collector would make of
+    everything a one-shot pass left; anyone else (a test, --interval, a batch that is not the last)
+    gets the collector back."""
+    assert gc.isenabled()
+    with batchgc.paused(last=True):
+        pass
+    assert gc.isenabled()  # this process does not exit after: back on
+    monkeypatch.setattr(batchgc, "_exits_after", False)
+    batchgc.exits_after()
+    try:
+        with batchgc.paused():
+            pass
+        assert gc.isenabled()  # not the last batch: back on
+        with batchgc.paused(last=True):
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
