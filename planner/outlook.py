@@ -235,14 +235,19 @@ class _Walk:
         members: dict[str, float] = {}
         deficit = dict(short)
 
+        seen: dict[str, bool] = {}  # nothing `alive` reads moves before this walk step ends
+
         def alive(run: str) -> bool:
-            rec = ctx.records.get(run)
-            return (
-                run not in self.gone
-                and rec is not None
-                and rec.phase == Phase.RUNNING
-                and cuttable_at(ctx, warned, run) <= at
-            )
+            hit = seen.get(run)
+            if hit is None:
+                rec = ctx.records.get(run)
+                hit = seen[run] = (
+                    run not in self.gone
+                    and rec is not None
+                    and rec.phase == Phase.RUNNING
+                    and cuttable_at(ctx, warned, run) <= at
+                )
+            return hit
 
         def cut(freed: dict[str, int], run: str) -> None:
             for d, gpus in freed.items():
