@@ -14,6 +14,7 @@ hand (`server.get`, `server.list`) and from the clone (`file`).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from reconciler.passes.reconcile import Outcome, reconcile_once
 from schemas.common import parse_time
 from tests.support.builders import a_budget, a_run
 from tests.support.controlplane import Cluster, write_kubeconfig
+from tests.support.controlplane.cluster import KWOK
 from tests.support.git import HUMAN, write_tree
 
 API = "rq.davidlangworthy.io/v1"
@@ -187,13 +189,30 @@ def rehearsed(server: Cluster, since: int) -> bool:
     )
 
 
-def pods(server: Cluster, fleet: str = "acme") -> list[str]:
-    """Names of the pods `fleet` has on a cluster, sorted."""
-    return sorted(
-        p["metadata"]["name"]
-        for p in server.list("v1", "Pod")
-        if (p["metadata"].get("labels") or {}).get("rq.davidlangworthy.io/fleet") == fleet
-    )
+def pods(server: Cluster, fleet: str = "acme", settle: float = 10.0) -> list[str]:
+    """Names of the pods `fleet` has on a cluster, sorted, once kwok has finished every one of them
+    deleted on its nodes (a graceful delete, as apply's prune, leaves the pod listed until its
+    kubelet confirms; kwok does at once, but a loaded machine may take a moment). A pod deleted on a
+    node the test's kubelet plays stays listed until the test finishes it."""
+    deadline = time.monotonic() + settle
+    while True:
+        ours = [
+            p for p in server.list("v1", "Pod")
+            if (p["metadata"].get("labels") or {}).get("rq.davidlangworthy.io/fleet") == fleet
+        ]  # fmt: skip
+        kwok = {
+            n["metadata"]["name"]
+            for n in server.list("v1", "Node")
+            if (n["metadata"].get("labels") or {}).get(KWOK)
+        }
+        ending = [
+            p
+            for p in ours
+            if p["metadata"].get("deletionTimestamp") and (p.get("spec") or {}).get("nodeName") in kwok
+        ]
+        if not ending or time.monotonic() >= deadline:
+            return sorted(p["metadata"]["name"] for p in ours)
+        time.sleep(0.02)
 
 
 # The fleet the node and agent tests share: tenant t (org:t), a 32-GPU H100 envelope, cluster east.
