@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from reconciler.cluster import kinds
+from reconciler.cluster import changes, kinds
 from reconciler.cluster.api import Api
 from reconciler.cluster.errors import ClusterError, Gone, NotFound
 
@@ -36,9 +36,8 @@ def key_of(obj: Obj) -> tuple[str, str]:
 def unmanaged(obj: Obj) -> Obj:
     """The default cut: the object without its managedFields (the server's bookkeeping, often
     half an object) and without the last-applied annotation."""
-    meta = obj.get("metadata") or {}
-    meta.pop("managedFields", None)
-    (meta.get("annotations") or {}).pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    annotations = (changes.as_listed(obj).get("metadata") or {}).get("annotations") or {}
+    annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
     return obj
 
 
