@@ -237,7 +237,7 @@ def _turn(ctx: Pass, key: str, spec: Run, line: Line, lookahead_hours: float, at
 
 
 def waiting(
-    ctx: Pass, key: str, spec: Run, srcs: list[pack.Source], held: dict[str, int], lookahead_hours: float
+    ctx: Pass, key: str, spec: Run, srcs: cover.SourceList, held: dict[str, int], lookahead_hours: float
 ) -> Waiting:
     """What a waiting run waits for, at its turn: funding, whether any fleet its funding reaches
     can hold it, and its scope (where its groups would go, and the deficit there)."""

@@ -91,7 +91,7 @@ def _shared(book: Book, flavor: str) -> dict[str, list[tuple[Env, str]]]:
     return hit
 
 
-def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> list[Source]:
+def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> SourceList:
     """Funding sources in cover order with their room now (possibly none) and the nodes they admit.
 
     Cached per candidate list (funding shapes with the same candidates share it); between passes
@@ -302,7 +302,7 @@ def fundable(srcs: list[Source], max_borrow: int | None) -> int:
 
 
 def shortfall(
-    book: Book, topo: Topology, run: Run, need: int, srcs: list[Source], lookahead_hours: float
+    book: Book, topo: Topology, run: Run, need: int, srcs: SourceList, lookahead_hours: float
 ) -> Shortfall | None:
     """None when `need` GPUs are fundable now; otherwise what binds (§4.5): a sponsor's refusal,
     then the borrow limit, then a window that funds the full width when it opens, then headroom."""
@@ -347,7 +347,7 @@ def _funding_window(
     book: Book,
     topo: Topology,
     run: Run,
-    srcs: list[Source],
+    srcs: SourceList,
     need: int,
     max_borrow: int | None,
     lookahead_hours: float,
@@ -369,8 +369,6 @@ def _funding_window(
     starts, opening = hit[1]
     if not starts or fundable(srcs, None) + opening < need:
         return None  # not even every window opened at once would fund it
-    if not isinstance(srcs, SourceList):
-        srcs = SourceList(srcs)
     assert len(srcs) == len(cands)  # the run's sources: one per candidate, in its order
     now_own, now_loans = srcs.paying
     for start in starts:

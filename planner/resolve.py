@@ -49,6 +49,7 @@ class Resolver:
         self._open: dict[str, list[Lease]] = {}
         self._counted: dict[str, int] = {}
         self._alive: set[str] = set()
+        self._feasible: bool | None = None  # `feasible`'s answer, worked out once
 
     def _domain(self, node: str) -> str | None:
         n = self.ctx.topo.nodes.get(node)
@@ -76,7 +77,10 @@ class Resolver:
 
     def feasible(self) -> bool:
         """Whether everything the runs it may cut hold in the short domains covers the deficit (cheap:
-        worth asking before what `choose` needs is worked out)."""
+        worth asking before what `choose` needs is worked out). Worked out once: it also sets up the
+        copy `choose` cuts from, so ask it before `choose`, not after."""
+        if self._feasible is not None:
+            return self._feasible
         ctx = self.ctx
         self.left = dict(self.short_by)
         self._open = {run: ctx.open_leases(run) for run in self.eligible}
@@ -88,11 +92,13 @@ class Resolver:
                 d = self._domain(lease.node)
                 if d in self.left and lease.role != Role.BORROWED and self._usable(lease.node):
                     can[d] += lease.gpus  # a GPU on a cordoned node, freed, takes no new work
-        return all(can[d] >= v for d, v in self.left.items())
+        self._feasible = all(can[d] >= v for d, v in self.left.items())
+        return self._feasible
 
     def choose(self) -> list[Cut] | None:
         """Every cut the fixed order makes, worked out before any is made; None when the runs it may
-        cut cannot clear the deficit together (then nobody is cut, §4.6)."""
+        cut cannot clear the deficit together (then nobody is cut, §4.6). Once per Resolver: it cuts
+        the copy `feasible` set up."""
         ctx = self.ctx
         if not self.feasible():
             return None
