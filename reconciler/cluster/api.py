@@ -13,12 +13,14 @@ requests it sent (reads, writes) for reports and the benchmark. Decides nothing 
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
+import msgspec
 import orjson
 import urllib3
 from kubernetes.client import ApiClient
@@ -106,18 +108,19 @@ class Api:
 
     def list_all(
         self, kind: Kind, selector: str | None = None, namespace: str | None = None,
-        keep: Callable[[Obj], T | None] | None = None, since: str | None = None,
+        keep: Callable[[Obj], T | None] | None = None, since: str | None = None, shape: Any = None,
     ) -> tuple[list[Any], str]:  # fmt: skip
         """Every object of `kind` (matching the label `selector`), page by page from one snapshot, and
         that snapshot's resourceVersion. A continuation that expired (410) starts the list again.
         `keep` turns each object into what the caller holds (None: nothing) as its page arrives,
         so a list of large objects never holds more than one page of them whole. `since`: a
         snapshot not older than that resourceVersion, from the API server's watch cache (no read
-        of etcd; answered whole, in one page)."""
+        of etcd; answered whole, in one page). `shape`: the fields of each object the caller reads
+        (`pages`)."""
         for _ in range(3):
             items: list[Any] = []
             try:
-                for page in self.pages(kind, selector, namespace, since=since):
+                for page in self.pages(kind, selector, namespace, since=since, shape=shape):
                     if page.version is not None:
                         return items, page.version
                     if keep is None:
@@ -130,11 +133,15 @@ class Api:
 
     def pages(
         self, kind: Kind, selector: str | None = None, namespace: str | None = None, limit: int = PAGE,
-        since: str | None = None,
+        since: str | None = None, shape: Any = None,
     ) -> Iterator[Page]:  # fmt: skip
         """One consistent list as its pages of objects (at most `limit` each), then a last `Page`
         with no objects and the snapshot's resourceVersion. `Gone` when a continuation expired (the
-        caller lists again). `since`: from the watch cache, not older than it (`list_all`)."""
+        caller lists again). `since`: from the watch cache, not older than it (`list_all`).
+        `shape`: a `TypedDict` (total=False) of the fields the caller reads of each object: the
+        page is decoded into dicts of those alone, every other field skipped while decoding, never
+        built (a node's images, annotations and managedFields are most of its 19 KB); a page that
+        does not fit the shape is decoded whole, as without one."""
         token = ""
         while True:
             query: list[tuple[str, Any]] = [] if since and not token else [("limit", limit)]
@@ -144,7 +151,7 @@ class Api:
                 query.append(("continue", token))
             elif since:
                 query += [("resourceVersion", since), ("resourceVersionMatch", "NotOlderThan")]
-            page = self._json("GET", kind.collection(namespace), query)
+            page = self._json("GET", kind.collection(namespace), query, shape=shape)
             items = page.get("items") or []
             for item in items:
                 item.setdefault("apiVersion", kind.api_version)
@@ -253,9 +260,11 @@ class Api:
         body: Obj | bytes | None = None,
         content_type: str | None = None,
         replaced: bool = False,
+        shape: Any = None,
     ) -> Obj:
         """The answer decoded, retried with the backoff; `replaced`: a 409 is a uid precondition
-        that failed (a delete sends no other), raised at once as `Replaced`."""
+        that failed (a delete sends no other), raised at once as `Replaced`; `shape`: a list's
+        items decoded as that (`pages`)."""
 
         def once() -> Obj:
             try:
@@ -265,6 +274,8 @@ class Api:
                     raise Replaced(str(err), code=409, reason=err.reason) from None
                 raise
             data = self._read(response, method, path)
+            if shape is not None and data:
+                return decoded_list(data, shape)
             return orjson.loads(data) if data else {}
 
         return retry.call(once, self.policy)
@@ -313,6 +324,29 @@ class Api:
             return bytes(response.read())
         except (urllib3.exceptions.HTTPError, OSError) as err:
             raise _transport_error(self.cluster, self.client.configuration.host, method, path, err) from None
+
+
+class _Listing(msgspec.Struct, Generic[T]):
+    """A list answer: its metadata (continue, resourceVersion) and its items in a caller's shape."""
+
+    metadata: Any = None
+    items: list[T] | None = None
+
+
+@functools.cache
+def _decoder(shape: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(_Listing[shape])
+
+
+def decoded_list(data: bytes, shape: Any) -> Obj:
+    """A list answer with its items decoded into `shape` alone (`Api.pages`); one that does not
+    fit the shape (or is no JSON) decoded whole, as without one."""
+    try:
+        listing = _decoder(shape).decode(data)
+    except msgspec.MsgspecError:
+        whole: Obj = orjson.loads(data)
+        return whole
+    return {"metadata": listing.metadata, "items": listing.items}
 
 
 def rehearsing(api: Api) -> Api:

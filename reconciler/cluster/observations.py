@@ -21,7 +21,8 @@ and schedulable, else handles it as that node's failure for the group); pods on 
 the failover's, and a pod the record holds but the cluster lacks on a node that would take it back
 is re-created by apply (on one that would not, a cordoned or NotReady node, it was drained: a
 disruption). `slim_node` and `slim_pod` keep only what these functions read, so a cache of them
-stays small at 10,000 nodes.
+stays small at 10,000 nodes; `NodeFields` names what `slim_node` reads, so a list of nodes can be
+decoded into that alone (`Api.pages`' `shape`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from planner import records
 from planner.reasons import Role
@@ -206,6 +207,38 @@ def foreign_gpus(pods: Iterable[Obj], fleet: str) -> dict[str, int]:
 
 
 # ------------------------------------------------------------------------------- projections
+
+
+class _NodeMeta(TypedDict, total=False):
+    name: Any
+    labels: Any
+    resourceVersion: Any
+    deletionTimestamp: Any
+
+
+class _NodeSpec(TypedDict, total=False):
+    unschedulable: Any
+    taints: Any
+
+
+class _Condition(TypedDict, total=False):
+    type: Any
+    status: Any
+    lastTransitionTime: Any
+
+
+class _NodeStatus(TypedDict, total=False):
+    allocatable: Any
+    conditions: list[_Condition] | None
+
+
+class NodeFields(TypedDict, total=False):
+    """The fields of a Node that `slim_node` reads (and so `node_obs` and apply): a node decoded
+    into these alone gives the same slim node as the whole one."""
+
+    metadata: _NodeMeta | None
+    spec: _NodeSpec | None
+    status: _NodeStatus | None
 
 
 def slim_node(node: Obj, label_keys: Iterable[str] | None = None) -> Obj:

@@ -1,8 +1,9 @@
 """Observe one cluster (step 3 of a pass, §7.2): its nodes and its pods, read once, as the planner's observations.
 
-Two lists (nodes; every pod), each one consistent snapshot read page by page and cut down as each
-page arrives to what `observations` reads (the agent shares that module), so a pass never holds a
-cluster's nodes or pods whole. What apply compares with of those two lists (the nodes, cut down;
+Two lists (nodes; every pod), sent at once, each one consistent snapshot read page by page and
+cut down as each page arrives to what `observations` reads (the agent shares that module; a node
+is decoded into those fields alone, `observations.NodeFields`), so a pass never holds a cluster's
+nodes or pods whole. What apply compares with of those two lists (the nodes, cut down;
 the pods any fleet's jobtree applied, without their managedFields) is kept as `Listed`, so a
 `reconcile --apply` pass lists them once: apply acts on the snapshot its plan was made from. This
 fleet's pods (its label) say how the record's groups are doing; the GPUs every other pod asks for
@@ -16,6 +17,7 @@ cluster would otherwise fail every run): `Unreachable`. Writes nothing; commits 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +62,6 @@ def observe(
     failover's to act on, not workload outcomes."""
     leases = list(leases)
     label_keys = {target.labels.get(k, k) for k in observations.TOPOLOGY_KEYS}
-    raw_nodes, _ = api.list_all(kinds.NODE, keep=lambda n: observations.slim_node(n, label_keys))
     mine: list[observations.PodObs] = []
     foreign: list[Obj] = []
     applied: dict[kinds.Key, Obj] = {}
@@ -76,7 +77,12 @@ def observe(
         if labels.get(stamp.MANAGED_BY) == stamp.MANAGER:
             applied[kinds.key(pod)] = changes.as_listed(pod)
 
-    api.list_all(kinds.POD, keep=sort)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # both lists at once: the server serves each
+        listing = pool.submit(lambda: api.list_all(kinds.POD, keep=sort))
+        raw_nodes, _ = api.list_all(
+            kinds.NODE, keep=lambda n: observations.slim_node(n, label_keys), shape=observations.NodeFields
+        )
+        listing.result()
     held = observations.foreign_gpus(foreign, target.fleet)
     nodes: list[NodeObs] = []
     problems: list[str] = []

@@ -9,7 +9,8 @@ made again under its name since is never deleted by mistake (the 409 is named; n
 where its old self could not be deleted). The mirrors and Services are listed from the API
 server's watch cache (for custom resources several times sooner than etcd read page by page), as
 new at least as the namespaces' list that starts the read (`resourceVersionMatch=NotOlderThan`):
-every write made before apply began reading is in it, as in a list read from etcd.
+every write made before apply began reading is in it, as in a list read from etcd. Those lists
+are sent at once, a kind each.
 
 Order: the CRDs (then wait until established), the tenant namespaces, the mirrors, then the
 deletions (prunes, and pods to replace), then `rendered/<cluster>/`, the cordons, and last the
@@ -36,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.cluster import changes, journal, kinds, massprune, mirrors, observations, stamp
+from reconciler.cluster import changes, hashes, journal, kinds, massprune, mirrors, observations, stamp
 from reconciler.cluster.api import Api, rehearsing
 from reconciler.cluster.changes import Change, Changes, Live, Record
 from reconciler.cluster.connect import Target
@@ -111,40 +112,48 @@ def read_live(api: Api, crd_names: Iterable[str], listed: Listed | None = None) 
     if listed is not None:
         nodes = listed.nodes
     else:
-        slim, _ = api.list_all(kinds.NODE, keep=lambda n: observations.slim_node(n, ()))
+        slim, _ = api.list_all(
+            kinds.NODE, keep=lambda n: observations.slim_node(n, ()), shape=observations.NodeFields
+        )
         nodes = {n["metadata"]["name"]: n for n in slim}
-    objects: dict[kinds.Key, dict[str, Any]] = {}
     crd_names = {c["metadata"]["name"] for c in crds}
-    for kind in kinds.OWNED:
-        if kind.api_version != "v1" and f"{kind.plural}.{kind.api_version.split('/')[0]}" not in crd_names:
-            continue  # its CRD is not there yet: nothing of it can exist
-        if kind == kinds.POD and listed is not None:
-            objects.update(listed.pods)
-            continue
+    served = [
+        kind
+        for kind in kinds.OWNED
+        if kind.api_version == "v1" or f"{kind.plural}.{kind.api_version.split('/')[0]}" in crd_names
+    ]  # a kind whose CRD is not there yet: nothing of it can exist
+    fetched = [kind for kind in served if not (kind == kinds.POD and listed is not None)]
+    with ThreadPoolExecutor(max_workers=max(1, len(fetched))) as pool:  # every kind's list at once
         # jobtree's own objects but pods from the watch cache, as new as the namespaces' list at least
-        items, _ = api.list_all(
-            kind, f"{stamp.MANAGED_BY}={stamp.MANAGER}", keep=changes.as_listed,
-            since=version if kind != kinds.POD else None,
+        found = pool.map(
+            lambda kind: api.list_all(
+                kind, f"{stamp.MANAGED_BY}={stamp.MANAGER}", keep=changes.as_listed,
+                since=version if kind != kinds.POD else None,
+            )[0],
+            fetched,
         )  # fmt: skip
-        objects.update((kinds.key(o), o) for o in items)
+        objects = {kinds.key(o): o for items in found for o in items}
+    if listed is not None:  # pods are always served (v1)
+        objects.update(listed.pods)
     return Live({c["metadata"]["name"]: c for c in crds}, frozenset(spaces), nodes, objects)
 
 
 def sync(
     api: Api, target: Target, record: Record, dry_run: bool = False, settle: float = SETTLE,
     prune_share: float | None = massprune.SHARE, listed: Listed | None = None,
+    known: hashes.Known | None = None,
 ) -> Applied:  # fmt: skip
     """Make `target` hold `record` (see the module docstring); `settle`: the longest wait for pods to
     terminate and CRDs to be established; `prune_share`: see `massprune.hold` (None: no limit);
     `listed`: the nodes and pods this pass observed (`observe.Listed`), compared with instead of
-    listing them again."""
+    listing them again; `known`: content hashes stamped in earlier passes (`stamp.known_hashes`)."""
     out = Applied(target.name, record.commit, dry_run)
     reads, writes = api.counts.reads, api.counts.writes
     try:
         live = read_live(api, (c["metadata"]["name"] for c in record.crds), listed)
         out.entries = _journal(api, target)
         guarded = _guarded(out.entries)
-        plan = changes.compare(record, target.fleet, live, guarded)
+        plan = changes.compare(record, target.fleet, live, guarded, known)
         out.held, out.conflicts, out.unchanged = list(plan.held), list(plan.conflicts), plan.unchanged
         mass = massprune.hold(plan, target.name, target.fleet, live, prune_share)
         if mass is not None:

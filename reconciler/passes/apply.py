@@ -11,8 +11,10 @@ jobtree.yaml does not name is refused whole (`ApplyRefused`: a renamed cluster's
 pruned), and a cluster losing most of its running pods at once is held (`reconciler.cluster.massprune`). With a `Fold` (a reconcile pass that
 pushed), each cluster the commit was applied to then has the journal entries the pass folded in
 marked Folded, and Folded ones past retention deleted (`reconciler.cluster.folding`): the pushed
-commit holds those swaps, so a refused neighbour does not keep them unfolded. Returns an
-`ApplyOutcome`; prints nothing, writes no Git.
+commit holds those swaps, so a refused neighbour does not keep them unfolded. The content hashes
+of what it stamped are kept in the clone's cache (`reconciler.cluster.hashes`, keyed by the objects
+they are computed from), so the next apply of the same objects does not digest them again. Returns
+an `ApplyOutcome`; prints nothing, writes no Git (the cache aside, in the Git dir).
 """
 
 from __future__ import annotations
@@ -23,14 +25,27 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.cluster import changes, connect, errors, folding, massprune, mirrors, observe, retry, sync
+from reconciler.cluster import (
+    changes,
+    connect,
+    errors,
+    folding,
+    massprune,
+    mirrors,
+    observe,
+    retry,
+    stamp,
+    sync,
+)
 from reconciler.git import read as gitread
+from reconciler.perf import diskcache
 from reconciler.spec import commit as speccache
 from reconciler.spec.validated import Spec
 from reconciler.state import filedocs, layout, observed
 from schemas.layout import FLEET_FILE
 
 Obj = dict[str, Any]
+HASHES_CACHE = "content-hashes"  # the stamped objects' hashes of the last apply (`reconciler.cluster.hashes`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +163,8 @@ def apply_commit(
             "nodes' cluster label does (to retire a cluster, end or move its runs while it is still named)"
         )
     targets = [t for t in connect.targets(spec.name, spec.fleet.clusters, policy) if only in (None, t.name)]
+    where = gitread.cache_directory(repo)
+    known = stamp.known_hashes(diskcache.load(where, HASHES_CACHE))
 
     def one(target: connect.Target) -> sync.Applied:
         try:
@@ -155,7 +172,7 @@ def apply_commit(
         except errors.ClusterError as err:
             return sync.Applied(target.name, sha, dry_run, errors=[str(err)], unreachable=True)
         seen = (listed or {}).get(target.name)
-        applied = sync.sync(api, target, records[target.name], dry_run, settle, prune_share, seen)
+        applied = sync.sync(api, target, records[target.name], dry_run, settle, prune_share, seen, known)
         if fold is not None and not dry_run and not applied.untouched:
             try:
                 applied.folded = folding.settle(
@@ -169,6 +186,8 @@ def apply_commit(
     say(f"applying {sha[:12]} to {', '.join(t.name for t in targets)}{' (dry run)' if dry_run else ''}")
     with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
         done = list(pool.map(one, targets))
+    if known.changed:
+        diskcache.save(where, HASHES_CACHE, known.held())
     return ApplyOutcome(sha, done, dry_run)
 
 

@@ -6,14 +6,17 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from planner.reasons import OpenReason, Role
 from planner.world import Lease, NodeObs, Payer, WorkloadEvent
-from reconciler.cluster import connect, observe
+from reconciler.cluster import api as clusterapi
+from reconciler.cluster import connect, kinds, observations, observe
 from reconciler.cluster.errors import Unreachable
 from tests.support.clusterfleet import FAST, OUT_OF_SERVICE, node
 from tests.support.controlplane import Cluster, write_kubeconfig
+from tests.support.controlplane.nodes import TOPOLOGY_LABELS, gpu_node, realistic
 
 GFD = {
     "region": "topology.kubernetes.io/region",
@@ -251,3 +254,51 @@ def test_a_nodes_gpus_are_its_allocatable_less_what_other_fleets_pods_ask_for(ea
     east.kubelet.set_phase("serving", "batch", "Succeeded", exit_code=0)  # ended: it holds nothing
     gpus = {n.name: n.gpus for n in seen(east, target()).nodes}
     assert gpus == {"n1": 6, "n2": 3, "n3": 0}  # this fleet's own pod on n1 is its to place, not a stranger's
+
+
+def odd_nodes() -> list[dict[str, Any]]:
+    """Nodes as a real GPU cluster's API server serves them, and every shape of what jobtree reads."""
+    out = [realistic(gpu_node(f"g{i}", clique=f"c{i % 2}")) for i in range(3)]
+    cordoned = realistic(gpu_node("cordoned"))
+    cordoned["spec"] |= {"unschedulable": True, "taints": [{"key": OUT_OF_SERVICE, "effect": "NoExecute"}]}
+    going = realistic(gpu_node("going"))
+    going["metadata"]["deletionTimestamp"] = "2026-03-02T09:00:00Z"
+    bare = {"metadata": {"name": "bare"}}  # no spec, no status, no labels
+    nulls = {"metadata": {"name": "nulls", "labels": None}, "spec": None, "status": {"conditions": None}}
+    return [*out, cordoned, going, bare, nulls]
+
+
+@pytest.mark.parametrize("label_keys", [None, set(TOPOLOGY_LABELS.values())])
+def test_a_node_decoded_into_the_fields_jobtree_reads_is_the_same_node_to_it(
+    label_keys: set[str] | None,
+) -> None:
+    nodes = odd_nodes()
+    page = orjson.dumps(
+        {"kind": "NodeList", "metadata": {"resourceVersion": "7", "continue": "t"}, "items": nodes}
+    )
+    decoded = clusterapi.decoded_list(page, observations.NodeFields)
+    assert decoded["metadata"] == {"resourceVersion": "7", "continue": "t"}
+    assert [observations.slim_node(n, label_keys) for n in decoded["items"]] == [
+        observations.slim_node(n, label_keys) for n in nodes
+    ]
+    kept = decoded["items"][0]
+    assert "images" not in kept["status"] and "annotations" not in kept["metadata"]  # never built
+    assert len(orjson.dumps(kept)) < len(orjson.dumps(nodes[0])) / 3
+
+
+def test_a_node_list_that_does_not_fit_the_fields_is_decoded_whole() -> None:
+    odd = {"metadata": {"name": "odd"}, "status": {"conditions": {}, "allocatable": {"nvidia.com/gpu": "8"}}}
+    page = orjson.dumps({"metadata": {}, "items": [odd]})
+    assert clusterapi.decoded_list(page, observations.NodeFields) == orjson.loads(page)
+    with pytest.raises(ValueError):
+        clusterapi.decoded_list(b"{not json", observations.NodeFields)
+
+
+def test_nodes_listed_into_the_fields_jobtree_reads_observe_as_nodes_listed_whole(east: Cluster) -> None:
+    east.seed(*[realistic(gpu_node(f"n{i}", clique=f"c{i % 3}")) for i in range(7)])
+    api = connect.api(target(GFD))
+    keys = set(TOPOLOGY_LABELS.values())
+    whole, _ = api.list_all(kinds.NODE, keep=lambda n: observations.slim_node(n, keys))
+    pages = list(api.pages(kinds.NODE, limit=3, shape=observations.NodeFields))
+    assert len(pages) == 4 and pages[-1].items == [] and pages[-1].version
+    assert [observations.slim_node(n, keys) for p in pages for n in p.items] == whole
