@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,19 +138,40 @@ def read_live(api: Api, crd_names: Iterable[str], listed: Listed | None = None) 
     return Live({c["metadata"]["name"]: c for c in crds}, frozenset(spaces), nodes, objects)
 
 
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What is live, being read for `sync` by `api` (`reading`), with its request counts before."""
+
+    api: Api
+    reads: int
+    writes: int
+    live: Future[Live]
+
+
+def reading(pool: Executor, api: Api, crd_names: Iterable[str], listed: Listed | None = None) -> Reading:
+    """`read_live` started in `pool`, for `sync(early=)`: the servers answer while the caller builds
+    the record (`crd_names`: the record's CRDs)."""
+    counts = api.counts
+    return Reading(api, counts.reads, counts.writes, pool.submit(read_live, api, list(crd_names), listed))
+
+
 def sync(
     api: Api, target: Target, record: Record, dry_run: bool = False, settle: float = SETTLE,
     prune_share: float | None = massprune.SHARE, listed: Listed | None = None,
-    known: hashes.Known | None = None,
+    known: hashes.Known | None = None, early: Reading | None = None,
 ) -> Applied:  # fmt: skip
     """Make `target` hold `record` (see the module docstring); `settle`: the longest wait for pods to
     terminate and CRDs to be established; `prune_share`: see `massprune.hold` (None: no limit);
     `listed`: the nodes and pods this pass observed (`observe.Listed`), compared with instead of
-    listing them again; `known`: content hashes stamped in earlier passes (`stamp.known_hashes`)."""
+    listing them again; `known`: content hashes stamped in earlier passes (`stamp.known_hashes`);
+    `early`: what is live, read already (`reading`, by this `api`, of the record's CRDs)."""
     out = Applied(target.name, record.commit, dry_run)
-    reads, writes = api.counts.reads, api.counts.writes
+    reads, writes = (
+        (early.reads, early.writes) if early is not None else (api.counts.reads, api.counts.writes)
+    )
     try:
-        live = read_live(api, (c["metadata"]["name"] for c in record.crds), listed)
+        crd_names = (c["metadata"]["name"] for c in record.crds)
+        live = early.live.result() if early is not None else read_live(api, crd_names, listed)
         out.entries = _journal(api, target)
         guarded = _guarded(out.entries)
         plan = changes.compare(record, target.fleet, live, guarded, known)

@@ -4,7 +4,8 @@ Reads everything from one commit, never the work tree: the spec (validated, for 
 mirrors and the fleet's settings), `state/` (statuses, reservations, leases, jobtree's cordons) and
 `rendered/<cluster>/`. Per configured cluster it builds the `Record` that commit holds for it (the
 published CRDs, the tenant namespaces, the mirrors, the rendered pods and Services) and hands it to
-`reconciler.cluster.sync`, all clusters at once: one that cannot be reached (or whose journal
+`reconciler.cluster.sync`, all clusters at once (what each holds is read while the records are
+built: `sync.reading`): one that cannot be reached (or whose journal
 cannot be read) leaves the others applied and is named in the outcome, and so is every object a
 cluster refused (the rest of that cluster still applied). A commit rendering pods for a cluster
 jobtree.yaml does not name is refused whole (`ApplyRefused`: a renamed cluster's pods would be
@@ -152,7 +153,6 @@ def apply_commit(
         )
     if only is not None and only not in names:
         raise UnknownCluster(f"no cluster {only!r} in jobtree.yaml (it configures {', '.join(names)})")
-    records = records_of(repo, sha, spec)
     folders = {layout.rendered_cluster(path) for path in gitread.list_blobs(repo, sha, [layout.RENDERED])}
     stranded = sorted(f for f in folders if f is not None and f not in names)
     if stranded:
@@ -165,14 +165,20 @@ def apply_commit(
     targets = [t for t in connect.targets(spec.name, spec.fleet.clusters, policy) if only in (None, t.name)]
     where = gitread.cache_directory(repo)
     known = stamp.known_hashes(diskcache.load(where, HASHES_CACHE))
+    crds = tuple(mirrors.definitions())
+    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as early:
+        # what each cluster holds is read while the records are built: the reads wait on its server
+        reads = {t.name: _reading(early, t, crds, (listed or {}).get(t.name)) for t in targets}
+        records = records_of(repo, sha, spec, crds)
 
     def one(target: connect.Target) -> sync.Applied:
-        try:
-            api = connect.api(target)
-        except errors.ClusterError as err:
-            return sync.Applied(target.name, sha, dry_run, errors=[str(err)], unreachable=True)
-        seen = (listed or {}).get(target.name)
-        applied = sync.sync(api, target, records[target.name], dry_run, settle, prune_share, seen, known)
+        read = reads[target.name]
+        if isinstance(read, errors.ClusterError):
+            return sync.Applied(target.name, sha, dry_run, errors=[str(read)], unreachable=True)
+        api, seen = read.api, (listed or {}).get(target.name)
+        applied = sync.sync(
+            api, target, records[target.name], dry_run, settle, prune_share, seen, known, read
+        )  # fmt: skip
         if fold is not None and not dry_run and not applied.untouched:
             try:
                 applied.folded = folding.settle(
@@ -191,6 +197,17 @@ def apply_commit(
     return ApplyOutcome(sha, done, dry_run)
 
 
+def _reading(
+    pool: ThreadPoolExecutor, target: connect.Target, crds: Sequence[Obj], seen: observe.Listed | None
+) -> sync.Reading | errors.ClusterError:
+    """What `target` holds, being read in `pool` (`sync.reading`); the error when it has no API."""
+    try:
+        api = connect.api(target)
+    except errors.ClusterError as err:
+        return err
+    return sync.reading(pool, api, (c["metadata"]["name"] for c in crds), seen)
+
+
 # the owned files apply reads (never the ledger, which only grows, nor the pictures)
 MIRRORED = (
     layout.RUN_STATUS, layout.BUDGET_STATUS, layout.RESERVATIONS, layout.LEASES, layout.FLEET,
@@ -198,8 +215,10 @@ MIRRORED = (
 )  # fmt: skip
 
 
-def records_of(repo: gitread.Repository, sha: str, spec: Spec) -> dict[str, changes.Record]:
-    """What the commit `sha` holds for each configured cluster."""
+def records_of(
+    repo: gitread.Repository, sha: str, spec: Spec, crds: Sequence[Obj] | None = None
+) -> dict[str, changes.Record]:
+    """What the commit `sha` holds for each configured cluster (`crds`: `mirrors.definitions()`)."""
     docs = filedocs.documents(repo, sha, MIRRORED)
     run_status = {
         _stem(p, layout.RUN_STATUS): d[0] for p, d in docs.items() if p.startswith(layout.RUN_STATUS) and d
@@ -230,7 +249,7 @@ def records_of(repo: gitread.Repository, sha: str, spec: Spec) -> dict[str, chan
         *(mirrors.recorded(r) for r in reservations),
     ]
     kept = frozenset(_kept(spec.rejected))
-    crds = tuple(mirrors.definitions())
+    crds = tuple(mirrors.definitions() if crds is None else crds)
     namespaces = tuple(sorted({t.namespace for t in spec.fleet.tenants}))
     out = {}
     for name in (c.name for c in spec.fleet.clusters):
