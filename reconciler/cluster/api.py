@@ -1,6 +1,7 @@
 """The REST calls jobtree makes to one cluster, over the official client's `ApiClient`: plain dicts in and out.
 
-get, list (paged, by label selector), server-side apply (as the Api's field manager: `jobtree` for
+get, list (paged, by label selector; each page's objects decoded into the fields the caller
+reads when it names them), server-side apply (as the Api's field manager: `jobtree` for
 reconcile, `jobtree-agent` for the agent, so neither takes the other's fields; force on the fields
 it owns; status through `/status`), a merge patch (the cordon flag), delete, and a watch for
 objects to go. An Api made with `dry_run` sends every write with `dryRun=All`: the server
