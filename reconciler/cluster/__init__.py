@@ -13,7 +13,7 @@ this room's types and errors. Modules, in the order a pass uses them:
   the agent); `observe`: one cluster's snapshot through them (step 3 of a pass, §7.2);
 - `mirrors`: the record as in-cluster objects (Runs, Reservations, Budgets, open Leases, the
   fleet's settings) and the published CRDs; `stamp`: the fleet's labels and content hashes on
-  everything applied (`hashes`: those kept between passes, by what they are computed from); `changes`: what a commit changes on a cluster (pure); `sync`: sending it in
+  everything applied; `changes`: what a commit changes on a cluster (pure); `sync`: sending it in
   order, bounded, each write retried (step 7, §7.3);
 - `journal`: the agent's swaps as JournalEntry objects, what apply must leave alone while one is
   unfolded (§7.5); `folding`: entries marked Folded once their commit is applied, and deleted

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from reconciler.cluster import hashes, kinds, observations, stamp
+from reconciler.cluster import kinds, observations, stamp
 from reconciler.cluster.kinds import Key, Kind
 
 Obj = dict[str, Any]
@@ -130,14 +130,11 @@ class Changes:
         ]
 
 
-def desired(
-    record: Record, fleet: str, known: hashes.Known | None = None
-) -> tuple[list[Desired], list[Desired], list[Desired], list[Desired]]:
-    """The record stamped: CRDs (shared by fleets: managed-by only), namespaces, mirrors, rendered;
-    `known`: hashes stamped earlier (`stamp.known_hashes`)."""
+def desired(record: Record, fleet: str) -> tuple[list[Desired], list[Desired], list[Desired], list[Desired]]:
+    """The record stamped: CRDs (shared by fleets: managed-by only), namespaces, mirrors, rendered."""
 
     def one(obj: Obj, label: str | None) -> Desired:
-        body, status = stamp.stamped(obj, label, known)
+        body, status = stamp.stamped(obj, label)
         kind = kinds.of(body)
         return Desired(kind, body, status if kind.status else None)
 
@@ -154,14 +151,10 @@ def desired(
     return crds, spaces, mirrors, rendered
 
 
-def compare(
-    record: Record, fleet: str, live: Live, guarded: Mapping[Key, str] | None = None,
-    known: hashes.Known | None = None,
-) -> Changes:  # fmt: skip
+def compare(record: Record, fleet: str, live: Live, guarded: Mapping[Key, str] | None = None) -> Changes:
     """The writes that make `live` hold `record`, and nothing more of `fleet`'s; none to an object
-    of `guarded` (key -> the unfolded journal entry that protects it): each is said instead.
-    `known`: the content hashes stamped in earlier passes (`stamp.known_hashes`)."""
-    crds, spaces, mirrors, rendered = desired(record, fleet, known)
+    of `guarded` (key -> the unfolded journal entry that protects it): each is said instead."""
+    crds, spaces, mirrors, rendered = desired(record, fleet)
     out = Changes()
     guard = dict(guarded or {})
     for d in crds:

@@ -16,7 +16,6 @@ import hashlib
 import json
 from typing import Any
 
-from reconciler.cluster import hashes
 from schemas import GROUP
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -40,12 +39,11 @@ def selector(fleet: str) -> str:
     return f"{MANAGED_BY}={MANAGER},{FLEET}={fleet}"
 
 
-def stamped(obj: Obj, fleet: str | None, known: hashes.Known | None = None) -> tuple[Obj, Obj | None]:
+def stamped(obj: Obj, fleet: str | None) -> tuple[Obj, Obj | None]:
     """`obj` with the labels (the fleet's when `fleet` is given: shared objects such as CRDs carry
     only managed-by) and hashes, and apart from it its status (None when it has none). `obj` is left
     as it was: what is changed is copied (the metadata, a pod's resources), the rest is shared with
-    it, so neither may be changed afterwards. `known`: hashes computed earlier (`known_hashes`),
-    the same ones as computed here."""
+    it, so neither may be changed afterwards."""
     body = dict(obj)
     status = body.pop("status", None)
     meta = body["metadata"] = dict(body.get("metadata") or {})
@@ -56,34 +54,14 @@ def stamped(obj: Obj, fleet: str | None, known: hashes.Known | None = None) -> t
     notes = meta["annotations"] = dict(meta.get("annotations") or {})
     notes.pop(CONTENT_HASH, None)
     notes.pop(SPEC_HASH, None)
-    pod = body.get("kind") == "Pod" and body.get("apiVersion") == "v1"
-    if pod and isinstance(body.get("spec"), dict):
-        body["spec"] = _quantities_as_text(body["spec"])
+    if body.get("kind") == "Pod" and body.get("apiVersion") == "v1":
+        if isinstance(body.get("spec"), dict):
+            body["spec"] = _quantities_as_text(body["spec"])
+        notes[SPEC_HASH] = digest(body.get("spec"))
     if body.get("kind") == "CustomResourceDefinition":
         notes[SCHEMA] = str(SCHEMA_VERSION)
-    spec_hash, content_hash = (known.hashes if known is not None else content_hashes)(body, pod)
-    if pod:
-        notes[SPEC_HASH] = spec_hash
-    notes[CONTENT_HASH] = content_hash
+    notes[CONTENT_HASH] = digest(body)
     return body, status
-
-
-def content_hashes(body: Obj, pod: bool) -> hashes.Hashes:
-    """The spec hash (a pod's; "" for others) and the content hash of `body`, stamped but for them."""
-    if not pod:
-        return "", digest(body)
-    spec_hash = digest(body.get("spec"))
-    notes = body["metadata"]["annotations"]
-    notes[SPEC_HASH] = spec_hash
-    try:
-        return spec_hash, digest(body)
-    finally:
-        del notes[SPEC_HASH]
-
-
-def known_hashes(data: Any = None) -> hashes.Known:
-    """A memo of stamped objects' hashes for `stamped`, starting from what an earlier one `held`."""
-    return hashes.Known(data, content_hashes)
 
 
 def status_body(body: Obj, status: Obj) -> Obj:

@@ -37,7 +37,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.cluster import changes, hashes, journal, kinds, massprune, mirrors, observations, stamp
+from reconciler.cluster import changes, journal, kinds, massprune, mirrors, observations, stamp
 from reconciler.cluster.api import Api, rehearsing
 from reconciler.cluster.changes import Change, Changes, Live, Record
 from reconciler.cluster.connect import Target
@@ -158,13 +158,12 @@ def reading(pool: Executor, api: Api, crd_names: Iterable[str], listed: Listed |
 def sync(
     api: Api, target: Target, record: Record, dry_run: bool = False, settle: float = SETTLE,
     prune_share: float | None = massprune.SHARE, listed: Listed | None = None,
-    known: hashes.Known | None = None, early: Reading | None = None,
+    early: Reading | None = None,
 ) -> Applied:  # fmt: skip
     """Make `target` hold `record` (see the module docstring); `settle`: the longest wait for pods to
     terminate and CRDs to be established; `prune_share`: see `massprune.hold` (None: no limit);
     `listed`: the nodes and pods this pass observed (`observe.Listed`), compared with instead of
-    listing them again; `known`: content hashes stamped in earlier passes (`stamp.known_hashes`);
-    `early`: what is live, read already (`reading`, by this `api`, of the record's CRDs)."""
+    listing them again; `early`: what is live, read already (`reading`, by this `api`, of the record's CRDs)."""
     out = Applied(target.name, record.commit, dry_run)
     reads, writes = (
         (early.reads, early.writes) if early is not None else (api.counts.reads, api.counts.writes)
@@ -174,7 +173,7 @@ def sync(
         live = early.live.result() if early is not None else read_live(api, crd_names, listed)
         out.entries = _journal(api, target)
         guarded = _guarded(out.entries)
-        plan = changes.compare(record, target.fleet, live, guarded, known)
+        plan = changes.compare(record, target.fleet, live, guarded)
         out.held, out.conflicts, out.unchanged = list(plan.held), list(plan.conflicts), plan.unchanged
         mass = massprune.hold(plan, target.name, target.fleet, live, prune_share)
         if mass is not None:

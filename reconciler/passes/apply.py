@@ -12,10 +12,8 @@ jobtree.yaml does not name is refused whole (`ApplyRefused`: a renamed cluster's
 pruned), and a cluster losing most of its running pods at once is held (`reconciler.cluster.massprune`). With a `Fold` (a reconcile pass that
 pushed), each cluster the commit was applied to then has the journal entries the pass folded in
 marked Folded, and Folded ones past retention deleted (`reconciler.cluster.folding`): the pushed
-commit holds those swaps, so a refused neighbour does not keep them unfolded. The content hashes
-of what it stamped are kept in the clone's cache (`reconciler.cluster.hashes`, keyed by the objects
-they are computed from), so the next apply of the same objects does not digest them again. Returns
-an `ApplyOutcome`; prints nothing, writes no Git (the cache aside, in the Git dir).
+commit holds those swaps, so a refused neighbour does not keep them unfolded. Returns an
+`ApplyOutcome`; prints nothing, writes no Git.
 """
 
 from __future__ import annotations
@@ -35,18 +33,15 @@ from reconciler.cluster import (
     mirrors,
     observe,
     retry,
-    stamp,
     sync,
 )
 from reconciler.git import read as gitread
-from reconciler.perf import diskcache
 from reconciler.spec import commit as speccache
 from reconciler.spec.validated import Spec
 from reconciler.state import filedocs, layout, observed
 from schemas.layout import FLEET_FILE
 
 Obj = dict[str, Any]
-HASHES_CACHE = "content-hashes"  # the stamped objects' hashes of the last apply (`reconciler.cluster.hashes`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,8 +158,6 @@ def apply_commit(
             "nodes' cluster label does (to retire a cluster, end or move its runs while it is still named)"
         )
     targets = [t for t in connect.targets(spec.name, spec.fleet.clusters, policy) if only in (None, t.name)]
-    where = gitread.cache_directory(repo)
-    known = stamp.known_hashes(diskcache.load(where, HASHES_CACHE))
     crds = tuple(mirrors.definitions())
     with ThreadPoolExecutor(max_workers=max(1, len(targets))) as early:
         # what each cluster holds is read while the records are built: the reads wait on its server
@@ -176,9 +169,7 @@ def apply_commit(
         if isinstance(read, errors.ClusterError):
             return sync.Applied(target.name, sha, dry_run, errors=[str(read)], unreachable=True)
         api, seen = read.api, (listed or {}).get(target.name)
-        applied = sync.sync(
-            api, target, records[target.name], dry_run, settle, prune_share, seen, known, read
-        )  # fmt: skip
+        applied = sync.sync(api, target, records[target.name], dry_run, settle, prune_share, seen, read)
         if fold is not None and not dry_run and not applied.untouched:
             try:
                 applied.folded = folding.settle(
@@ -192,8 +183,6 @@ def apply_commit(
     say(f"applying {sha[:12]} to {', '.join(t.name for t in targets)}{' (dry run)' if dry_run else ''}")
     with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
         done = list(pool.map(one, targets))
-    if known.changed:
-        diskcache.save(where, HASHES_CACHE, known.held())
     return ApplyOutcome(sha, done, dry_run)
 
 
