@@ -68,7 +68,7 @@ def _state_at(
     it: a pass works on copies."""
     commit = ownership.state_start(repo, commit, email).commit
     try:
-        memo = passmemo.cached(repo, commit) or passmemo.read(repo, commit)
+        memo = passmemo.cached(repo, commit) or passmemo.read(repo, commit, documents=False)
         return memo.state(), memo
     except Exception as err:  # noqa: BLE001 - damaged machine-written files: name the file, never a traceback
         files = gitread.read_files(repo, str(commit.id), ["state/"])
@@ -173,7 +173,10 @@ def plan(
                 "fetch-depth: 0, or git fetch --unshallow) and plan again"
             )
         raise PlanFailure(f"{unrelated}: the branches are unrelated; rebase the change onto the base")
-    base_spec, _, _ = speccache.read_spec(git, base_commit)
+    # head is read after base with what base's read kept (`speccache.Kept`, as a long-lived reconciler
+    # reads its next commit): only the files the change touched are parsed and validated again
+    kept = speccache.Kept()
+    base_spec, _, _ = speccache.read_spec(git, base_commit, kept=kept)
     # who the reconciler is comes from the base branch: a pull request cannot name itself the reconciler
     # and so is the branch it commits to: a reconciler commit in head must have been on that branch
     _refuse_hand_edits(
@@ -188,7 +191,7 @@ def plan(
             )
         now = state.as_of  # this clock is behind the reconciler's: plan as it would, from its asOf
     merged = _merged(git, base_commit, head_commit, base_spec.fleet.git.author)
-    head_spec, _, _ = speccache.read_spec(git, merged)
+    head_spec, _, _ = speccache.read_spec(git, merged, kept=kept)
     # the clusters as the base last observed them (configured ones: no credentials needed here); a
     # base on the embedded cluster observed the clusters its inventory describes
     recorded = gitread.read_files(git, str(base_commit.id), [layout.OBSERVED])

@@ -19,6 +19,7 @@ import hashlib
 import marshal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,11 @@ def save(where: Path, memo: Memo) -> bool:
     return passcache.save(where, CACHE_NAME, memo.data())
 
 
-def read(repo: gitread.Repository, commit: gitread.Commit) -> Memo:
-    """Decode the owned files of `commit` from Git (no sources known: every file counts as unverified)."""
+def read(repo: gitread.Repository, commit: gitread.Commit, documents: bool = True) -> Memo:
+    """Decode the owned files of `commit` from Git (no sources known: every file counts as unverified).
+
+    `documents=False`: the memo keeps no parsed documents (`Memo.loaded`), for a caller that only
+    plans from the state (`jobtree plan`): the forked decoders then send back only the rows."""
     blobs = gitread.list_blobs(repo, str(commit.id), gitread.OWNED_PREFIXES)
     todo = []
     for path, oid in blobs.items():
@@ -88,17 +92,20 @@ def read(repo: gitread.Repository, commit: gitread.Commit) -> Memo:
             todo.append((path, kind, gitread.read_blob(repo, oid)))
     pieces: dict[str, tuple[str, Any]] = {}
     loaded: dict[str, list[Any]] = {}
-    for (path, kind, _), (docs, rows) in zip(todo, forkmap.map_chunks(_decode, todo), strict=True):
-        loaded[path], pieces[path] = docs, (kind, rows)
+    decoded = forkmap.map_chunks(partial(_decode, keep=documents), todo)
+    for (path, kind, _), (docs, rows) in zip(todo, decoded, strict=True):
+        pieces[path] = (kind, rows)
+        if docs is not None:
+            loaded[path] = docs
     return Memo(gitread.owned_trees(repo, commit), blobs, pieces, loaded=loaded)
 
 
-def _decode(items: Sequence[tuple[str, str, bytes]]) -> list[tuple[list[Any], Any]]:
-    """Per state file, its YAML documents and the rows `decode` takes from them."""
+def _decode(items: Sequence[tuple[str, str, bytes]], keep: bool = True) -> list[tuple[list[Any] | None, Any]]:
+    """Per state file, its YAML documents (None unless `keep`) and the rows `decode` takes from them."""
     out = []
     for _, kind, data in items:
         docs = statefiles.documents(data)
-        out.append((docs, statefiles.piece(kind, _as_decode_reads(kind, docs, data))))
+        out.append((docs if keep else None, statefiles.piece(kind, _as_decode_reads(kind, docs, data))))
     return out
 
 

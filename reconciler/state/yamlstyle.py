@@ -208,6 +208,10 @@ def _scalar_value(token: str) -> Any:
 
 
 def _quoted_value(token: str) -> str:
+    inner = token[1:-1]
+    plain = inner.isascii() and inner.isprintable() and '"' not in inner and "\\" not in inner
+    if plain and len(token) >= 2 and token[-1] == '"':
+        return inner  # printable ASCII, nothing escaped: what JSON reads and what `_quoted` writes back
     if len(token) < 2 or token[-1] != '"' or _UNSAFE_ESCAPE.search(token):
         raise _NotCanonical(token)
     try:
@@ -327,7 +331,11 @@ def _read_sequence(lines: list[str], pos: int, pad: str) -> tuple[list[Any], int
     inner = pad + "  "
     while pos < len(lines) and lines[pos].startswith(dash):
         item = lines[pos][len(dash) :]
-        if item.startswith("- ") or _is_entry(item):
+        known = _READ_MEMO.get(item, _READ_MEMO)
+        if known is not _READ_MEMO:  # a scalar read before: no entry is ever one (`_scalar_value`)
+            out.append(known)
+            pos += 1
+        elif item.startswith("- ") or _is_entry(item):
             lines[pos] = inner + item  # the writer put the nested block's first line after the dash
             value, pos = _read_block(lines, pos, inner)
             out.append(value)

@@ -183,3 +183,15 @@ def test_equal_manifests_get_equal_fingerprints_however_their_objects_are_shared
     assert passmemo.fingerprint(shared) == passmemo.fingerprint(fresh)
     assert passmemo.fingerprint((shared, fresh)) == passmemo.fingerprint((fresh, shared))
     assert passmemo.fingerprint(shared) != passmemo.fingerprint({**shared, "kind": "Service"})
+
+
+def test_state_decoded_without_documents_is_the_same_state(twins) -> None:
+    # `jobtree plan` decodes the base without keeping the documents: the same rows, the same FleetState
+    step(twins, T0)
+    step(twins, T0 + 60)
+    repo = pygit2.Repository(str(twins[1]))
+    head = repo.head.peel(pygit2.Commit)
+    whole, rows_only = passmemo.read(repo, head), passmemo.read(repo, head, documents=False)
+    assert whole.loaded and not rows_only.loaded
+    assert rows_only.pieces == whole.pieces and rows_only.blobs == whole.blobs
+    assert rows_only.state() == whole.state() and rows_only.state().leases

@@ -188,3 +188,22 @@ def test_comments_anchors_tags_flow_style_and_other_indents_are_left_to_pyyaml()
     ):
         assert yamlout.load_all(text) is None, text
     assert yamlout.load_all("") == [] and yamlout.load_all("a: 1\n---\nb: [x]\n") is None
+
+
+def test_quoted_scalars_read_quickly_are_the_ones_pyyaml_reads() -> None:
+    # printable ASCII with nothing escaped is read straight from between the quotes; anything else
+    # (DEL, an escape, a quote inside, non-ASCII) goes through JSON and the writer's own check
+    texts = ("a#1", "", "x: y", "- z", "1", "null", "a\x7fb", 'say "hi"', "back\\slash", "é", "\U0001f600")
+    for text in texts:
+        for written in (yamlout.dumps({"k": text}), yamlout.dumps({"k": [text, {text: text}]})):
+            assert yamlout.load_all(written) == list(yaml.load_all(written, Loader=yaml.CSafeLoader)), written
+    # not how the writer writes these: PyYAML's to read
+    for token in ('"', '"a"b"', '"a\x7fb"', '"a\\u0041"', '"tab\tx"'):
+        assert yamlout.load_all(f"k: {token}\n") is None, token
+
+
+def test_a_sequence_item_read_before_as_a_scalar_is_never_taken_for_an_entry() -> None:
+    # `- "n#1"` is a scalar and `- "n#1": 1` a one-entry mapping, however often either was read before
+    text = yamlout.dumps({"a": ["n#1", {"n#1": 1}, "n#1", {"n#1": 2}], "b": ["n#1"]})
+    for _ in range(2):
+        assert yamlout.load_all(text) == [{"a": ["n#1", {"n#1": 1}, "n#1", {"n#1": 2}], "b": ["n#1"]}]
