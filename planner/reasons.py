@@ -8,11 +8,8 @@ read are built here from a kind and its numbers, and never parsed back. Decides 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import get_args
 
-from schemas import lease, state
 from schemas.common import format_time
-from schemas.lease import CLOSURE_REASONS
 
 
 class Role(StrEnum):
@@ -72,11 +69,6 @@ class Closure(StrEnum):
     RANDOM_PREEMPT = "RandomPreempt"
     WORKLOAD_FAILED = "WorkloadFailed"
     RUN_DELETED = "RunDeleted"
-
-
-assert {c.value for c in Closure} == {*CLOSURE_REASONS, "RandomPreempt"}
-assert {p.value for p in Phase} == set(get_args(state.Phase))  # the published run status says the same
-assert {r.value for r in OpenReason} == set(get_args(lease.OpenReason))
 
 
 def closure_text(kind: Closure, seed: str | None = None) -> str:

@@ -5,8 +5,11 @@ so every such word is one typed constant and no decision can hinge on a message'
 from __future__ import annotations
 
 import ast
+from typing import get_args
 
 from planner.reasons import Closure, Confidence, Ledger, OpenReason, Phase, ResState, Role
+from schemas import lease, state
+from schemas.lease import CLOSURE_REASONS
 from tests.support import REPO
 
 PLANNER = REPO / "planner"
@@ -45,3 +48,11 @@ def test_the_vocabulary_check_sees_a_literal_and_leaves_docstrings_alone() -> No
     source = 'def f(lease):\n    """An Active lease."""\n    return lease.role == "Active" or "RunDeleted"\n'
     assert sorted(spelled(source, "m.py")) == ["m.py:3: 'Active'", "m.py:3: 'RunDeleted'"]
     assert spelled('"""Active"""\nX = 1\n', "n.py") == []
+
+
+def test_the_planner_s_words_are_the_published_schemas_words() -> None:
+    # the planner does not import the published models (a pass would build them for nothing): this
+    # checks that its closures, run phases and open reasons are what a lease and a status file may say
+    assert {c.value for c in Closure} == {*CLOSURE_REASONS, "RandomPreempt"}
+    assert {p.value for p in Phase} == set(get_args(state.Phase))
+    assert {r.value for r in OpenReason} == set(get_args(lease.OpenReason))
