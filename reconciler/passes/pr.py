@@ -196,7 +196,9 @@ def plan(
     # base on the embedded cluster observed the clusters its inventory describes
     recorded = gitread.read_files(git, str(base_commit.id), [layout.OBSERVED])
     recorded |= _inventory_observed(base_spec, head_spec, recorded)
-    domains = {**_domains(base_spec, recorded), **_domains(head_spec, recorded)}
+    domains = _domains(base_spec, recorded)
+    if head_spec.fleet is not base_spec.fleet or head_spec.inventory is not base_spec.inventory:
+        domains |= _domains(head_spec, recorded)  # else the same objects, read once (`speccache.Kept`)
     where = trust.placed(state, start.blobs, lambda oid: gitread.read_blob(git, oid))
 
     def outlines(specs: Sequence[validated.Spec]) -> list[dict[str, Any]]:
