@@ -15,14 +15,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from functools import cache
 from typing import Any
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*\Z")
 _WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "null", "y", "n"})
-# Characters YAML will not read literally inside a double-quoted scalar (outside YAML's printable set
-# [\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]), named as themselves: the negated class
-# took ~10 ms to compile in every process that imports this module.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# Characters YAML will not read literally inside a double-quoted scalar (outside YAML's printable set).
+_UNPRINTABLE = "[^\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 _MEMO_LIMIT = 200_000
 _memo: dict[str, str] = {}
 
@@ -69,9 +68,18 @@ def _string(value: str) -> str:
 def _quoted(value: str) -> str:
     """JSON's double-quoted string, with anything YAML will not read literally escaped YAML's way."""
     text = json.dumps(value, ensure_ascii=False)
-    if _UNPRINTABLE.search(text) is None:
+    if text.isascii() and text.isprintable():
+        return text  # all of it in \x20-\x7e: nothing to escape
+    unprintable = _unprintable()
+    if unprintable.search(text) is None:
         return text
-    return _UNPRINTABLE.sub(_escape, text)
+    return unprintable.sub(_escape, text)
+
+
+@cache
+def _unprintable() -> re.Pattern[str]:
+    """`_UNPRINTABLE`, compiled when first needed (~10 ms: most processes only write ASCII)."""
+    return re.compile(_UNPRINTABLE)
 
 
 def _escape(match: re.Match[str]) -> str:

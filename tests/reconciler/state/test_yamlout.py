@@ -207,10 +207,3 @@ def test_a_sequence_item_read_before_as_a_scalar_is_never_taken_for_an_entry() -
     text = yamlout.dumps({"a": ["n#1", {"n#1": 1}, "n#1", {"n#1": 2}], "b": ["n#1"]})
     for _ in range(2):
         assert yamlout.load_all(text) == [{"a": ["n#1", {"n#1": 1}, "n#1", {"n#1": 2}], "b": ["n#1"]}]
-
-
-def test_the_unprintable_characters_are_exactly_those_outside_yaml_s_printable_set() -> None:
-    everything = "".join(map(chr, range(0x110000)))
-    # YAML 1.1's c-printable
-    printable = re.compile("[\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-    assert "".join(yamlout._UNPRINTABLE.findall(everything)) == printable.sub("", everything) != ""
