@@ -117,7 +117,7 @@ def need_gpus(spec: Run, width: int) -> int:
 
 def run_line(ctx: Pass, lookahead_hours: float, attempted: set[str]) -> Line:
     """Funded runs in submission order; reserved runs keep their place. `attempted`: reservations
-    whose activation this pass already tried (each is tried once per pass)."""
+    whose activation this pass already tried (once, unless a zero-notice warning frees it: `plan`)."""
     line = Line()
     queue = [
         (ctx.rank(key), key)

@@ -351,16 +351,20 @@ def _shrinkable(ctx: Pass, run: str) -> bool:
     return m is not None and ctx.counted(run) - m.stepGPUs >= m.minTotalGPUs
 
 
-def warn(ctx: Pass, sets: dict[str, Outlook]) -> None:
+def warn(ctx: Pass, sets: dict[str, Outlook]) -> list[str]:
     """Add each reservation's newly found members to its conflict set, warned from now, dropping
     nobody: with a notice period of zero, a member is cuttable from the instant it is warned, so a
-    reservation due now may cut it later in the same pass (the pass's last word is `publish`)."""
+    reservation due now may cut it later in the same pass (the pass's last word is `publish`).
+    Returns the reservations that warned someone new."""
+    grown: list[str] = []
     for key, seen in sets.items():
         res = ctx.reservations[key]
         known = {e.run for e in res.conflicts}
         new = [ConflictEntry(run, p, ctx.now) for run, p in sorted(seen.members.items()) if run not in known]
         if new:
             res.conflicts = sorted([*res.conflicts, *new], key=lambda e: e.run)
+            grown.append(key)
+    return grown
 
 
 def publish(ctx: Pass, sets: dict[str, Outlook]) -> None:

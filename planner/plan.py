@@ -158,7 +158,8 @@ MAX_ROUNDS = 50  # rounds of the line a pass may take; each round starts, cuts o
 
 def _admit(ctx: Pass, lookahead_hours: float) -> Line:
     """The line and growth again until a round of them changes nothing, each reservation's
-    activation tried at most once, then opportunistic fill (so no activation of the pass reclaims
+    activation tried once (again only when, with no notice period, its forecast warned someone new
+    it may cut at once), then opportunistic fill (so no activation of the pass reclaims
     a fill it just opened), and all again while the fill changes something: capacity freed in the
     pass goes to whoever fits, in line order, and the last round's line (which changed nothing) is
     what a second pass would see."""
@@ -225,7 +226,14 @@ def _forecast(ctx: Pass, line: Line, attempted: set[str], risk: outlook.AtRisk |
     if risk is not None:
         outlook.publish(ctx, seen)
     elif notice == 0:
-        outlook.warn(ctx, seen)
+        # a member warned now is cuttable at once: a reservation due now that was tried before it was
+        # warned is tried again with it, as a second pass at this instant would (§4.5, a fixed point).
+        # The sets only grow, so the retries end; a run cut at this instant stays out (`_turn`).
+        for key in outlook.warn(ctx, seen):
+            eta = ctx.reservations[key].earliest_start
+            if key in attempted and eta is not None and eta <= now:
+                attempted.discard(key)
+                due = True
     return due
 
 

@@ -5,7 +5,8 @@ from the benchmark generator (500 runs, families, lending, spares, elastic runs)
 line of reservations makes a pass's decisions depend on each other. Each of these fleets started
 more runs on a second pass before the planner was fixed: a chunk sent where its funding could not
 pay (seed 1), spares that no longer fitted after every group was placed, and reservation scopes
-drawn over funding that runs behind them spent (seed 4).
+drawn over funding that runs behind them spent (seed 4). With no notice period, a reservation
+that a pass tried before its forecast warned a run it may then cut is tried again in that pass.
 """
 
 from __future__ import annotations
@@ -16,12 +17,18 @@ from pathlib import Path
 
 import pytest
 
+from planner.lottery import seed_for
 from planner.world import FleetState
 from reconciler.passes import pipeline
 from reconciler.passes.embedded import EmbeddedCluster
+from reconciler.passes.simulation import Simulation
 from reconciler.spec import validated
 from schemas.common import parse_time
+from schemas.scenario import Scenario
+from tests.planner.generated import play_checked
 from tests.support import REPO
+from tests.support.builders import a_budget, a_run, domain, scenario
+from tests.support.scenarios import at, stamp
 
 ROOT = REPO
 if str(ROOT) not in sys.path:
@@ -65,3 +72,40 @@ def test_a_run_requeued_by_a_cut_keeps_its_message_so_the_next_pass_commits_noth
     assert done.commit is None, done.summary
     status = (tmp_path / "g" / "state" / "status" / "runs" / "team-b" / "b1.yaml").read_text()
     assert 'message: "requeued after RandomPreempt(' in status and "for reservation team-c/c2" in status
+
+
+def test_a_due_reservation_cuts_a_run_its_forecast_warned_in_the_same_pass_when_notice_is_zero() -> None:
+    """noticePeriod 0s, minRuntime 0s. x's 16 GPUs are on A (one 8-GPU node), its family org:b pays
+    anywhere (B: three 4-GPU nodes). At +1m r1 (2) and r2 (16, groups of 4) start; r3 (8, groups of
+    4) waits and warns them. At +2m r3 is due: the lottery cuts r1 and r2, r3 takes A, and r2 is
+    reserved with nobody to cut (r3 started at that instant). At +3m r1 starts on B; r2, due, finds
+    nobody in its published set to cut, then its forecast warns r3 from +3m, cuttable at once with no
+    notice: r2 is tried again in that same pass and the lottery cuts r3 (its only candidate), as a
+    second pass at +3m would. Before, r2 waited with ETA +3m and a second pass at +3m started it."""
+    doc = scenario(
+        {"x": "org:x"},
+        [domain("A", 1, cluster="c0"), domain("B", 3, 4, cluster="c1")],
+        [at(0, apply=[a_budget("x", "org:x", "org:r").envelope("e0", 16, selector={"cluster": "c0"}).build(),
+                      a_budget("b", "org:b", "org:r").envelope("e0", 32).build(), a_budget("r", "org:r").build()]),
+         at(1, apply=[a_run("x/r1", "org:x").gpus(2).build(), a_run("x/r2", "org:x").gpus(16).groups(4).build(),
+                      a_run("x/r3", "org:x").gpus(8).groups(4).build()])],
+        until="+3m",
+        fleet={"reservations": {"noticePeriod": "0s", "minRuntime": "0s"}},
+    )  # fmt: skip
+    doc["spec"]["tick"] = "1m"
+    sim = Simulation(Scenario.model_validate(doc), doc)
+    sim.play()
+
+    at_3 = [
+        (e["event"], e["run"], e["reason"])
+        for e in sim.ledger
+        if e["at"] == stamp(3) and e["event"] in ("Start", "End")
+    ]
+    seed = seed_for("x/r2", parse_time(stamp(3)))
+    assert sorted(set(at_3)) == [
+        ("End", "x/r3", f"RandomPreempt({seed})"),
+        ("Start", "x/r1", "Start"),
+        ("Start", "x/r2", "Start"),
+    ]
+    assert sim.state.runs["x/r2"].phase == "Running" and sim.state.runs["x/r3"].phase == "Pending"
+    assert play_checked(doc).problems == []  # and a second pass at each instant changes nothing
