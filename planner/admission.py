@@ -313,13 +313,13 @@ def _funding_to_hold(funding: list[tuple[pack.Source, int]]) -> list[tuple[str, 
     return [(src.env.key, src.category, gpus) for src, gpus in funding if gpus > 0]
 
 
-def _funding_of(srcs: list[pack.Source], need: int, spec: Run) -> list[tuple[pack.Source, int]]:
+def _funding_of(srcs: cover.SourceList, need: int, spec: Run) -> list[tuple[pack.Source, int]]:
     """(source, GPUs) that fund `need`, in cover order: each source's room, borrowing within the
     run's limit, until `need` is met. A source with no room pays nothing and moves no borrowing."""
     out = []
     left = need
     borrow_left = cover.borrow_cap(spec)
-    for i in srcs.nonzero if isinstance(srcs, cover.SourceList) else range(len(srcs)):
+    for i in srcs.nonzero:
         if left <= 0:
             break
         src = srcs[i]
