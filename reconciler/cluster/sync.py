@@ -157,20 +157,19 @@ def reading(pool: Executor, api: Api, crd_names: Iterable[str], listed: Listed |
 
 def sync(
     api: Api, target: Target, record: Record, dry_run: bool = False, settle: float = SETTLE,
-    prune_share: float | None = massprune.SHARE, listed: Listed | None = None,
-    early: Reading | None = None,
+    prune_share: float | None = massprune.SHARE, early: Reading | None = None,
 ) -> Applied:  # fmt: skip
     """Make `target` hold `record` (see the module docstring); `settle`: the longest wait for pods to
     terminate and CRDs to be established; `prune_share`: see `massprune.hold` (None: no limit);
-    `listed`: the nodes and pods this pass observed (`observe.Listed`), compared with instead of
-    listing them again; `early`: what is live, read already (`reading`, by this `api`, of the record's CRDs)."""
+    `early`: what is live, being read already (`reading`, by this `api`, of the record's CRDs; with
+    the nodes and pods the pass observed, when it did); else it is read here."""
     out = Applied(target.name, record.commit, dry_run)
     reads, writes = (
         (early.reads, early.writes) if early is not None else (api.counts.reads, api.counts.writes)
     )
     try:
         crd_names = (c["metadata"]["name"] for c in record.crds)
-        live = early.live.result() if early is not None else read_live(api, crd_names, listed)
+        live = early.live.result() if early is not None else read_live(api, crd_names)
         out.entries = _journal(api, target)
         guarded = _guarded(out.entries)
         plan = changes.compare(record, target.fleet, live, guarded)

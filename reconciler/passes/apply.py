@@ -168,8 +168,8 @@ def apply_commit(
         read = reads[target.name]
         if isinstance(read, errors.ClusterError):
             return sync.Applied(target.name, sha, dry_run, errors=[str(read)], unreachable=True)
-        api, seen = read.api, (listed or {}).get(target.name)
-        applied = sync.sync(api, target, records[target.name], dry_run, settle, prune_share, seen, read)
+        api = read.api
+        applied = sync.sync(api, target, records[target.name], dry_run, settle, prune_share, early=read)
         if fold is not None and not dry_run and not applied.untouched:
             try:
                 applied.folded = folding.settle(
@@ -205,7 +205,7 @@ MIRRORED = (
 
 
 def records_of(
-    repo: gitread.Repository, sha: str, spec: Spec, crds: Sequence[Obj] | None = None
+    repo: gitread.Repository, sha: str, spec: Spec, crds: tuple[Obj, ...]
 ) -> dict[str, changes.Record]:
     """What the commit `sha` holds for each configured cluster (`crds`: `mirrors.definitions()`)."""
     docs = filedocs.documents(repo, sha, MIRRORED)
@@ -238,7 +238,6 @@ def records_of(
         *(mirrors.recorded(r) for r in reservations),
     ]
     kept = frozenset(_kept(spec.rejected))
-    crds = tuple(mirrors.definitions() if crds is None else crds)
     namespaces = tuple(sorted({t.namespace for t in spec.fleet.tenants}))
     out = {}
     for name in (c.name for c in spec.fleet.clusters):
