@@ -16,13 +16,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner.world import Failover, FleetState, NodeObs, WorkloadEvent
 from reconciler.passes.embedded import EmbeddedCluster
 from reconciler.spec.validated import Spec
 from reconciler.state import layout, nexttree
 from reconciler.state import observed as observedfiles
+
+if TYPE_CHECKING:
+    from reconciler.cluster.observe import Listed
 
 # one parse per observed file's bytes: the PR report builds four views of the same two trees
 _decoded = functools.lru_cache(maxsize=4)(observedfiles.decode)
@@ -44,8 +47,7 @@ class Configured:
         self.notes: list[str] = []  # progress lines
         self.unobserved: dict[str, str] = {}  # cluster -> why it was planned against its last observation
         self.journal: dict[str, list[Failover]] = {}  # cluster -> the agent's swaps not yet Folded
-        # cluster -> the nodes and pods observe listed (`observe.Listed`), for apply in the same pass
-        self.listed: dict[str, Any] = {}
+        self.listed: dict[str, Listed] = {}  # cluster -> the nodes and pods observe listed, for apply
 
     def failovers(self) -> tuple[Failover, ...]:
         """Every cluster's unfolded swaps, for `World.journal`, oldest first."""

@@ -33,7 +33,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from planner.plan import Plan
 from planner.world import Failover, FleetState
@@ -64,6 +64,7 @@ TOKEN_ENV = "JOBTREE_GIT_TOKEN"
 MAX_CLOCK_SKEW = 5 * 60  # a clock further behind the last pass's asOf than this is not drift: said so
 
 if TYPE_CHECKING:
+    from reconciler.cluster.observe import Listed
     from reconciler.passes.apply import ApplyOutcome
 
 Say = Callable[[str], None]
@@ -155,7 +156,7 @@ class Planned:
     warnings: tuple[str, ...] = ()  # for people, even with --quiet
     observed: tuple[str, ...] = ()  # what changed in the configured clusters, for the commit message
     folded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # cluster -> journal entries folded
-    listed: Mapping[str, Any] = field(default_factory=dict)  # cluster -> what observe listed, for apply
+    listed: Mapping[str, Listed] = field(default_factory=dict)  # cluster -> what observe listed, for apply
 
     @property
     def restored(self) -> list[str]:
@@ -451,7 +452,7 @@ def reconcile_once(
     token = os.environ.get(TOKEN_ENV)
     outcome = Outcome(attempts=0)
     memos: Memos = kept.memos if kept is not None else {}
-    listed: dict[str, Any] = {}  # what the last attempt observed (nodes, pods): apply compares with it
+    listed: dict[str, Listed] = {}  # what the last attempt observed (nodes, pods): apply compares with it
     with batchgc.paused(), writer_lock(repo_path, lock_wait, say):
         want_branch = branch or configured_branch(repo)
         if not repo.is_bare and repo.head_is_unborn:  # a clone of a remote whose HEAD is another branch
@@ -493,7 +494,7 @@ def reconcile_once(
             outcome.next_due = next((t for t in planned.plan.due if t > planned.now), None)
             outcome.head = str(planned.head.id)
             outcome.folded, outcome.now = dict(planned.folded), planned.now
-            listed.clear()
+            listed.clear()  # an attempt is a closure: it fills what the function applies after
             listed.update(planned.listed)
             memo = tree.kept
             later: list[worktree.Pending] = []
