@@ -232,11 +232,10 @@ def _same_status(have: Obj, status: Obj) -> bool:
 
 
 def _json(value: Any) -> bytes:
+    """`value` as sorted JSON; what orjson does not encode (a key that is not text) as `stamp` digests it."""
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except (
-        orjson.JSONEncodeError
-    ):  # what orjson does not encode (a key that is not text): as stamp digests it
+    except orjson.JSONEncodeError:
         return stamp.digest(value).encode()
 
 
