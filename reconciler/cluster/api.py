@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -219,10 +220,14 @@ class Api:
 
     # --------------------------------------------------------------------------------- watch
 
-    def watch(self, kind: Kind, selector: str, since: str, seconds: int) -> Iterator[Obj]:
+    def watch(
+        self, kind: Kind, selector: str, since: str, seconds: int,
+        opened: Callable[[Callable[[], None]], None] | None = None,
+    ) -> Iterator[Obj]:  # fmt: skip
         """Watch events of `kind` matching `selector` after resourceVersion `since`, for at most
         `seconds`; the stream may end early (a server timeout, a dropped connection): the caller
-        lists again. A `since` too old raises `Gone`."""
+        lists again. A `since` too old raises `Gone`. `opened` is handed, once the stream is open,
+        a function that ends it from another thread (the stream then ends as a dropped one)."""
         query: list[tuple[str, Any]] = [
             ("watch", "true"),
             ("labelSelector", selector),
@@ -231,6 +236,8 @@ class Api:
             ("allowWatchBookmarks", "true"),
         ]
         response = self._send("GET", kind.collection(), query, None, None, stream=True)
+        if opened is not None:
+            opened(functools.partial(_interrupt, response.response))
         try:
             buffer = b""
             for chunk in response.response.stream(4096):
@@ -348,6 +355,22 @@ def decoded_list(data: bytes, shape: Any) -> Obj:
         whole: Obj = orjson.loads(data)
         return whole
     return {"metadata": listing.metadata, "items": listing.items}
+
+
+def _interrupt(raw: Any) -> None:
+    """End a streamed answer being read on another thread: its socket shut down, so the blocked
+    read returns (urllib3's own `shutdown` where it has one)."""
+    try:
+        shutdown = getattr(raw, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+            return
+        sock = getattr(getattr(getattr(raw, "_fp", None), "fp", None), "raw", None)
+        sock = getattr(sock, "_sock", None)
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed
+        pass
 
 
 def rehearsing(api: Api) -> Api:

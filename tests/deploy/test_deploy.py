@@ -101,9 +101,10 @@ CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] 
         (kinds.JOURNAL,),
         "",
     ),  # retention
-    # the agent (§7.4): its caches list and watch each kind it keeps
-    ("cluster/agent/cache.py", "_list_into", "pages", "self.kind"): (AGENT, WATCHED, ""),
-    ("cluster/agent/cache.py", "watch_once", "watch", "self.kind"): (AGENT, WATCHED, ""),
+    # the caches (`informer`) list and watch each kind kept: `reconcile --interval` its nodes and pods
+    # (`watched`); the agent's every kind it keeps are in PLANNED (one call site, two accounts)
+    ("cluster/informer.py", "_list_into", "pages", "self.kind"): (RECONCILE, (kinds.NODE, kinds.POD), ""),
+    ("cluster/informer.py", "watch_once", "watch", "self.kind"): (RECONCILE, (kinds.NODE, kinds.POD), ""),
     ("cluster/agent/main.py", "fleet_name", "serves", "kinds.FLEET"): (AGENT, (kinds.FLEET,), ""),
     ("cluster/agent/main.py", "fleet_name", "list_all", "kinds.FLEET"): (AGENT, (kinds.FLEET,), ""),
     # a swap's steps: the entry, the pods, the cordon, the Lease mirrors, the run's status
@@ -130,6 +131,11 @@ PLANNED: dict[str, list[tuple[str, str, tuple[str, ...], str]]] = {
         ("rq.davidlangworthy.io", "journalentries", ("list",), "Intent entries finished on taking the lead"),
         # leader.py calls through `self._view()`, which the call finder cannot name
         ("coordination.k8s.io", "leases", ("get", "create", "patch"), "leader election (a Role)"),
+        # its caches (`informer.Cache`, whose call sites the table names as reconcile's)
+        *(
+            (kind.api_version.rpartition("/")[0], kind.plural, ("list", "watch"), "the agent's caches")
+            for kind in WATCHED
+        ),
     ],
 }
 

@@ -1,6 +1,6 @@
 """The agent's loop (§7.4): watch, notice a fence, decide on the mirrors' world, carry the swap out, journal it.
 
-Threads: one `cache.Cache` per kind watched (its FleetConfig; nodes; this fleet's pods, Runs,
+Threads: one `informer.Cache` per kind watched (its FleetConfig; nodes; this fleet's pods, Runs,
 Budgets, Lease mirrors and journal entries), each keeping only what the agent reads (§7.6), and
 one worker that acts, only while this replica leads. Events drive the work: a node event that
 makes a node fenced (deleted, out-of-service taint, NotReady past the fleet's
@@ -32,9 +32,9 @@ from planner.world import Lease, NodeObs
 from reconciler.cluster import journal, kinds, observations, stamp
 from reconciler.cluster.agent import swap
 from reconciler.cluster.agent import world as agent_world
-from reconciler.cluster.agent.cache import Cache, unmanaged, wait_synced
 from reconciler.cluster.api import Api
 from reconciler.cluster.errors import ClusterError, LostLead, TemporaryClusterError
+from reconciler.cluster.informer import Cache, unmanaged, wait_synced
 from reconciler.cluster.journal import Fenced
 
 Obj = dict[str, Any]

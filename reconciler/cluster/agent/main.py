@@ -23,8 +23,8 @@ from pathlib import Path
 
 import prometheus_client
 
-from reconciler.cluster import connect, kinds, stamp
-from reconciler.cluster.agent import cache, health, leader
+from reconciler.cluster import connect, informer, kinds, stamp
+from reconciler.cluster.agent import health, leader
 from reconciler.cluster.agent.loop import LOG, Agent
 from reconciler.cluster.api import AGENT_FIELD_MANAGER, Api
 from reconciler.cluster.errors import ClusterError
@@ -76,7 +76,7 @@ class Reporter:
     def beat(self, loop: str) -> None:
         # a watch beats each time its stream (at most WATCH_SECONDS long) ends; the worker at least
         # every second (its wait is capped at 1 s), so it keeps the default limit
-        self.beats.beat(loop, within=None if loop == "worker" else cache.WATCH_SECONDS + 100.0)
+        self.beats.beat(loop, within=None if loop == "worker" else informer.WATCH_SECONDS + 100.0)
 
 
 def fleet_name(api: Api, wanted: str | None) -> str:

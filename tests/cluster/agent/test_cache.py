@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from reconciler.cluster import connect, kinds, observations
-from reconciler.cluster.agent.cache import Cache
+from reconciler.cluster.informer import Cache
 from tests.support import REPO
 from tests.support.agents import until
 from tests.support.clusterfleet import FAST

@@ -1,13 +1,18 @@
-"""Caches: what the agent knows of its cluster, kept current by list-then-watch (client-go's informers, small).
+"""Caches of one kind of a cluster, kept current by list-then-watch (client-go's informers, small): the agent's and the long-lived reconciler's.
 
 One `Cache` per kind: a consistent list, then a watch from its resourceVersion; a watch that ends
 (server timeout, dropped connection) resumes from the last version seen, one that is too old (410)
-lists again. Each object is cut down on arrival to what the agent reads (`slim`: no managedFields,
-images or full status, §7.6), and a list updates the cache page by page in place, so a relist of
-10,000 nodes never holds two copies of them. Every change is handed to `on_change(kind, type, obj)`
-(the object as kept) as it arrives, so the agent reacts to a fence within one event, not one poll.
-The agent's own writes go in at once (`put`, `drop`), ahead of their watch events, so a decision
-never reads a state it already changed. Decides nothing; writes nothing to the cluster.
+lists again. Each object is cut down on arrival to what its reader reads (`slim`: no managedFields,
+images or full status, §7.6; `shape`: a list page decoded into those fields alone), and a list
+updates the cache page by page in place, so a relist of 10,000 nodes never holds two copies of
+them. Every change is handed to `on_change(kind, type, obj)` (the object as kept) as it arrives,
+so the agent reacts to a fence within one event, not one poll. A reader's own writes go in at
+once (`put`, `drop`), ahead of their watch events, so a decision never reads a state it already
+changed; an event older than what is kept (a resourceVersion lower than the kept object's: the
+old pod's deletion arriving after its successor was put) changes nothing. `current` says whether
+the cache may be read as a snapshot: listed whole, no relist half done, its watch not failing.
+`close` ends the watch stream it is reading, so a stopped `run` returns at once. Decides
+nothing; writes nothing to the cluster.
 """
 
 from __future__ import annotations
@@ -45,14 +50,18 @@ class Cache:
     """Objects of one kind matching `selector`, by (namespace, name), each as `slim` keeps it."""
 
     def __init__(self, api: Api, kind: kinds.Kind, selector: str = "", on_change: OnChange | None = None,
-                 slim: Slim = unmanaged, page: int = PAGE) -> None:  # fmt: skip
+                 slim: Slim = unmanaged, page: int = PAGE, shape: Any = None) -> None:  # fmt: skip
         self.api, self.kind, self.selector, self.on_change, self.slim = api, kind, selector, on_change, slim
         self.page = page  # objects per list page: a page is held whole while it is cut down
+        self.shape = shape  # the fields `slim` reads, decoded alone from a list page (`Api.pages`)
         self.objects: dict[tuple[str, str], Obj] = {}
         self.synced = threading.Event()
         self.error = ""  # the last failure, for /readyz
         self._version = ""
+        self._relisting = False
         self._lock = threading.Lock()
+        self._stream: Callable[[], None] | None = None  # ends the watch being read (`close`)
+        self._closed = False
 
     # ------------------------------------------------------------------------------- reading
 
@@ -72,6 +81,17 @@ class Cache:
     def __len__(self) -> int:
         return len(self.objects)
 
+    @property
+    def current(self) -> bool:
+        """Whether the cache is a snapshot to act on: listed whole once, no relist half way through
+        (old and new objects side by side), and its watch not failing (`error`)."""
+        return self.synced.is_set() and not self._relisting and not self.error
+
+    def version(self) -> str:
+        """The resourceVersion the cache is as new as (its last list or event)."""
+        with self._lock:
+            return self._version
+
     # ------------------------------------------------------------------------ own writes
 
     def put(self, obj: Obj) -> None:
@@ -90,6 +110,20 @@ class Cache:
         last one is reported as events (objects no longer listed as DELETED, at the end)."""
         listed: set[tuple[str, str]] = set()
         version = ""
+        self._relisting = True
+        try:
+            version = self._listed(listed)
+        finally:
+            self._relisting = False
+        with self._lock:
+            gone = [self.objects.pop(k) for k in [k for k in self.objects if k not in listed]]
+            self._version = version
+        for obj in gone:
+            self._tell("DELETED", obj)
+        self.synced.set()
+
+    def _listed(self, listed: set[tuple[str, str]]) -> str:
+        version = ""
         for _ in range(3):
             try:
                 version = self._list_into(listed)
@@ -100,15 +134,10 @@ class Cache:
                 listed.clear()
         else:
             raise Gone(f"{self.api.cluster}: listing {self.kind.plural} kept expiring mid-way", code=410)
-        with self._lock:
-            gone = [self.objects.pop(k) for k in [k for k in self.objects if k not in listed]]
-            self._version = version
-        for obj in gone:
-            self._tell("DELETED", obj)
-        self.synced.set()
+        return version
 
     def _list_into(self, listed: set[tuple[str, str]]) -> str:
-        for page in self.api.pages(self.kind, self.selector or None, limit=self.page):
+        for page in self.api.pages(self.kind, self.selector or None, limit=self.page, shape=self.shape):
             if page.version is not None:
                 return page.version
             for raw in page.items:
@@ -130,7 +159,7 @@ class Cache:
             if not self._version:
                 return
         try:
-            for event in self.api.watch(self.kind, self.selector, self._version, seconds):
+            for event in self.api.watch(self.kind, self.selector, self._version, seconds, self._reading):
                 kind, raw = event.get("type"), event.get("object") or {}
                 version = _version_of(raw)
                 if kind == "BOOKMARK":
@@ -138,14 +167,31 @@ class Cache:
                     continue
                 obj = self.slim(raw)
                 with self._lock:
+                    self._version = version or self._version
+                    if _older(obj, self.objects.get(key_of(obj))):
+                        continue  # what is kept is newer (put by its reader): this event is behind it
                     if kind == "DELETED":
                         self.objects.pop(key_of(obj), None)
                     else:
                         self.objects[key_of(obj)] = obj
-                    self._version = version or self._version
                 self._tell(str(kind), obj)
         except Gone:
             self.relist()
+        finally:
+            self._stream = None
+
+    def _reading(self, end: Callable[[], None]) -> None:
+        """The watch stream now read (the watch works again: no error), and how to end it (`close`)."""
+        self._stream, self.error = end, ""
+        if self._closed:
+            end()
+
+    def close(self) -> None:
+        """End the watch being read, and any started after (`run` returns once its `stop` is set)."""
+        self._closed = True
+        end = self._stream
+        if end is not None:
+            end()
 
     def run(self, stop: threading.Event, beat: Callable[[], None] = lambda: None) -> None:
         """List, then watch until `stop`; a failure is kept in `error` and retried after a pause, as
@@ -173,6 +219,16 @@ class Cache:
 
 def _version_of(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _older(event: Obj, kept: Obj | None) -> bool:
+    """Whether an event's object is older than the one kept: both resourceVersions are the integers
+    kube-apiserver gives (etcd's revisions; compared as apimachinery's `CompareResourceVersion`
+    does) and the event's is lower. Anything else is taken in, as an informer takes every event."""
+    if kept is None:
+        return False
+    have, seen = _version_of(kept), _version_of(event)
+    return have.isdigit() and seen.isdigit() and int(seen) < int(have)
 
 
 def wait_synced(caches: list[Cache], stop: threading.Event, timeout: float) -> bool:
