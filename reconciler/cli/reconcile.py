@@ -4,7 +4,10 @@ Checks the options, then runs one pass (`reconciler.passes.reconcile`), or one e
 waking early when a reservation or window falls due; prints each pass's warnings, the fleet files'
 problems when they differ from the last pass's, and the outcome; stops on a signal between
 passes. A failed pass (remote unreachable, invalid fleet) ends --once with its exit code and is
-retried by the next --interval pass.
+retried by the next --interval pass. With --interval the configured clusters' nodes and pods are
+kept by watch between passes (`reconciler.cluster.watched`: listed once, then followed; a pass
+whose watch is failing lists them, as --once does, and says so); the watch threads end with the
+loop, a signal included.
 
 This module stays light on purpose: on a clone with no parse cache yet (a first pass, a fresh CI
 clone), the spec files at HEAD are parsed in a forked child (`spec.parsed.start`) while the
@@ -120,81 +123,89 @@ def run(
         raise click.UsageError(str(err)) from err
     shown: list[Diagnostic] | None = None
     kept = Kept()  # what each pass of --interval keeps in memory for the next
-    while True:
-        try:
-            with batchgc.paused(last=every is None):  # one pass: the process exits after it
-                outcome = reconcile_once(
-                    repo,
-                    now=now,
-                    push=push,
-                    apply=apply,
-                    remote=remote,
-                    branch=branch,
-                    say=None if quiet else progress(),
-                    early=early,
-                    lock_wait=writerlock.WAIT,  # a pass of another process (the webhook's, a cron's) on this clone
-                    kept=kept,
-                    allow_mass_prune=allow_mass_prune,
-                    prune_share=prune_share,
-                )
-            early = None  # a head start for the first pass only
-            for warning in outcome.warnings:  # shown even with --quiet: a person's file may be among them
-                click.echo(warning, err=True)
-            if outcome.diagnostics != shown:
-                for line in problem_lines(outcome.diagnostics):
-                    click.echo(line, err=True)
-                shown = outcome.diagnostics
-            click.echo(str(outcome))
-            applied = outcome.applied
-            if applied is not None:
-                for line in applied.lines():
-                    click.echo(f"apply: {line}")
-                for failure in applied.failed:  # named even with --quiet: the next pass retries it
-                    click.echo(f"jobtree: {failure}; the next pass retries", err=True)
-                if applied.failed and every is None:
+    if every is not None:  # the clusters' nodes and pods kept by watch between passes; --once lists
+        from reconciler.cluster.watched import Watches
+
+        kept.watches = Watches()
+    try:
+        while True:
+            try:
+                with batchgc.paused(last=every is None):  # one pass: the process exits after it
+                    outcome = reconcile_once(
+                        repo,
+                        now=now,
+                        push=push,
+                        apply=apply,
+                        remote=remote,
+                        branch=branch,
+                        say=None if quiet else progress(),
+                        early=early,
+                        lock_wait=writerlock.WAIT,  # a pass of another process (the webhook's, a cron's) on this clone
+                        kept=kept,
+                        allow_mass_prune=allow_mass_prune,
+                        prune_share=prune_share,
+                    )
+                early = None  # a head start for the first pass only
+                for warning in outcome.warnings:  # shown even with --quiet: a person's file may be among them
+                    click.echo(warning, err=True)
+                if outcome.diagnostics != shown:
+                    for line in problem_lines(outcome.diagnostics):
+                        click.echo(line, err=True)
+                    shown = outcome.diagnostics
+                click.echo(str(outcome))
+                applied = outcome.applied
+                if applied is not None:
+                    for line in applied.lines():
+                        click.echo(f"apply: {line}")
+                    for failure in applied.failed:  # named even with --quiet: the next pass retries it
+                        click.echo(f"jobtree: {failure}; the next pass retries", err=True)
+                    if applied.failed and every is None:
+                        sys.exit(exitcodes.OTHER)
+                if ahead and outcome.pushed:
+                    click.echo(
+                        f"jobtree: --now {now_text} is ahead of this machine's clock: pushed, it moved the "
+                        "shared fleet's time forward, and passes on the clock plan as of it (time-driven "
+                        "events wait) until the clock catches up",
+                        err=True,
+                    )
+                if (
+                    outcome.diagnostics and every is None
+                ):  # invalid fleet files exit 3 (§5), though the rest went on
+                    sys.exit(exitcodes.INVALID)
+            except errors.GitStoreError as err:
+                _notes(err)
+                click.echo(f"jobtree: {err}", err=True)
+                if every is None:
                     sys.exit(exitcodes.OTHER)
-            if ahead and outcome.pushed:
-                click.echo(
-                    f"jobtree: --now {now_text} is ahead of this machine's clock: pushed, it moved the "
-                    "shared fleet's time forward, and passes on the clock plan as of it (time-driven "
-                    "events wait) until the clock catches up",
-                    err=True,
-                )
-            if (
-                outcome.diagnostics and every is None
-            ):  # invalid fleet files exit 3 (§5), though the rest went on
-                sys.exit(exitcodes.INVALID)
-        except errors.GitStoreError as err:
-            _notes(err)
-            click.echo(f"jobtree: {err}", err=True)
-            if every is None:
+                outcome = Outcome()
+            except FleetInvalid as err:
+                _notes(err)
+                if err.diagnostics != shown:
+                    for line in problem_lines(err.diagnostics)[:-1]:  # not "the valid ones were reconciled"
+                        click.echo(line, err=True)
+                    shown = err.diagnostics
+                click.echo(f"jobtree: {err}", err=True)
+                if every is None:
+                    sys.exit(exitcodes.INVALID)
+                outcome = Outcome()
+            except pipeline.InvariantViolation as err:
+                _notes(err)
+                click.echo(f"jobtree: {err}", err=True)
                 sys.exit(exitcodes.OTHER)
-            outcome = Outcome()
-        except FleetInvalid as err:
-            _notes(err)
-            if err.diagnostics != shown:
-                for line in problem_lines(err.diagnostics)[:-1]:  # not "the valid ones were reconciled"
-                    click.echo(line, err=True)
-                shown = err.diagnostics
-            click.echo(f"jobtree: {err}", err=True)
+            signum = signals.stopped()
+            if signum is not None:  # a signal Python could not raise where it arrived: stop here
+                sys.exit(128 + signum)
             if every is None:
-                sys.exit(exitcodes.INVALID)
-            outcome = Outcome()
-        except pipeline.InvariantViolation as err:
-            _notes(err)
-            click.echo(f"jobtree: {err}", err=True)
-            sys.exit(exitcodes.OTHER)
-        signum = signals.stopped()
-        if signum is not None:  # a signal Python could not raise where it arrived: stop here
-            sys.exit(128 + signum)
-        if every is None:
-            return
-        wake = time.time() + every
-        if outcome.next_due is not None:
-            wake = min(wake, outcome.next_due)
-        if not quiet:
-            click.echo(f"next pass at {format_time(int(wake))}", err=True)
-        time.sleep(max(0.0, wake - time.time()))
+                return
+            wake = time.time() + every
+            if outcome.next_due is not None:
+                wake = min(wake, outcome.next_due)
+            if not quiet:
+                click.echo(f"next pass at {format_time(int(wake))}", err=True)
+            time.sleep(max(0.0, wake - time.time()))
+    finally:  # the watch threads end with the loop (a signal, an error)
+        if kept.watches is not None:
+            kept.watches.close()
 
 
 def problem_lines(diagnostics: list[Diagnostic], limit: int = DIAGNOSTICS_SHOWN) -> list[str]:

@@ -15,10 +15,12 @@ this room's types and errors. Modules, in the order a pass uses them:
   fleet's settings) and the published CRDs; `stamp`: the fleet's labels and content hashes on
   everything applied; `changes`: what a commit changes on a cluster (pure); `sync`: sending it in
   order, bounded, each write retried (step 7, §7.3);
+- `informer`: list-then-watch caches of one kind (the agent's, and `watched`: the long-lived
+  reconciler's nodes and pods, read by observe and apply instead of a list every pass);
 - `journal`: the agent's swaps as JournalEntry objects, what apply must leave alone while one is
   unfolded (§7.5); `folding`: entries marked Folded once their commit is applied, and deleted
   after the retention;
-- `agent/`: the in-cluster agent (§7.4), its own room: `cache` (list-then-watch), `world` (the
+- `agent/`: the in-cluster agent (§7.4), its own room: `world` (the
   planner's world from the mirrors), `swap` (the decision as an entry, carried out step by step),
   `loop` (the watches and the worker), `leader` (coordination.k8s.io Lease election), `health`
   (metrics, probes, JSON logs), `main` (the process).

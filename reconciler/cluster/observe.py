@@ -11,15 +11,18 @@ on a node are not this fleet's to place (§7.6: capacity is allocatable less tho
 holds: their endings become workload events, and the ones the cluster lacks on nodes that would
 take them are named (apply re-creates them). A cluster that lists no GPU node while leases are
 open on nodes last seen there is not taken at its word (a kubeconfig context pointing at another
-cluster would otherwise fail every run): `Unreachable`. Writes nothing; commits nothing.
+cluster would otherwise fail every run): `Unreachable`. A long-lived reconciler hands in its
+watch-fed caches instead (`cached`, a `watched.View`): the same nodes and pods, cut the same way,
+read in the same order, with no list sent (see `watched` for why a cache that lags is safe).
+Writes nothing; commits nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner.topology import is_fenced
 from planner.world import Lease, NodeObs, WorkloadEvent
@@ -27,6 +30,9 @@ from reconciler.cluster import changes, kinds, observations, stamp
 from reconciler.cluster.api import Api
 from reconciler.cluster.connect import Target
 from reconciler.cluster.errors import Unreachable
+
+if TYPE_CHECKING:
+    from reconciler.cluster.watched import View
 
 Obj = dict[str, Any]
 
@@ -38,6 +44,7 @@ class Listed:
 
     nodes: dict[str, Obj]
     pods: dict[kinds.Key, Obj]
+    wrote: Callable[[Obj], None] | None = None  # the cache these came from: apply's pod writes go in at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +61,14 @@ class Observation:
 
 
 def observe(
-    api: Api, target: Target, leases: Iterable[Lease], known: Iterable[str], now: int, grace: int | None
-) -> Observation:
+    api: Api, target: Target, leases: Iterable[Lease], known: Iterable[str], now: int, grace: int | None,
+    cached: View | None = None,
+) -> Observation:  # fmt: skip
     """Nodes and this fleet's pods of `target`. `leases`: the open leases of the last state commit;
     `known`: the nodes the last observation of this cluster held (where its leases are); `now` and
     `grace` (failure.notReadyGraceSeconds): which nodes have failed, whose pods' phases are the
-    failover's to act on, not workload outcomes."""
+    failover's to act on, not workload outcomes. `cached`: the nodes and pods from a long-lived
+    reconciler's caches, read instead of listed."""
     leases = list(leases)
     label_keys = {target.labels.get(k, k) for k in observations.TOPOLOGY_KEYS}
     mine: list[observations.PodObs] = []
@@ -77,12 +86,19 @@ def observe(
         if labels.get(stamp.MANAGED_BY) == stamp.MANAGER:
             applied[kinds.key(pod)] = changes.as_listed(pod)
 
-    with ThreadPoolExecutor(max_workers=1) as pool:  # both lists at once: the server serves each
-        listing = pool.submit(lambda: api.list_all(kinds.POD, keep=sort))
-        raw_nodes, _ = api.list_all(
-            kinds.NODE, keep=lambda n: observations.slim_node(n, label_keys), shape=observations.NodeFields
-        )
-        listing.result()
+    if cached is not None:
+        raw_nodes = cached.nodes
+        for pod in cached.pods:
+            sort(pod)
+    else:
+        with ThreadPoolExecutor(max_workers=1) as pool:  # both lists at once: the server serves each
+            listing = pool.submit(lambda: api.list_all(kinds.POD, keep=sort))
+            raw_nodes, _ = api.list_all(
+                kinds.NODE,
+                keep=lambda n: observations.slim_node(n, label_keys),
+                shape=observations.NodeFields,
+            )
+            listing.result()
     held = observations.foreign_gpus(foreign, target.fleet)
     nodes: list[NodeObs] = []
     problems: list[str] = []
@@ -105,7 +121,7 @@ def observe(
     healthy = {n.name for n in nodes if not is_fenced(n, now, grace)}
     schedulable = {n.name for n in nodes if n.name in healthy and n.ready and not n.cordoned}
     events, missing = observations.workload(mine, leases, healthy, schedulable)
-    listed = Listed({n["metadata"]["name"]: n for n in raw_nodes}, applied)
+    listed = Listed({n["metadata"]["name"]: n for n in raw_nodes}, applied, cached.wrote if cached else None)
     return Observation(
         target.name, tuple(nodes), tuple(events), tuple(problems), tuple(missing), api.counts.reads, listed
     )

@@ -4,7 +4,8 @@ What is live: jobtree's CRDs, the namespaces, the nodes and every object a fleet
 listed now; in a `reconcile --apply` pass the nodes and pods are the ones its observation listed
 (`observe.Listed`: the snapshot the pass planned from, not listed twice), the window since then is
 the pass's own plan and commit, and what changed in it is the next pass's, as a change made just
-after any list is. A deletion names the uid it listed as its precondition: an object deleted and
+after any list is (in a long-lived reconciler they come from its watch-fed caches, `watched`, and
+the pods it writes go into them at once). A deletion names the uid it listed as its precondition: an object deleted and
 made again under its name since is never deleted by mistake (the 409 is named; no pod is created
 where its old self could not be deleted). The mirrors and Services are listed from the API
 server's watch cache (for custom resources several times sooner than etcd read page by page), as
@@ -146,13 +147,15 @@ class Reading:
     reads: int
     writes: int
     live: Future[Live]
+    wrote: Callable[[Obj], None] | None = None  # where the pods written go at once (`Listed.wrote`)
 
 
 def reading(pool: Executor, api: Api, crd_names: Iterable[str], listed: Listed | None = None) -> Reading:
     """`read_live` started in `pool`, for `sync(early=)`: the servers answer while the caller builds
     the record (`crd_names`: the record's CRDs)."""
     counts = api.counts
-    return Reading(api, counts.reads, counts.writes, pool.submit(read_live, api, list(crd_names), listed))
+    future = pool.submit(read_live, api, list(crd_names), listed)
+    return Reading(api, counts.reads, counts.writes, future, listed.wrote if listed is not None else None)
 
 
 def sync(
@@ -184,7 +187,7 @@ def sync(
             if dry_run:
                 _rehearse(rehearsing(api), plan, pool.map, out)
             else:
-                _send(api, target, plan, pool.map, out, settle)
+                _send(api, target, plan, pool.map, out, settle, early.wrote if early is not None else None)
     except Unreachable as err:
         out.unreachable = True
         out.errors.append(str(err))
@@ -224,11 +227,12 @@ Mapper = Callable[[Callable[[Change], ClusterError | None], Sequence[Change]], I
 
 
 def _step(api: Api, items: Sequence[Change], pool_map: Mapper, out: Applied,
-          said: Callable[[Change], bool] = lambda c: True, failed: set[kinds.Key] | None = None) -> bool:  # fmt: skip
+          said: Callable[[Change], bool] = lambda c: True, failed: set[kinds.Key] | None = None,
+          wrote: Callable[[Obj], None] | None = None) -> bool:  # fmt: skip
     """Send `items` (each on its own); every failure named in `out.errors` (and its key added to
-    `failed`). True when none failed."""
+    `failed`); each pod the server answers a write of with handed to `wrote`. True when none failed."""
     ok = True
-    for change, error in zip(items, pool_map(lambda c: _attempt(api, c), items), strict=True):
+    for change, error in zip(items, pool_map(lambda c: _attempt(api, c, wrote), items), strict=True):
         if error is not None:
             out.errors.append(f"{change}: {error}")
             ok = False
@@ -242,7 +246,10 @@ def _step(api: Api, items: Sequence[Change], pool_map: Mapper, out: Applied,
     return ok
 
 
-def _send(api: Api, target: Target, plan: Changes, pool_map: Mapper, out: Applied, settle: float) -> None:
+def _send(
+    api: Api, target: Target, plan: Changes, pool_map: Mapper, out: Applied, settle: float,
+    wrote: Callable[[Obj], None] | None = None,
+) -> None:  # fmt: skip
     ok = _step(api, plan.crds, pool_map, out)
     if plan.crds:
         try:
@@ -271,7 +278,7 @@ def _send(api: Api, target: Target, plan: Changes, pool_map: Mapper, out: Applie
             out.held.append(f"{kinds.named(change.key)} waits for {kinds.named(blocked[0])} to terminate")
         else:
             creations.append(change)
-    ok = _step(api, creations, pool_map, out) & ok
+    ok = _step(api, creations, pool_map, out, wrote=wrote) & ok
     ok = _step(api, plan.cordons, pool_map, out) & ok
     if ok and plan.commit is not None and not out.held:
         _step(api, [plan.commit], pool_map, out)
@@ -325,17 +332,23 @@ def _rehearse(api: Api, plan: Changes, pool_map: Mapper, out: Applied) -> None:
     out.done = [str(c) for c in plan.all()]
 
 
-def _attempt(api: Api, change: Change) -> ClusterError | None:
-    """Send one change (retried inside `api`); the error that stopped it, or None."""
+def _attempt(api: Api, change: Change, wrote: Callable[[Obj], None] | None = None) -> ClusterError | None:
+    """Send one change (retried inside `api`); the error that stopped it, or None. A pod the server
+    answered with (created or changed) is handed to `wrote`: a deletion never is (the pod holds its
+    GPUs until it is gone, which the cache hears from the server)."""
     try:
-        _write(api, change)
+        answer = _write(api, change)
     except ClusterError as err:
         return err
+    if wrote is not None and answer is not None and change.kind == kinds.POD:
+        wrote(answer)
     return None
 
 
-def _write(api: Api, change: Change) -> None:
+def _write(api: Api, change: Change) -> Obj | None:
+    """Send one change; the object the server answered an apply with (None for other writes)."""
     kind, (_, namespace, name) = change.kind, change.key
+    answer = None
     if change.action == changes.PRUNE:  # the object as listed, never one made again under its name since
         uid = str(((change.live or {}).get("metadata") or {}).get("uid") or "")
         api.delete(kind, name, namespace or None, grace=0 if change.now else None, uid=uid or None)
@@ -344,10 +357,11 @@ def _write(api: Api, change: Change) -> None:
     elif change.desired is not None:
         body, status = change.desired.body, change.desired.status
         if change.action != changes.STATUS:
-            api.apply(kind, body)
+            answer = api.apply(kind, body)
         created = change.action == changes.CREATE
         if status is not None and (change.action == changes.STATUS or (created and not api.dry_run)):
-            api.apply(kind, stamp.status_body(body, status), "status")
+            answer = api.apply(kind, stamp.status_body(body, status), "status")
+    return answer
 
 
 def _blocking(deleted: Sequence[Change], rendered: Sequence[Change]) -> dict[kinds.Key, str]:

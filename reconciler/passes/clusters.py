@@ -3,7 +3,10 @@
 `Live` (reconcile): every cluster of jobtree.yaml observed through `reconciler.cluster.observe`, all
 at once, with the agent's journal entries not yet Folded (`journal`, §7.5: folded first, as observed
 swaps); a cluster that cannot be observed, or whose journal cannot be read, is planned against its
-last observation (its `state/observed/<cluster>.yaml`), and the pass says so. `Recorded` (`jobtree plan`, provenance): the
+last observation (its `state/observed/<cluster>.yaml`), and the pass says so. Given `watches` (a
+long-lived reconciler's, `reconciler.cluster.watched`), a cluster's nodes and pods are read from
+its watch-fed caches; when they cannot be (not synced, the watch failing) it is listed as in a
+one-shot pass, and the pass says that too. `Recorded` (`jobtree plan`, provenance): the
 clusters as a commit's `state/observed/` holds them, with the workload outcomes its ledger recorded,
 so a recomputed pass sees exactly what the pass saw. Both are the pipeline's `Cluster` and hand the
 next tree what to commit (`record`). Cordons are not applied here: they are in the state commit
@@ -26,6 +29,7 @@ from reconciler.state import observed as observedfiles
 
 if TYPE_CHECKING:
     from reconciler.cluster.observe import Listed
+    from reconciler.cluster.watched import Watches
 
 # one parse per observed file's bytes: the PR report builds four views of the same two trees
 _decoded = functools.lru_cache(maxsize=4)(observedfiles.decode)
@@ -116,7 +120,10 @@ class Recorded(Configured):
 class Live(Configured):
     """Every configured cluster observed now; one that cannot be is planned as last recorded."""
 
-    def __init__(self, spec: Spec, state: FleetState, recorded: Mapping[str, bytes], now: int) -> None:
+    def __init__(
+        self, spec: Spec, state: FleetState, recorded: Mapping[str, bytes], now: int,
+        watches: Watches | None = None,
+    ) -> None:  # fmt: skip
         super().__init__([c.name for c in spec.fleet.clusters], recorded)
         from reconciler.cluster import (  # the kubernetes client: only when configured
             connect,
@@ -129,18 +136,28 @@ class Live(Configured):
         grace = spec.fleet.failure.notReadyGraceSeconds
         open_leases = [x for x in state.leases if x.open]
 
+        listing: dict[str, str] = {}  # cluster -> why its watch was not read (it was listed)
+
         def one(target: connect.Target) -> tuple[observe.Observation, list[Any]] | errors.ClusterError:
             known = {n.name for n in self.before.get(target.name, ())}
             try:
                 api = connect.api(target)
+                cached = watches.view(target) if watches is not None else None
+                if isinstance(cached, str):
+                    listing[target.name], cached = cached, None
                 entries = journal.unfolded(journal.read(api, target.fleet, target.name))
-                seen = observe.observe(api, target, journal.after(open_leases, entries), known, now, grace)
+                leases = journal.after(open_leases, entries)
+                seen = observe.observe(api, target, leases, known, now, grace, cached)
                 return seen, entries
             except errors.ClusterError as err:  # JournalUnreadable too: a swap unread is never planned again
                 return err
 
+        if watches is not None:
+            watches.retain(targets)
         with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
             found = list(pool.map(one, targets))
+        for name, why in sorted(listing.items()):
+            self.warnings.append(f"jobtree: cluster {name}: {why}; this pass listed its nodes and pods")
         for target, result in zip(targets, found, strict=True):
             if isinstance(result, errors.ClusterError):
                 self.unobserved[target.name] = str(result)
@@ -159,9 +176,10 @@ class Live(Configured):
                 self.listed[target.name] = seen.listed
             self.events += [(target.name, ev) for ev in seen.workload]
             self.warnings += [f"jobtree: {problem}" for problem in seen.problems]
+            watched = watches is not None and target.name not in listing
             self.notes.append(
                 f"observed {target.name}: {len(seen.nodes)} GPU nodes, {len(seen.workload)} workload "
-                f"outcomes ({seen.reads} requests)"
+                f"outcomes ({seen.reads} requests{'; nodes and pods from its watch' if watched else ''})"
             )
             if seen.missing:
                 shown = ", ".join(seen.missing[:5]) + (" ..." if len(seen.missing) > 5 else "")
@@ -183,14 +201,15 @@ def observed_files(blobs: Mapping[str, str], read: Callable[[str], bytes]) -> di
 
 
 def cluster_for(
-    spec: Spec, state: FleetState, recorded: Mapping[str, bytes], now: int, live: bool
-) -> EmbeddedCluster | Configured:
+    spec: Spec, state: FleetState, recorded: Mapping[str, bytes], now: int, live: bool,
+    watches: Watches | None = None,
+) -> EmbeddedCluster | Configured:  # fmt: skip
     """The cluster a pass observes: the embedded one when jobtree.yaml configures none; else the
-    configured clusters, observed now (`live`) or as recorded."""
+    configured clusters, observed now (`live`; through `watches` when given) or as recorded."""
     if not spec.fleet.clusters:
         return EmbeddedCluster(spec.inventory)
     if live:
-        return Live(spec, state, recorded, now)
+        return Live(spec, state, recorded, now, watches)
     return Recorded([c.name for c in spec.fleet.clusters], recorded)
 
 

@@ -65,6 +65,7 @@ MAX_CLOCK_SKEW = 5 * 60  # a clock further behind the last pass's asOf than this
 
 if TYPE_CHECKING:
     from reconciler.cluster.observe import Listed
+    from reconciler.cluster.watched import Watches
     from reconciler.passes.apply import ApplyOutcome
 
 Say = Callable[[str], None]
@@ -177,6 +178,9 @@ class Kept:
 
     memos: Memos = field(default_factory=dict)
     spec: speccache.Kept = field(default_factory=speccache.Kept)
+    # `reconcile --interval`'s: the configured clusters' nodes and pods, kept by watch between passes
+    # (`reconciler.cluster.watched`; None: every pass lists them); the caller closes them
+    watches: Watches | None = None
 
 
 def plan_once(
@@ -444,10 +448,19 @@ def reconcile_once(
     `say`: progress lines (none when None). `lock_wait`: seconds to wait for another writer's pass
     on the same clone (`writer_lock`). `observer`: the cluster the pass observes (`plan_once`; by
     default the configured clusters, observed now). `kept`: what this process kept from its last
-    pass (`Kept`, updated here; None: nothing beyond this pass). With `apply`: `prune_share`, the
+    pass (`Kept`, updated here; None: nothing beyond this pass; its `watches`, when set, are what
+    the configured clusters are observed through). With `apply`: `prune_share`, the
     largest share of a cluster's running pods pruned at once (None: apply's default), unless
     `allow_mass_prune`."""
     say = say or _silent
+    if observer is None and kept is not None and kept.watches is not None:
+        watches = kept.watches
+
+        def observer(
+            spec: validated.Spec, state: FleetState, recorded: dict[str, bytes], now: int
+        ) -> EmbeddedCluster | clusters.Configured:
+            return clusters.cluster_for(spec, state, recorded, now, live=True, watches=watches)
+
     repo = gitread.open_repo(repo_path)
     token = os.environ.get(TOKEN_ENV)
     outcome = Outcome(attempts=0)

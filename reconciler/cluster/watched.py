@@ -1,0 +1,162 @@
+"""The long-lived reconciler's clusters (`reconcile --interval`): each one's nodes and pods kept by list-then-watch between passes, read by observe and apply instead of listed every pass.
+
+One `Watched` per configured cluster: its nodes (`observations.slim_node`, decoded into
+`observations.NodeFields` while listed, as observe cuts them) and every pod (jobtree's as
+`changes.as_listed` keeps them for apply, any other cut down to `observations.slim_pod`), each an
+`informer.Cache` on a thread of its own. A pass reads them (`Watches.view`) only when both are
+`current`: listed whole, no relist half done, the watch not failing. Otherwise it is told why, and
+observe lists as a one-shot pass does (`passes.clusters` says so): nothing acts on a half-synced
+cache. The first pass waits for the first lists (`SYNC_WAIT`); later passes do not wait.
+
+Why a cache that lags errs on the safe side, never on the side of a pod on GPUs another pod holds
+(§7.6, issue 27 item 3): a cache is a consistent list as of its last resourceVersion, moved forward
+only by the server's own events in order. An object leaves it only on its DELETED event or when a
+newer consistent list lacks it, both of which the server sends once the object is gone from
+etcd; a terminating pod (deletionTimestamp set, GPUs still held) stays in it as it is listed. So
+every pod the cache lacks is gone from the server, or was created after the cache's version (which
+a list at the start of a pass misses the same way); every pod it holds still holds its GPUs or
+released them since. A lagging view can therefore only count more GPUs held than there are: the
+planner places less, apply re-creates nothing the cache still shows, and capacity reads low, not
+high. What apply deletes it waits for on a fresh list and watch of its own (`sync._wait_gone`),
+never on this cache, before it creates anything on those GPUs. The pass's own writes go in at once
+(`put`, from sync's answers, through `observe.Listed.wrote`), so the next pass never reads a pod
+as it was before the pass changed it; a deletion is not taken in until the server reports the pod
+gone (the cache keeps it, terminating or not: the safe side). An event older than a pod put
+since (the predecessor's DELETED after a replacement was put) changes nothing (`informer`).
+Nodes: a cordon or taint the cache has not seen yet is the list taken a moment earlier; the
+commit records what was observed, and the next pass sees it.
+
+`Watches.close` ends every watch stream and joins the threads. Decides nothing; writes nothing to
+the cluster.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler.cluster import changes, connect, informer, kinds, observations, stamp
+from reconciler.cluster.errors import ClusterError
+
+Obj = dict[str, Any]
+SYNC_WAIT = 600.0  # seconds the first pass waits for the first lists (10,000 nodes: ~10-60 s here)
+NODE_PAGE = 100  # nodes per list page: a page is held whole while it is decoded
+JOIN = 10.0  # seconds a stopped watch thread is waited for (a list page being read finishes first)
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """One cluster's nodes and pods as its caches hold them: as listed, in the list's order."""
+
+    nodes: list[Obj]  # `observations.slim_node`, by name
+    pods: list[Obj]  # by namespace and name
+    version: str  # the pod cache's resourceVersion (for the progress line)
+    wrote: Any  # the pod cache's `put`: apply's own writes, taken in at once
+
+
+def kept_pod(fleet: str, pod: Obj) -> Obj:
+    """A pod as its cache keeps it: jobtree's (any fleet's) and this fleet's as apply and observe
+    read them (`changes.as_listed`), any other with only what capacity needs (`slim_pod`)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if labels.get(stamp.MANAGED_BY) == stamp.MANAGER or labels.get(stamp.FLEET) == fleet:
+        return changes.as_listed(pod)
+    return observations.slim_pod(pod)
+
+
+class Watched:
+    """One cluster's nodes and pods, kept by two watch threads until `close`."""
+
+    def __init__(self, target: connect.Target) -> None:
+        api = connect.api(target)  # its own: the pass's request counts stay the pass's
+        label_keys = {target.labels.get(k, k) for k in observations.TOPOLOGY_KEYS}
+        self.nodes = informer.Cache(
+            api, kinds.NODE, slim=lambda n: observations.slim_node(n, label_keys), page=NODE_PAGE,
+            shape=observations.NodeFields,
+        )  # fmt: skip
+        self.pods = informer.Cache(api, kinds.POD, slim=lambda p: kept_pod(target.fleet, p))
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=c.run, args=(self._stop,), name=f"watch-{target.name}-{c.kind.plural}", daemon=True)
+            for c in (self.nodes, self.pods)
+        ]  # fmt: skip
+        for thread in self._threads:
+            thread.start()
+
+    def why_not(self) -> str:
+        """Why the caches may not be read now ("" when they may)."""
+        failing = [f"{c.kind.plural}: {c.error}" for c in (self.nodes, self.pods) if c.error]
+        if failing:
+            return "its watch failed (" + "; ".join(failing) + ")"
+        if not (self.nodes.current and self.pods.current):
+            return "its watch is listing again (resourceVersion expired)"
+        return ""
+
+    def wait(self, seconds: float) -> str:
+        """Wait at most `seconds` for both caches to be current; why not, else ""."""
+        deadline = time.monotonic() + seconds
+        while True:
+            why = self.why_not()
+            if not why or any(c.error for c in (self.nodes, self.pods)) or time.monotonic() >= deadline:
+                return why
+            time.sleep(0.05)
+
+    def view(self) -> View:
+        by_key = sorted(self.pods.items(), key=lambda p: informer.key_of(p))
+        nodes = sorted(self.nodes.items(), key=lambda n: n["metadata"]["name"])
+        return View(nodes, by_key, self.pods.version(), self.pods.put)
+
+    def close(self) -> None:
+        self._stop.set()
+        for cache in (self.nodes, self.pods):
+            cache.close()
+        for thread in self._threads:
+            thread.join(JOIN)
+
+
+def _key(target: connect.Target) -> tuple[Any, ...]:
+    return (target.name, target.context, target.fleet, tuple(sorted(target.labels.items())))
+
+
+class Watches:
+    """Every configured cluster's `Watched`, started on a pass's first look and kept until `close`."""
+
+    def __init__(self, first_wait: float = SYNC_WAIT) -> None:
+        self.first_wait = first_wait
+        self._by: dict[tuple[Any, ...], Watched] = {}
+        self._lock = threading.Lock()
+
+    def view(self, target: connect.Target) -> View | str:
+        """The cluster's nodes and pods from its caches, or why the pass must list them: the caches
+        just started and did not sync within `first_wait`, or their watch is failing, or relisting."""
+        with self._lock:
+            watched = self._by.get(_key(target))
+            fresh = watched is None
+            if watched is None:
+                try:
+                    watched = Watched(target)
+                except ClusterError as err:
+                    return f"its watch could not start ({err})"
+                self._by[_key(target)] = watched
+        why = watched.wait(self.first_wait if fresh else 0.0)
+        return why or watched.view()
+
+    def get(self, cluster: str) -> Watched | None:
+        """The caches of the cluster named `cluster`, once a pass started them."""
+        with self._lock:
+            return next((w for k, w in self._by.items() if k[0] == cluster), None)
+
+    def retain(self, targets: Iterable[connect.Target]) -> None:
+        """Stop watching clusters no longer configured (or configured differently)."""
+        wanted = {_key(t) for t in targets}
+        with self._lock:
+            dropped = [self._by.pop(k) for k in [k for k in self._by if k not in wanted]]
+        for watched in dropped:
+            watched.close()
+
+    def close(self) -> None:
+        """End every watch and join its thread."""
+        self.retain(())
