@@ -14,7 +14,7 @@ from reconciler.cluster import connect, kinds, observations
 from reconciler.cluster.informer import Cache
 from tests.support import REPO
 from tests.support.agents import until
-from tests.support.clusterfleet import FAST
+from tests.support.clusterfleet import FAST, node
 from tests.support.controlplane import Cluster, write_kubeconfig
 from tests.support.controlplane.nodes import TOPOLOGY_LABELS, gpu_node, realistic
 
@@ -81,3 +81,30 @@ def test_a_production_node_is_kept_as_the_few_fields_the_agent_reads_and_a_relis
     cache.relist()
     assert told == [("DELETED", "g4")]  # the others unchanged: updated in place, told nothing
     assert all(cache.get(f"g{i}") == before[f"g{i}"] for i in range(4)) and len(cache) == 4
+
+
+def test_an_event_older_than_an_object_put_since_changes_nothing(
+    server: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.seed(node("n1"))
+    server.ensure_namespace("t")
+    monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", {"east": server})))
+    api = connect.api(connect.Target("east", "east", "acme", policy=FAST))
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "t"},
+           "spec": {"nodeName": "n1", "containers": [{"name": "w", "image": "x"}]}}  # fmt: skip
+    held: list[tuple[str, str | None]] = []  # each event taken in, and the uid the cache then holds
+
+    def uid() -> str | None:
+        return ((cache.get("p", "t") or {}).get("metadata") or {}).get("uid")
+
+    cache = Cache(api, kinds.POD, on_change=lambda _, event, obj: held.append((event, uid())))
+    api.create(kinds.POD, pod)
+    cache.relist()
+    api.delete(kinds.POD, "p", "t", grace=0)
+    until(lambda: server.get("v1", "Pod", "p", "t") is None, what="the pod to go")
+    again = api.create(kinds.POD, pod)  # its successor, under the same name
+    cache.put(again)  # as the reconciler puts what apply wrote
+    held.clear()
+    cache.watch_once(seconds=2)  # the old pod's end, then the new one's events, from the relist's version
+    assert held and {u for _, u in held} == {again["metadata"]["uid"]}  # never the old pod's DELETED
+    assert uid() == again["metadata"]["uid"]
