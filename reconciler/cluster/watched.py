@@ -6,7 +6,8 @@ One `Watched` per configured cluster: its nodes (`observations.slim_node`, decod
 `informer.Cache` on a thread of its own. A pass reads them (`Watches.view`) only when both are
 `current`: listed whole, no relist half done, the watch not failing. Otherwise it is told why, and
 observe lists as a one-shot pass does (`passes.clusters` says so): nothing acts on a half-synced
-cache. The first pass waits for the first lists (`SYNC_WAIT`); later passes do not wait.
+cache. A pass starts the watches of clusters not watched yet and waits for their first lists
+(`SYNC_WAIT`) on its own thread (`Watches.start`), so Ctrl-C ends the wait; later passes do not wait.
 
 Why a cache that lags errs on the safe side, never on the side of a pod on GPUs another pod holds
 (§7.6, issue 27 item 3): a cache is a consistent list as of its last resourceVersion, moved forward
@@ -122,27 +123,45 @@ def _key(target: connect.Target) -> tuple[Any, ...]:
 
 
 class Watches:
-    """Every configured cluster's `Watched`, started on a pass's first look and kept until `close`."""
+    """Every configured cluster's `Watched`, started by a pass (`start`) and kept until `close`."""
 
     def __init__(self, first_wait: float = SYNC_WAIT) -> None:
         self.first_wait = first_wait
         self._by: dict[tuple[Any, ...], Watched] = {}
+        self._failed: dict[tuple[Any, ...], str] = {}  # why a cluster's watch could not start this pass
         self._lock = threading.Lock()
 
+    def start(self, targets: Iterable[connect.Target]) -> None:
+        """Watch every cluster of `targets` not watched yet, stop watching the others, and wait at
+        most `first_wait` seconds for the new caches' first lists. Called on the pass's own thread,
+        so a signal (Ctrl-C) stops the wait."""
+        targets = list(targets)
+        self.retain(targets)
+        fresh: list[Watched] = []
+        with self._lock:
+            self._failed.clear()
+            for target in targets:
+                if _key(target) in self._by:
+                    continue
+                try:
+                    self._by[_key(target)] = watched = Watched(target)
+                except ClusterError as err:
+                    self._failed[_key(target)] = f"its watch could not start ({err})"
+                    continue
+                fresh.append(watched)
+        deadline = time.monotonic() + self.first_wait
+        for watched in fresh:
+            watched.wait(max(0.0, deadline - time.monotonic()))
+
     def view(self, target: connect.Target) -> View | str:
-        """The cluster's nodes and pods from its caches, or why the pass must list them: the caches
-        just started and did not sync within `first_wait`, or their watch is failing, or relisting."""
+        """The cluster's nodes and pods from its caches, or why the pass must list them: its watch
+        could not start, its caches did not sync within `first_wait`, or are failing or relisting."""
         with self._lock:
             watched = self._by.get(_key(target))
-            fresh = watched is None
-            if watched is None:
-                try:
-                    watched = Watched(target)
-                except ClusterError as err:
-                    return f"its watch could not start ({err})"
-                self._by[_key(target)] = watched
-        why = watched.wait(self.first_wait if fresh else 0.0)
-        return why or watched.view()
+            failed = self._failed.get(_key(target), "its watch has not started")
+        if watched is None:
+            return failed
+        return watched.why_not() or watched.view()
 
     def get(self, cluster: str) -> Watched | None:
         """The caches of the cluster named `cluster`, once a pass started them."""

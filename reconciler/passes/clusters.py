@@ -152,8 +152,8 @@ class Live(Configured):
             except errors.ClusterError as err:  # JournalUnreadable too: a swap unread is never planned again
                 return err
 
-        if watches is not None:
-            watches.retain(targets)
+        if watches is not None:  # on this thread: a signal ends the first pass's wait for the first lists
+            watches.start(targets)
         with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
             found = list(pool.map(one, targets))
         for name, why in sorted(listing.items()):
