@@ -4,22 +4,27 @@ The process `jobtree reconcile --interval` is, at a fixed instant: one `Kept` wi
 (the configured clusters' nodes and pods kept by watch between passes), `reconcile_once` with it,
 pass after pass, the caches closed at the end. (`--interval` follows the clock and refuses
 `--now`; a bench replays one instant so that every pass after the first has nothing to change.)
-A pass runs each time a line arrives on stdin; after each, one JSON line on stdout: its wall and
+The collector as the command line sets it (`reconciler.cli.main`'s thresholds, each pass in
+`batchgc.paused`, its apply included, as the loop wraps it). A pass runs each time a line arrives on stdin; after each, one JSON line on stdout: its wall and
 CPU seconds (the process's, the watch threads' included), the process's peak RSS so far (`VmHWM`),
-what it committed and wrote, and whether the clusters were read from their watches. Ends at EOF.
+what it committed and wrote, whether the clusters were read from their watches, and its progress
+lines with the seconds since it began. Ends at EOF.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from reconciler.cluster.watched import Watches
 from reconciler.passes.reconcile import Kept, reconcile_once
+from reconciler.perf import batchgc
 from schemas.common import parse_time
 
 
@@ -36,6 +41,11 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def stamped(lines: list[str], began: float) -> Callable[[str], None]:
+    """A pass's `say`: each progress line kept with the seconds since `began`."""
+    return lambda text: lines.append(f"[{time.perf_counter() - began:6.2f}s] {text}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.longlived", description=__doc__.splitlines()[0])
     parser.add_argument("repo")
@@ -43,13 +53,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--apply", action="store_true")
     args = parser.parse_args(argv)
     now = parse_time(args.now)
+    gc.set_threshold(100_000, 50, 100)  # as `reconciler.cli.main` sets it for every verb
     kept = Kept(watches=Watches())
     notes: list[str] = []
     try:
         for _ in sys.stdin:
             notes.clear()
             began, spent = time.perf_counter(), cpu()
-            outcome = reconcile_once(args.repo, now=now, apply=args.apply, kept=kept, say=notes.append)
+            with batchgc.paused():
+                outcome = reconcile_once(
+                    args.repo, now=now, apply=args.apply, kept=kept, say=stamped(notes, began)
+                )
             applied = outcome.applied.clusters if outcome.applied is not None else []
             print(json.dumps({
                 "seconds": round(time.perf_counter() - began, 2), "cpu": round(cpu() - spent, 2),
@@ -57,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
                 "failed": outcome.applied.failed if outcome.applied is not None else [],
                 "watched": any("from its watch" in n for n in notes),
                 "listed": [w for w in outcome.warnings if "listed its nodes and pods" in w],
+                "lines": notes,  # its progress lines, each with the seconds since it began
             }), flush=True)  # fmt: skip
     finally:
         assert kept.watches is not None
