@@ -87,11 +87,6 @@ class Cache:
         (old and new objects side by side), and its watch not failing (`error`)."""
         return self.synced.is_set() and not self._relisting and not self.error
 
-    def version(self) -> str:
-        """The resourceVersion the cache is as new as (its last list or event)."""
-        with self._lock:
-            return self._version
-
     # ------------------------------------------------------------------------ own writes
 
     def put(self, obj: Obj) -> None:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,8 +54,7 @@ class View:
 
     nodes: list[Obj]  # `observations.slim_node`, by name
     pods: list[Obj]  # by namespace and name
-    version: str  # the pod cache's resourceVersion (for the progress line)
-    wrote: Any  # the pod cache's `put`: apply's own writes, taken in at once
+    wrote: Callable[[Obj], None]  # the pod cache's `put`: apply's own writes, taken in at once
 
 
 def kept_pod(fleet: str, pod: Obj) -> Obj:
@@ -78,7 +77,6 @@ class Watched:
             shape=observations.NodeFields,
         )  # fmt: skip
         self.pods = informer.Cache(api, kinds.POD, slim=lambda p: kept_pod(target.fleet, p))
-        self.started = time.monotonic()
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=c.run, args=(self._stop,), name=f"watch-{target.name}-{c.kind.plural}", daemon=True)
@@ -92,8 +90,10 @@ class Watched:
         failing = [f"{c.kind.plural}: {c.error}" for c in (self.nodes, self.pods) if c.error]
         if failing:
             return "its watch failed (" + "; ".join(failing) + ")"
+        if not (self.nodes.synced.is_set() and self.pods.synced.is_set()):
+            return "its caches have not listed everything yet"
         if not (self.nodes.current and self.pods.current):
-            return "its watch is listing again (resourceVersion expired)"
+            return "its watch is listing again (its resourceVersion expired)"
         return ""
 
     def wait(self, seconds: float) -> str:
@@ -108,7 +108,7 @@ class Watched:
     def view(self) -> View:
         by_key = sorted(self.pods.items(), key=lambda p: informer.key_of(p))
         nodes = sorted(self.nodes.items(), key=lambda n: n["metadata"]["name"])
-        return View(nodes, by_key, self.pods.version(), self.pods.put)
+        return View(nodes, by_key, self.pods.put)
 
     def close(self) -> None:
         self._stop.set()
