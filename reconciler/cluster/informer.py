@@ -104,15 +104,12 @@ class Cache:
         """A fresh consistent list, page by page into the cache in place; what changed since the
         last one is reported as events (objects no longer listed as DELETED, at the end)."""
         listed: set[tuple[str, str]] = set()
-        version = ""
-        self._relisting = True
-        try:
-            version = self._listed(listed)
-        finally:
-            self._relisting = False
+        self._relisting = True  # left set when the list fails: a relist half done is no snapshot
+        version = self._listed(listed)
         with self._lock:
             gone = [self.objects.pop(k) for k in [k for k in self.objects if k not in listed]]
             self._version = version
+            self._relisting = False
         for obj in gone:
             self._tell("DELETED", obj)
         self.synced.set()

@@ -194,3 +194,25 @@ def test_the_pods_a_pass_creates_are_in_its_cache_at_once_so_the_next_pass_write
     again = reconcile_once(fleet.path, now=T0 + 120, push=True, apply=True, kept=kept)
     assert again.applied is not None and again.applied.failed == []
     assert server.requests.writes(since=mark) == []  # nothing created twice
+
+
+def test_a_pass_while_the_watch_lists_again_lists_itself_and_says_so(
+    fleet: ClusterFleet, server: Cluster, kept: Kept
+) -> None:
+    reconcile_once(fleet.path, now=T0, push=True, apply=True, kept=kept)
+    caches = watched(kept)
+    # the node watch, cut, resumes too late (410): its cache lists again, slowly (5 s)
+    server.faults.add(Fault.respond(410, method="GET", path="/api/v1/nodes", watch=True))
+    server.faults.add(Fault.slow(5.0, method="GET", path="/api/v1/nodes"))
+    server.proxy.partition()
+    server.proxy.heal()
+    until(lambda: "listing again" in caches.why_not(), what="the node cache to list again")
+    api(fleet).patch_node("n3", {"spec": {"unschedulable": True}})
+    mark = server.requests.mark()
+    during = reconcile_once(fleet.path, now=T0 + 60, push=True, apply=True, kept=kept)
+    assert lists(server, mark).count("/api/v1/nodes") == 1  # its own list, not the half-done cache
+    assert "jobtree: cluster east: its watch is listing again (its resourceVersion expired); this pass listed " \
+        "its nodes and pods" in during.warnings  # fmt: skip
+    assert during.commit is not None and (node_row(fleet.repo, during.commit, "n3") or {}).get("cordoned")
+    until(lambda: caches.why_not() == "", what="the node cache's list to end")
+    assert bool((caches.nodes.get("n3") or {}).get("spec", {}).get("unschedulable"))
