@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from planner.reasons import Role
@@ -98,7 +99,7 @@ def family_order(budgets: Iterable[Budget]) -> Callable[[str], list[str]]:
         rest: list[str] = []  # the rest by distance, then name: one breadth-first level at a time
         reached, level = {owner}, {owner}
         while level:
-            level = set().union(*(adjacent.get(cur, nobody) for cur in level)) - reached
+            level = set().union(*map(adjacent.get, level, repeat(nobody))) - reached
             reached |= level
             rest += sorted(level - seen)
         cache[owner] = first + siblings + rest
@@ -137,7 +138,8 @@ class Book:
         self.window_cache: dict[int, tuple[Any, tuple[list[int], int]]] = {}  # cover's future windows
         self.window_sources_cache: dict[tuple[int, int], tuple[Any, Any, Any]] = {}  # cover.with_windows
         self.window_parts_cache: dict[tuple[int, int, float], tuple[Any, Any]] = {}  # cover._at_window
-        self.caps_cache: dict[int, tuple[Any, Any]] = {}  # cover.reach_caps
+        self.caps_cache: dict[int, tuple[Any, Any]] = {}  # cover.reach_caps, per candidate list
+        self.view_caps_cache: dict[int, tuple[Any, Any]] = {}  # cover.reach_caps, per member view
         self.sources_cache: dict[object, Any] = {}  # cover.sources' rooms, refreshed from `changes`
         self.epoch = 0  # bumped when every claim is re-derived: all cached rooms are stale
         self.changes: list[str] = []  # envelopes whose claims changed within this epoch, in order
@@ -227,6 +229,19 @@ class Book:
         if category == FAMILY:
             self.held_family[env_key] += gpus
         self.add(env_key, category, gpus)
+
+    def rooms_of(
+        self, asked: Iterable[tuple[int, Env, str]], lookahead_hours: float
+    ) -> Iterator[tuple[int, int]]:
+        """(position, `room`) of each (position, envelope, class) asked: the memo read inline, as a
+        long source list refreshed in the line asks for many rooms, most of them remembered."""
+        memo, touched, epoch = self._rooms, self.touched, self.epoch
+        for i, env, category in asked:
+            hit = None if env.caps else memo.get((env.key, category, lookahead_hours))
+            if hit is not None and hit[0] == epoch and hit[1] == touched[env.key]:
+                yield i, hit[2]
+            else:
+                yield i, self.room(env, category, lookahead_hours)
 
     def room(self, env: Env, category: str, lookahead_hours: float) -> int:
         """`headroom`, remembered until this envelope's claims change (or every claim is re-derived)."""

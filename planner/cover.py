@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import compress
 
 from planner.accounting import FAMILY, LOAN, OWN, Book, Env
-from planner.pack import DomainIndex, Indexed, Source, rooms
+from planner.pack import DomainIndex, Indexed, Source, every_nodes, rooms
 from planner.reasons import FUNDING_REMEDY, Remedy, Wait, wait_text
-from planner.topology import Topology
+from planner.topology import Members, Topology
 from schemas.run import Run
 
 
@@ -121,11 +122,10 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> Sou
         index = hit.index
         dirty = {index[k] for k in book.changed_since(hit.seen) if k in index} | set(hit.capped)
     hit.seen = len(book.changes)
-    rooms = {
-        i: book.room(hit.out[i].env, hit.out[i].category, lookahead_hours) if hit.out[i].nodes else 0
-        for i in dirty
-    }
-    if all(hit.out[i].room == room for i, room in rooms.items()):
+    was, out = hit.out.rooms, hit.out
+    asked = ((i, out[i].env, out[i].category) for i in dirty if out[i].nodes)  # no nodes: no room, ever
+    rooms = {i: room for i, room in book.rooms_of(asked, lookahead_hours) if room != was[i]}
+    if not rooms:
         return hit.out
     items = list(hit.out)
     kept = list(hit.out.rooms)
@@ -133,8 +133,6 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> Sou
     paid_own, paid_loans = hit.out.paying
     for i, room in rooms.items():
         src = items[i]
-        if room == src.room:
-            continue
         if src.category == LOAN:
             loans += room - src.room
             paid_loans += max(0, room) - max(0, src.room)
@@ -240,15 +238,20 @@ class SourceList(list[Source]):
             self.own, self.loans, self.nodesets = own, loans, tuple(with_room)
             return
         self.own, self.loans, nodesets = totals
-        self.nodesets = nodesets if nodesets is not None else tuple(s.nodes for s in self if s.room > 0)
+        if nodesets is None:  # picked out of every source's node set by room, in C: the list is long
+            nodesets = tuple(compress(every_nodes(self), map(_ZERO.__lt__, self.rooms)))
+        self.nodesets = nodesets
 
     @property
     def nonzero(self) -> list[int]:
         """Positions of the sources whose room is not zero, in order: the only ones that fund or,
         overdrawn, count (most of a long family list has nothing left; worked out once per list)."""
         if self._nonzero is None:
-            self._nonzero = [i for i, r in enumerate(self.rooms) if r]
+            self._nonzero = list(compress(range(len(self.rooms)), self.rooms))
         return self._nonzero
+
+
+_ZERO = 0  # `_ZERO.__lt__(room)`: the room is positive
 
 
 @dataclass(slots=True)
@@ -270,6 +273,16 @@ def reach_caps(book: Book, topo: Topology, run: Run) -> Reach:
     if hit is None or hit[0] is not cands:
         sets = [_env_nodes(topo, env) for env, _ in cands]
         view = topo.member_view(tuple(sets))  # capacity that exists: cordoned nodes come back
+        hit = book.caps_cache[id(cands)] = (cands, _view_reach(book, topo, view))
+    reach: Reach = hit[1]
+    return reach
+
+
+def _view_reach(book: Book, topo: Topology, view: Members) -> Reach:
+    """The GPUs present per domain of a member view (remembered per view: many candidate lists
+    select the same nodes)."""
+    hit = book.view_caps_cache.get(id(view))
+    if hit is None or hit[0] is not view:
         caps = {
             d: total
             for d, ns in view.by_domain.items()
@@ -277,7 +290,7 @@ def reach_caps(book: Book, topo: Topology, run: Run) -> Reach:
                 total := topo.domain_present[d] if d in view.full else sum(n.gpus for n in ns if not n.fenced)
             )
         }
-        hit = book.caps_cache[id(cands)] = (cands, Reach(caps, sorted(caps.values(), reverse=True)))
+        hit = book.view_caps_cache[id(view)] = (view, Reach(caps, sorted(caps.values(), reverse=True)))
     reach: Reach = hit[1]
     return reach
 

@@ -7,6 +7,7 @@ When it can start and whom it may cut are `outlook`'s; it cuts and starts nothin
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -93,7 +94,7 @@ def scope(
         def eligible(d: str) -> bool:
             return d in cap and d not in claimed and room_in(d) >= need
 
-        near = purse.nearest(need, eligible, keep, avail, cap, view.by_cap)  # a chunk ranks by its first GPU
+        near = purse.nearest(need, eligible, keep, avail, view)  # a chunk ranks by its first GPU
         if near is not None:
             return near
         fits = _first(eligible, keep, avail.items(), cap, view.by_cap)  # by the scope's order alone
@@ -211,14 +212,13 @@ class _Purse:
         eligible: Callable[[str], bool],
         keep: Sequence[str],
         avail: Unheld,
-        cap: dict[str, int],
-        by_cap: Sequence[str],
+        view: Members,
     ) -> str | None:
         """The eligible domain of the best rank (the source at which what the sources pay there first
         covers `target` GPUs), then by the scope's order: a domain it keeps (`keep`, in order), most
-        available GPUs (`avail`: positive counts only), most capacity (`by_cap`'s order), key."""
+        available GPUs (`avail`: positive counts only), most capacity (`view.by_cap`'s order), key."""
         for classes, newly in covering(self.topo, self.sources, self.left, target, self.borrow):
-            d = _best_of(classes, newly, eligible, keep, avail, cap, by_cap)
+            d = _best_of(classes, newly, eligible, keep, avail, view)
             if d is not None:
                 return d
         return None
@@ -230,15 +230,19 @@ def _best_of(
     eligible: Callable[[str], bool],
     keep: Sequence[str],
     avail: Unheld,
-    cap: dict[str, int],
-    by_cap: Sequence[str],
+    view: Members,
 ) -> str | None:
-    """The first eligible domain of these classes in the scope's order (`_Purse.nearest`)."""
-    chosen, class_of = set(newly), classes.class_of
+    """The first eligible domain of these classes in the scope's order (`_Purse.nearest`); by
+    capacity, only the classes' own domains are walked (`Members.by_cap_within`)."""
+    chosen, class_of, cap = set(newly), classes.class_of, view.cap
 
     def ok(d: str) -> bool:
         return class_of.get(d) in chosen and eligible(d)
 
+    if len(newly) == 1:
+        by_cap: Iterable[str] = view.by_cap_within(classes, newly[0])
+    else:
+        by_cap = heapq.merge(*(view.by_cap_within(classes, c) for c in newly), key=lambda d: (-cap[d], d))
     return _first(ok, keep, in_classes(classes, newly, avail), cap, by_cap)
 
 
@@ -247,7 +251,7 @@ def _first(
     keep: Sequence[str],
     available: Iterable[tuple[str, int]],
     cap: dict[str, int],
-    by_cap: Sequence[str],
+    by_cap: Iterable[str],
 ) -> str | None:
     """The first domain `ok` takes in the scope's order: a domain it keeps (`keep`, in order), most
     available GPUs (`available`: every domain with a positive count, or more), most capacity

@@ -384,15 +384,25 @@ def _nearest(cur: _Cursor, need: int) -> Iterator[str]:
     """Domains in pack-to-empty order: walk the sources in cover order, adding up what each can pay
     in every domain it reaches; a domain's rank is the source at which that first covers the group
     (with its spares; a chunk, from its first GPU). Domains of one rank come by most free GPUs,
-    then key. Lazy: a group mostly lands in a domain of the first source."""
-    free = cur.free
+    then key. Lazy: a group mostly lands in a domain of the first source.
+
+    Only the domains that hold the group are looked at (`fits`, picked out once): a class's other
+    domains are never yielded, so the walk does not look through them at every source, and it
+    stops once every domain that fits has been yielded (no later source can yield another)."""
+    fits = {d: v for d, v in cur.free.items() if v >= need}  # `cur.free` does not move while this runs
     borrow_left = None if cur.req.max_borrow is None else cur.req.max_borrow - cur.borrowed
+    left = len(fits)
+    if not left:
+        return
     for classes, newly in covering(cur.topo, cur.req.sources, cur.room, need, borrow_left):
-        batch = [(-v, d) for d, v in in_classes(classes, newly, free) if v >= need]
+        batch = [(-v, d) for d, v in in_classes(classes, newly, fits)]
         if batch:
             best = min(batch)
             yield best[1]
             yield from (d for _, d in sorted(b for b in batch if b != best))
+            left -= len(batch)
+            if not left:
+                return
 
 
 def in_classes(

@@ -88,6 +88,20 @@ class Members:
     cap: dict[str, int]  # usable member GPUs per domain
     by_cap: list[str]  # member domains by most capacity, then name
     sets: object  # keeps the node sets alive so their ids stay unique while cached
+    _class_order: dict[tuple[int, int], list[str]] = field(default_factory=dict)
+
+    def by_cap_within(self, classes: ReachClasses, c: int) -> list[str]:
+        """The member domains of one reach class in `by_cap`'s order (remembered per class: the
+        topology keeps its reach classes for the pass, so their ids stay unique). A walk by
+        capacity over one class, not over every member domain."""
+        key = (id(classes), c)
+        hit = self._class_order.get(key)
+        if hit is None:
+            cap = self.cap
+            hit = self._class_order[key] = sorted(
+                (d for d in classes.domains[c] if d in cap), key=lambda d: (-cap[d], d)
+            )
+        return hit
 
 
 class Topology:
