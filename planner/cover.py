@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import compress
+from itertools import chain, compress, repeat
 
 from planner.accounting import FAMILY, LOAN, OWN, Book, Env
-from planner.pack import DomainIndex, Indexed, Source, every_nodes, rooms
+from planner.pack import DomainIndex, Indexed, Source, every_nodes, positive, rooms
 from planner.reasons import FUNDING_REMEDY, Remedy, Wait, wait_text
 from planner.topology import Members, Topology
 from schemas.run import Run
@@ -73,9 +73,10 @@ def _own_and_family(book: Book, owner: str, flavor: str) -> list[tuple[Env, str]
         return hit
     out = [(env, OWN) for env in book.by_owner.get(owner, []) if env.flavor == flavor]
     shared = _shared(book, flavor)
-    for rel in book.relatives(owner):
-        if rel != owner and rel in shared:
-            out += shared[rel]
+    relatives = book.relatives(owner)  # the whole DAG: joined by builtins, not a loop per relative
+    if owner in relatives:
+        relatives = [rel for rel in relatives if rel != owner]
+    out += chain.from_iterable(map(shared.get, relatives, repeat(())))
     book.family_cache[key] = out
     return out
 
@@ -239,7 +240,7 @@ class SourceList(list[Source]):
             return
         self.own, self.loans, nodesets = totals
         if nodesets is None:  # picked out of every source's node set by room, in C: the list is long
-            nodesets = tuple(compress(every_nodes(self), map(_ZERO.__lt__, self.rooms)))
+            nodesets = tuple(compress(every_nodes(self), positive(self.rooms)))
         self.nodesets = nodesets
 
     @property
@@ -249,9 +250,6 @@ class SourceList(list[Source]):
         if self._nonzero is None:
             self._nonzero = list(compress(range(len(self.rooms)), self.rooms))
         return self._nonzero
-
-
-_ZERO = 0  # `_ZERO.__lt__(room)`: the room is positive
 
 
 @dataclass(slots=True)

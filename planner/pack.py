@@ -9,6 +9,8 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, compress, repeat
+from operator import add, itemgetter, sub
 
 from planner.accounting import LOAN, Env
 from planner.topology import Node, ReachClasses, Topology
@@ -105,7 +107,7 @@ class _Cursor:
             return False
         _, room, borrowed = found
         self._aside.append(
-            (domain, gpus, [a - b for a, b in zip(self.room, room, strict=True)], borrowed - self.borrowed)
+            (domain, gpus, list(map(sub, self.room, room)), borrowed - self.borrowed)  # per source, in C
         )
         self.room, self.borrowed = room, borrowed
         self.free[domain] -= gpus
@@ -115,7 +117,7 @@ class _Cursor:
     def give_back(self) -> None:
         """What `set_aside` kept, free again for the spares themselves."""
         for domain, gpus, rooms, borrowed in self._aside:
-            self.room = [a + b for a, b in zip(self.room, rooms, strict=True)]
+            self.room = list(map(add, self.room, rooms))
             self.borrowed -= borrowed
             self.free[domain] = self.free.get(domain, 0) + gpus
         self._aside.clear()
@@ -179,6 +181,8 @@ class _Cursor:
             nodes.sort(key=_pack_order)
         sources = self.req.sources
         reach = domain_sources(self.topo, sources, domain) if not fill else []
+        if reach:  # only sources with room now pay (rooms only fall here): picked out once, in C
+            reach = list(compress(reach, positive(map(room.__getitem__, map(itemgetter(0), reach)))))
         first, last = 0, len(reach)  # reach[:first] have no room left (rooms only fall here)
         max_borrow = self.req.max_borrow
         for avail, name, node in nodes:
@@ -212,6 +216,12 @@ class _Cursor:
         if left > 0 and not (partial and pieces):
             return None
         return pieces, room, borrowed
+
+
+def positive(values: Iterable[int]) -> Iterator[bool]:
+    """Whether each value is above zero, by builtins: a mask for `itertools.compress` over a long
+    list (a source list's rooms), with no Python step per value."""
+    return map((0).__lt__, values)
 
 
 def unheld(free: dict[str, int], held: dict[str, int]) -> dict[str, int]:
@@ -375,34 +385,46 @@ def _choose(
 
 
 def _by_free(free: dict[str, int], need: int) -> Iterator[str]:
-    """Domains holding `need` by most free GPUs, ties by key (fill, which no envelope pays for)."""
-    for _, d in sorted((-v, d) for d, v in free.items() if v >= need):
-        yield d
+    """Domains holding `need` by most free GPUs, ties by key (fill, which no envelope pays for).
+    The first found by builtins, the rest sorted only if a second one is asked for."""
+    top = max(free.values(), default=0)
+    if top < need:
+        return
+    first = min(compress(free, map(top.__eq__, free.values())))
+    yield first
+    yield from (d for _, d in sorted((-v, d) for d, v in free.items() if v >= need and d != first))
 
 
 def _nearest(cur: _Cursor, need: int) -> Iterator[str]:
     """Domains in pack-to-empty order: walk the sources in cover order, adding up what each can pay
     in every domain it reaches; a domain's rank is the source at which that first covers the group
     (with its spares; a chunk, from its first GPU). Domains of one rank come by most free GPUs,
-    then key. Lazy: a group mostly lands in a domain of the first source.
-
-    Only the domains that hold the group are looked at (`fits`, picked out once): a class's other
-    domains are never yielded, so the walk does not look through them at every source, and it
-    stops once every domain that fits has been yielded (no later source can yield another)."""
-    fits = {d: v for d, v in cur.free.items() if v >= need}  # `cur.free` does not move while this runs
+    then key. Lazy: a group mostly lands in a domain of the first source, so the best of a rank is
+    found in C (`_most_free`) and the rest of the rank sorted only if a second one is asked for."""
+    free = cur.free
     borrow_left = None if cur.req.max_borrow is None else cur.req.max_borrow - cur.borrowed
-    left = len(fits)
-    if not left:
-        return
     for classes, newly in covering(cur.topo, cur.req.sources, cur.room, need, borrow_left):
-        batch = [(-v, d) for d, v in in_classes(classes, newly, fits)]
-        if batch:
-            best = min(batch)
-            yield best[1]
-            yield from (d for _, d in sorted(b for b in batch if b != best))
-            left -= len(batch)
-            if not left:
-                return
+        best = _most_free(classes, newly, free, need)
+        if best is not None:
+            yield best
+            rest = [(-v, d) for d, v in in_classes(classes, newly, free) if v >= need and d != best]
+            yield from (d for _, d in sorted(rest))
+
+
+def _most_free(classes: ReachClasses, newly: list[int], free: dict[str, int], need: int) -> str | None:
+    """The domain of these classes with the most free GPUs, at least `need`, then the least key.
+    Each class's domains are looked up and compared by builtins: a class spans a cluster's domains,
+    and a Python loop over them for every group placed grew with the fleet."""
+    best: tuple[int, str] | None = None
+    for c in newly:
+        domains = classes.domains[c]
+        counts = list(map(free.get, domains, repeat(0)))
+        top = max(counts, default=0)
+        if top >= need:
+            found = (-top, min(compress(domains, map(top.__eq__, counts))))
+            if best is None or found < best:
+                best = found
+    return best[1] if best is not None else None
 
 
 def in_classes(
@@ -458,16 +480,10 @@ def reach_index(topo: Topology, sources: Sequence[Source]) -> tuple[list[dict[st
     index: DomainIndex | None = getattr(sources, "by_domain", None)
     if index is not None and index.reaches is not None:
         return index.reaches
-    reaches: list[dict[str, bool]] = []
-    at: list[int] = []
-    seen: dict[int, int] = {}
-    for src in sources:
-        reach = _reach(topo, src)
-        j = seen.get(id(reach))
-        if j is None:
-            j = seen[id(reach)] = len(reaches)
-            reaches.append(reach)
-        at.append(j)
+    reach_of = [src.reach or topo.coverage(src.nodes) for src in sources]  # `_reach`, inline
+    numbered: dict[int, int] = {}  # id of a reach -> its position among the distinct ones
+    at = [numbered.setdefault(r, len(numbered)) for r in map(id, reach_of)]
+    reaches = list({id(r): r for r in reach_of}.values())  # in the order first seen, as numbered
     if index is not None:
         index.reaches = (reaches, at)
     return reaches, at
@@ -506,12 +522,14 @@ class DomainIndex:
 
     def positions(self, topo: Topology, sources: Sequence[Source], domain: str) -> list[tuple[int, bool]]:
         hit = self.hits.get(domain)
-        if hit is None:
-            hit = self.hits[domain] = sorted(
-                (i, whole)
+        if hit is None:  # each node set's positions ascend: paired and merged by builtins
+            parts = [
+                zip(at, repeat(whole))
                 for reach, at in self._node_sets(topo, sources)
                 if (whole := reach.get(domain)) is not None
-                for i in at
+            ]
+            hit = self.hits[domain] = (
+                list(parts[0]) if len(parts) == 1 else sorted(chain.from_iterable(parts))
             )
         return hit
 
