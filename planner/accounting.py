@@ -230,18 +230,11 @@ class Book:
             self.held_family[env_key] += gpus
         self.add(env_key, category, gpus)
 
-    def rooms_of(
-        self, asked: Iterable[tuple[int, Env, str]], lookahead_hours: float
-    ) -> Iterator[tuple[int, int]]:
-        """(position, `room`) of each (position, envelope, class) asked: the memo read inline, as a
-        long source list refreshed in the line asks for many rooms, most of them remembered."""
-        memo, touched, epoch = self._rooms, self.touched, self.epoch
-        for i, env, category in asked:
-            hit = None if env.caps else memo.get((env.key, category, lookahead_hours))
-            if hit is not None and hit[0] == epoch and hit[1] == touched[env.key]:
-                yield i, hit[2]
-            else:
-                yield i, self.room(env, category, lookahead_hours)
+    def room_memo(self) -> tuple[dict[tuple[str, str, float], tuple[int, int, int]], dict[str, int], int]:
+        """`room`'s memo, for a caller reading many rooms in one loop: (envelope, class, lookahead)
+        -> (epoch, changes to the envelope's claims, room), current when both match `touched` and
+        `epoch` here. Read only; an envelope under aggregate caps is never remembered (`room`)."""
+        return self._rooms, self.touched, self.epoch
 
     def room(self, env: Env, category: str, lookahead_hours: float) -> int:
         """`headroom`, remembered until this envelope's claims change (or every claim is re-derived)."""

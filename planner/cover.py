@@ -123,9 +123,7 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> Sou
         index = hit.index
         dirty = {index[k] for k in book.changed_since(hit.seen) if k in index} | set(hit.capped)
     hit.seen = len(book.changes)
-    was, out = hit.out.rooms, hit.out
-    asked = ((i, out[i].env, out[i].category) for i in dirty if out[i].nodes)  # no nodes: no room, ever
-    rooms = {i: room for i, room in book.rooms_of(asked, lookahead_hours) if room != was[i]}
+    rooms = _moved(book, hit.out, dirty, lookahead_hours)
     if not rooms:
         return hit.out
     items = list(hit.out)
@@ -153,6 +151,28 @@ def sources(book: Book, topo: Topology, run: Run, lookahead_hours: float) -> Sou
         None if zeroed else hit.out._nonzero,
     )
     return hit.out
+
+
+def _moved(book: Book, srcs: SourceList, dirty: Iterable[int], lookahead_hours: float) -> dict[int, int]:
+    """Position -> room now, of the `dirty` positions whose room moved. One loop with the book's
+    room memo read inline: a long list is refreshed by many envelopes changed since it was read,
+    most of them with their room already worked out for another list."""
+    was = srcs.rooms
+    memo, touched, epoch = book.room_memo()
+    moved: dict[int, int] = {}
+    for i in dirty:
+        src = srcs[i]
+        if not src.nodes:  # no nodes: no room, ever
+            continue
+        env, category = src.env, src.category
+        hit = None if env.caps else memo.get((env.key, category, lookahead_hours))
+        if hit is not None and hit[0] == epoch and hit[1] == touched[env.key]:
+            room = hit[2]
+        else:
+            room = book.room(env, category, lookahead_hours)
+        if room != was[i]:
+            moved[i] = room
+    return moved
 
 
 def _sources(
