@@ -412,9 +412,13 @@ def _nearest(cur: _Cursor, need: int) -> Iterator[str]:
 
 
 def _most_free(classes: ReachClasses, newly: list[int], free: dict[str, int], need: int) -> str | None:
-    """The domain of these classes with the most free GPUs, at least `need`, then the least key.
-    Each class's domains are looked up and compared by builtins: a class spans a cluster's domains,
-    and a Python loop over them for every group placed grew with the fleet."""
+    """The domain of these classes with the most free GPUs, at least `need`, then the least key;
+    from whichever is shorter, like `in_classes`: the domains with free GPUs (a full fleet has
+    few), or the classes' domains, looked up and compared by builtins (a class spans a cluster)."""
+    if len(free) <= sum(len(classes.domains[c]) for c in newly):
+        chosen, class_of = set(newly), classes.class_of
+        fits = [(-v, d) for d, v in free.items() if v >= need and class_of.get(d) in chosen]
+        return min(fits)[1] if fits else None
     best: tuple[int, str] | None = None
     for c in newly:
         domains = classes.domains[c]
