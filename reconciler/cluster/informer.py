@@ -9,7 +9,8 @@ them. Every change is handed to `on_change(kind, type, obj)` (the object as kept
 so the agent reacts to a fence within one event, not one poll. A reader's own writes go in at
 once (`put`, `drop`), ahead of their watch events, so a decision never reads a state it already
 changed; an event older than what is kept (a resourceVersion lower than the kept object's: the
-old pod's deletion arriving after its successor was put) changes nothing. `current` says whether
+old pod's deletion arriving after its successor was put) changes nothing, nor does a write's answer
+older than an event already kept (another writer's change just after it). `current` says whether
 the cache may be read as a snapshot: listed whole, no relist half done, its watch not failing.
 `close` ends the watch stream it is reading, so a stopped `run` returns at once. Decides
 nothing; writes nothing to the cluster.
@@ -82,6 +83,12 @@ class Cache:
         return len(self.objects)
 
     @property
+    def served(self) -> bool:
+        """Whether the last list found its kind served (a kind whose CRD is not installed lists
+        empty, with no version to watch from, and is tried again after a pause)."""
+        return bool(self._version)
+
+    @property
     def current(self) -> bool:
         """Whether the cache is a snapshot to act on: listed whole once, no relist half way through
         (old and new objects side by side), and its watch not failing (`error`)."""
@@ -90,9 +97,12 @@ class Cache:
     # ------------------------------------------------------------------------ own writes
 
     def put(self, obj: Obj) -> None:
+        """A reader's own write, as the server answered it; never over a newer one kept (an event the
+        watch brought between the write and this call: another writer's change after it)."""
         kept = self.slim(obj)
         with self._lock:
-            self.objects[key_of(kept)] = kept
+            if not _older(kept, self.objects.get(key_of(kept))):
+                self.objects[key_of(kept)] = kept
 
     def drop(self, name: str, namespace: str = "") -> None:
         with self._lock:

@@ -13,7 +13,8 @@ take them are named (apply re-creates them). A cluster that lists no GPU node wh
 open on nodes last seen there is not taken at its word (a kubeconfig context pointing at another
 cluster would otherwise fail every run): `Unreachable`. A long-lived reconciler hands in its
 watch-fed caches instead (`cached`, a `watched.View`): the same nodes and pods, cut the same way,
-read in the same order, with no list sent (see `watched` for why a cache that lags is safe).
+read in the same order, with no list sent (see `watched` for why a cache that lags is safe); its
+mirrors and Services go to apply as they are (`Listed.owned`), read when apply reads what is live.
 Writes nothing; commits nothing.
 """
 
@@ -44,7 +45,10 @@ class Listed:
 
     nodes: dict[str, Obj]
     pods: dict[kinds.Key, Obj]
-    wrote: Callable[[Obj], None] | None = None  # the cache these came from: apply's pod writes go in at once
+    wrote: Callable[[Obj], None] | None = None  # the caches these came from: apply's writes go in at once
+    owned: Callable[[], dict[kinds.Key, Obj] | str] | None = (
+        None  # the mirrors and Services cached, or why not
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +125,10 @@ def observe(
     healthy = {n.name for n in nodes if not is_fenced(n, now, grace)}
     schedulable = {n.name for n in nodes if n.name in healthy and n.ready and not n.cordoned}
     events, missing = observations.workload(mine, leases, healthy, schedulable)
-    listed = Listed({n["metadata"]["name"]: n for n in raw_nodes}, applied, cached.wrote if cached else None)
+    listed = Listed(
+        {n["metadata"]["name"]: n for n in raw_nodes}, applied, cached.wrote if cached else None,
+        cached.owned if cached else None,
+    )  # fmt: skip
     return Observation(
         target.name, tuple(nodes), tuple(events), tuple(problems), tuple(missing), api.counts.reads, listed
     )

@@ -11,7 +11,9 @@ where its old self could not be deleted). The mirrors and Services are listed fr
 server's watch cache (for custom resources several times sooner than etcd read page by page), as
 new at least as the namespaces' list that starts the read (`resourceVersionMatch=NotOlderThan`):
 every write made before apply began reading is in it, as in a list read from etcd. Those lists
-are sent at once, a kind each.
+are sent at once, a kind each; a long-lived reconciler reads them from its caches instead when
+they are current (`Listed.owned`; why a lagging one costs at most a write sent twice or a pass
+late: `watched`), and every object a write was answered with goes into them at once.
 
 Order: the CRDs (then wait until established), the tenant namespaces, the mirrors, then the
 deletions (prunes, and pods to replace), then `rendered/<cluster>/`, the cordons, and last the
@@ -70,6 +72,7 @@ class Applied:
     refused: bool = False  # nothing sent: the journal could not be read (a swap must not be undone)
     folded: list[str] = field(default_factory=list)  # journal entries marked Folded, and deleted, after
     entries: list[Obj] = field(default_factory=list)  # the journal as read before the writes (for the fold)
+    listed: str = ""  # why its mirrors and Services were listed, not read from the pass's caches
     unchanged: int = 0
     reads: int = 0
     writes: int = 0
@@ -104,10 +107,12 @@ class Applied:
         )
 
 
-def read_live(api: Api, crd_names: Iterable[str], listed: Listed | None = None) -> Live:
+def read_live(api: Api, crd_names: Iterable[str], listed: Listed | None = None) -> tuple[Live, str]:
     """Jobtree's CRDs (each read by name: the reconcile role may touch no other), the namespaces,
     the nodes, and every object any fleet's jobtree applied; the nodes and pods as `listed` holds
-    them when given (what this pass observed: not listed again)."""
+    them when given (what this pass observed: not listed again), and the mirrors and Services from
+    its caches when it has them and they are current. With why they were listed though the pass
+    has caches ("" when read from them, or when it has none)."""
     crds = [c for c in (api.get(kinds.CRD, name) for name in sorted(crd_names)) if c is not None]
     spaces, version = api.list_all(kinds.NAMESPACE, keep=lambda n: n["metadata"]["name"])
     if listed is not None:
@@ -123,7 +128,10 @@ def read_live(api: Api, crd_names: Iterable[str], listed: Listed | None = None) 
         for kind in kinds.OWNED
         if kind.api_version == "v1" or f"{kind.plural}.{kind.api_version.split('/')[0]}" in crd_names
     ]  # a kind whose CRD is not there yet: nothing of it can exist
-    fetched = [kind for kind in served if not (kind == kinds.POD and listed is not None)]
+    cached = listed.owned() if listed is not None and listed.owned is not None else ""
+    fetched = [
+        kind for kind in served if not (kind == kinds.POD and listed is not None) and isinstance(cached, str)
+    ]
     with ThreadPoolExecutor(max_workers=max(1, len(fetched))) as pool:  # every kind's list at once
         # jobtree's own objects but pods from the watch cache, as new as the namespaces' list at least
         found = pool.map(
@@ -134,9 +142,14 @@ def read_live(api: Api, crd_names: Iterable[str], listed: Listed | None = None) 
             fetched,
         )  # fmt: skip
         objects = {kinds.key(o): o for items in found for o in items}
+    if not isinstance(cached, str):
+        kept = {k.kind for k in served}
+        objects.update((key, o) for key, o in cached.items() if key[0] in kept)
     if listed is not None:  # pods are always served (v1)
         objects.update(listed.pods)
-    return Live({c["metadata"]["name"]: c for c in crds}, frozenset(spaces), nodes, objects)
+    return Live({c["metadata"]["name"]: c for c in crds}, frozenset(spaces), nodes, objects), (
+        cached if isinstance(cached, str) else ""
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,8 +159,8 @@ class Reading:
     api: Api
     reads: int
     writes: int
-    live: Future[Live]
-    wrote: Callable[[Obj], None] | None = None  # where the pods written go at once (`Listed.wrote`)
+    live: Future[tuple[Live, str]]  # and why its mirrors were listed though cached (`read_live`)
+    wrote: Callable[[Obj], None] | None = None  # where the objects written go at once (`Listed.wrote`)
 
 
 def reading(pool: Executor, api: Api, crd_names: Iterable[str], listed: Listed | None = None) -> Reading:
@@ -172,7 +185,7 @@ def sync(
     )
     try:
         crd_names = (c["metadata"]["name"] for c in record.crds)
-        live = early.live.result() if early is not None else read_live(api, crd_names)
+        live, out.listed = early.live.result() if early is not None else read_live(api, crd_names)
         out.entries = _journal(api, target)
         guarded = _guarded(out.entries)
         plan = changes.compare(record, target.fleet, live, guarded)
@@ -258,7 +271,7 @@ def _send(
             out.errors.append(str(err))
             ok = False
     ok = _step(api, plan.namespaces, pool_map, out) & ok
-    ok = _step(api, plan.mirrors, pool_map, out) & ok
+    ok = _step(api, plan.mirrors, pool_map, out, wrote=wrote) & ok
     # deletions before creations: a deleted pod holds its GPUs (and its name) until it has terminated
     replaced = [
         Change(changes.PRUNE, c.kind, c.key, c.desired, c.live)
@@ -281,7 +294,7 @@ def _send(
     ok = _step(api, creations, pool_map, out, wrote=wrote) & ok
     ok = _step(api, plan.cordons, pool_map, out) & ok
     if ok and plan.commit is not None and not out.held:
-        _step(api, [plan.commit], pool_map, out)
+        _step(api, [plan.commit], pool_map, out, wrote=wrote)
 
 
 RESTORED = "RestoredFromGit"
@@ -333,14 +346,14 @@ def _rehearse(api: Api, plan: Changes, pool_map: Mapper, out: Applied) -> None:
 
 
 def _attempt(api: Api, change: Change, wrote: Callable[[Obj], None] | None = None) -> ClusterError | None:
-    """Send one change (retried inside `api`); the error that stopped it, or None. A pod the server
-    answered with (created or changed) is handed to `wrote`: a deletion never is (the pod holds its
-    GPUs until it is gone, which the cache hears from the server)."""
+    """Send one change (retried inside `api`); the error that stopped it, or None. An object the
+    server answered with (created or changed) is handed to `wrote`: a deletion never is (a pod
+    holds its GPUs until it is gone, which the cache hears from the server)."""
     try:
         answer = _write(api, change)
     except ClusterError as err:
         return err
-    if wrote is not None and answer is not None and change.kind == kinds.POD:
+    if wrote is not None and answer is not None:
         wrote(answer)
     return None
 

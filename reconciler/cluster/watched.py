@@ -1,12 +1,15 @@
-"""The long-lived reconciler's clusters (`reconcile --interval`): each one's nodes and pods kept by list-then-watch between passes, read by observe and apply instead of listed every pass.
+"""The long-lived reconciler's clusters (`reconcile --interval`): each one's nodes, pods, mirrors and Services kept by list-then-watch between passes, read by observe and apply instead of listed every pass.
 
 One `Watched` per configured cluster: its nodes (`observations.slim_node`, decoded into
-`observations.NodeFields` while listed, as observe cuts them) and every pod (jobtree's as
-`changes.as_listed` keeps them for apply, any other cut down to `observations.slim_pod`), each an
-`informer.Cache` on a thread of its own. A pass reads them (`Watches.view`) only when both are
-`current`: listed whole, no relist half done, the watch not failing. Otherwise it is told why, and
-observe lists as a one-shot pass does (`passes.clusters` says so): nothing acts on a half-synced
-cache. A pass starts the watches of clusters not watched yet and waits for their first lists
+`observations.NodeFields` while listed, as observe cuts them), every pod (jobtree's as
+`changes.as_listed` keeps them for apply, any other cut down to `observations.slim_pod`), and
+jobtree's mirrors and Services (`MIRRORED`: what `sync.read_live` lists of them, by the same
+label, cut the same way), each an `informer.Cache` on a thread of its own. A pass reads the nodes
+and pods (`Watches.view`) only when both are `current`: listed whole, no relist half done, the
+watch not failing; apply reads the mirrors and Services (`Watched.owned`, when it reads what is
+live) only when all of theirs are, and every kind was served when listed. Otherwise it is told
+why, and lists as a one-shot pass does (`passes.clusters`, `Applied.listed` say so): nothing acts
+on a half-synced cache. A pass starts the watches of clusters not watched yet and waits for their first lists
 (`SYNC_WAIT`) on its own thread (`Watches.start`), so Ctrl-C ends the wait; later passes do not wait.
 
 Why a cache that lags errs on the safe side, never on the side of a pod on GPUs another pod holds
@@ -26,6 +29,23 @@ gone (the cache keeps it, terminating or not: the safe side). An event older tha
 since (the predecessor's DELETED after a replacement was put) changes nothing (`informer`).
 Nodes: a cordon or taint the cache has not seen yet is the list taken a moment earlier; the
 commit records what was observed, and the next pass sees it.
+
+The mirrors and Services hold no GPUs; what a lag there may cost is a write, and it costs one
+sent twice or one pass late, never one lost and never a wrong prune. The cache converges on the
+server: each object as the server's events, in order, leave it, or as apply's own write was
+answered (`wrote`, put at once), whichever is newer (`informer.Cache.put` keeps an event newer
+than the answer: another writer's change just after apply's is never hidden behind it). So an
+object compared as jobtree wrote it while the server holds another writer's change (a hand edit,
+the agent's Run status or Lease mirrors, §7.4) is one whose event has not arrived: that pass writes
+nothing, the event arrives, the next pass compares it and restores it. An object compared as it was
+before a change the server already holds gets the write anyway: apply is server-side apply of the
+whole object, so a second one is idempotent. A deletion is not taken in until the server reports
+it: an object pruned (or deleted by hand, or by the agent) whose DELETED event is late is pruned
+again (the server answers 404, taken as done) or, if the record holds it, left unwritten that pass
+and created by the next. A prune names the uid the cache holds (`sync._write`): an object deleted
+and made again under its name since (the agent's Lease mirrors) answers 409, named, and is
+compared again next pass; an object the cache lacks is never pruned. What the agent protects is
+the journal's to say (`changes.compare`'s `guarded`), read by apply at its start, not cached.
 
 `Watches.close` ends every watch stream and joins the threads. Decides nothing; writes nothing to
 the cluster.
@@ -48,13 +68,18 @@ NODE_PAGE = 100  # nodes per list page: a page is held whole while it is decoded
 JOIN = 10.0  # seconds a stopped watch thread is waited for (a list page being read finishes first)
 
 
+Owned = dict[kinds.Key, Obj]
+MIRRORED = tuple(k for k in kinds.OWNED if k != kinds.POD)  # what apply reads besides pods: mirrors, Services
+
+
 @dataclass(frozen=True, slots=True)
 class View:
     """One cluster's nodes and pods as its caches hold them: as listed, in the list's order."""
 
     nodes: list[Obj]  # `observations.slim_node`, by name
     pods: list[Obj]  # by namespace and name
-    wrote: Callable[[Obj], None]  # the pod cache's `put`: apply's own writes, taken in at once
+    wrote: Callable[[Obj], None]  # `Watched.wrote`: apply's own writes, taken in at once
+    owned: Callable[[], Owned | str]  # `Watched.owned`: the mirrors and Services when apply reads them
 
 
 def kept_pod(fleet: str, pod: Obj) -> Obj:
@@ -67,7 +92,7 @@ def kept_pod(fleet: str, pod: Obj) -> Obj:
 
 
 class Watched:
-    """One cluster's nodes and pods, kept by two watch threads until `close`."""
+    """One cluster's nodes, pods, mirrors and Services, kept by a watch thread each until `close`."""
 
     def __init__(self, target: connect.Target) -> None:
         api = connect.api(target)  # its own: the pass's request counts stay the pass's
@@ -77,45 +102,78 @@ class Watched:
             shape=observations.NodeFields,
         )  # fmt: skip
         self.pods = informer.Cache(api, kinds.POD, slim=lambda p: kept_pod(target.fleet, p))
+        mine = f"{stamp.MANAGED_BY}={stamp.MANAGER}"  # what apply lists of them: jobtree's, any fleet's
+        self.mirrors = {k: informer.Cache(api, k, mine, slim=changes.as_listed) for k in MIRRORED}
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=c.run, args=(self._stop,), name=f"watch-{target.name}-{c.kind.plural}", daemon=True)
-            for c in (self.nodes, self.pods)
+            for c in self._caches()
         ]  # fmt: skip
         for thread in self._threads:
             thread.start()
 
+    def _caches(self) -> list[informer.Cache]:
+        return [self.nodes, self.pods, *self.mirrors.values()]
+
     def why_not(self) -> str:
-        """Why the caches may not be read now ("" when they may)."""
-        failing = [f"{c.kind.plural}: {c.error}" for c in (self.nodes, self.pods) if c.error]
-        if failing:
-            return "its watch failed (" + "; ".join(failing) + ")"
-        if not (self.nodes.synced.is_set() and self.pods.synced.is_set()):
-            return "its caches have not listed everything yet"
-        if not (self.nodes.current and self.pods.current):
-            return "its watch is listing again (its resourceVersion expired)"
-        return ""
+        """Why the node and pod caches may not be read now ("" when they may)."""
+        return _why_not([self.nodes, self.pods])
+
+    def owned(self) -> Owned | str:
+        """The mirrors and Services as their caches hold them now (by key), or why apply must list
+        them: as `why_not`, or a kind not served when last listed (its CRD installed since)."""
+        caches = list(self.mirrors.values())
+        why = _why_not(caches)
+        if not why and not all(c.served for c in caches):
+            why = (
+                "its caches of "
+                + ", ".join(c.kind.plural for c in caches if not c.served)
+                + " are not served yet"
+            )
+        if why:
+            return why
+        return {kinds.key(o): o for c in caches for o in c.items()}
+
+    def wrote(self, obj: Obj) -> None:
+        """An object apply wrote, as the server answered: into its kind's cache (none: nothing)."""
+        kind = kinds.of(obj)
+        cache = self.pods if kind == kinds.POD else self.mirrors.get(kind)
+        if cache is not None:
+            cache.put(obj)
 
     def wait(self, seconds: float) -> str:
-        """Wait at most `seconds` for both caches to be current; why not, else ""."""
+        """Wait at most `seconds` for every cache to be current; why the nodes' and pods' are not, else ""."""
         deadline = time.monotonic() + seconds
+        caches = self._caches()
         while True:
-            why = self.why_not()
-            if not why or any(c.error for c in (self.nodes, self.pods)) or time.monotonic() >= deadline:
-                return why
+            why = _why_not(caches)
+            if not why or any(c.error for c in caches) or time.monotonic() >= deadline:
+                return self.why_not()
             time.sleep(0.05)
 
     def view(self) -> View:
         by_key = sorted(self.pods.items(), key=lambda p: informer.key_of(p))
         nodes = sorted(self.nodes.items(), key=lambda n: n["metadata"]["name"])
-        return View(nodes, by_key, self.pods.put)
+        return View(nodes, by_key, self.wrote, self.owned)
 
     def close(self) -> None:
         self._stop.set()
-        for cache in (self.nodes, self.pods):
+        for cache in self._caches():
             cache.close()
         for thread in self._threads:
             thread.join(JOIN)
+
+
+def _why_not(caches: list[informer.Cache]) -> str:
+    """Why `caches` may not be read as a snapshot now ("" when they may)."""
+    failing = [f"{c.kind.plural}: {c.error}" for c in caches if c.error]
+    if failing:
+        return "its watch failed (" + "; ".join(failing) + ")"
+    if not all(c.synced.is_set() for c in caches):
+        return "its caches have not listed everything yet"
+    if not all(c.current for c in caches):
+        return "its watch is listing again (its resourceVersion expired)"
+    return ""
 
 
 def _key(target: connect.Target) -> tuple[Any, ...]:

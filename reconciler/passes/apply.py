@@ -92,6 +92,8 @@ class ApplyOutcome:
         out = []
         for applied in self.clusters:
             out.append(str(applied))
+            if applied.listed:  # a long-lived reconciler whose caches could not be read this pass
+                out.append(f"  {applied.listed}; this pass listed its mirrors and Services")
             if detail:
                 out += [f"  {line}" for line in applied.done]
             out += [f"  held: {line}" for line in applied.held]

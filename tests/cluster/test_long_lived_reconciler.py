@@ -20,6 +20,7 @@ import pygit2
 import pytest
 import yaml
 
+from reconciler.cluster import kinds
 from reconciler.cluster.watched import Watched, Watches
 from reconciler.git import read as gitread
 from reconciler.passes.reconcile import Kept, reconcile_once
@@ -216,3 +217,102 @@ def test_a_pass_while_the_watch_lists_again_lists_itself_and_says_so(
     assert during.commit is not None and (node_row(fleet.repo, during.commit, "n3") or {}).get("cordoned")
     until(lambda: caches.why_not() == "", what="the node cache's list to end")
     assert bool((caches.nodes.get("n3") or {}).get("spec", {}).get("unschedulable"))
+
+
+MIRRORS_API = "rq.davidlangworthy.io/v1"
+
+
+def mirror_lists(server: Cluster, mark: int) -> list[str]:
+    """The lists (not watches) of jobtree's mirrors and Services the server was sent since `mark`."""
+    return sorted(
+        r.path
+        for r in server.requests.since(mark)
+        if r.method == "GET"
+        and not r.watch
+        and (r.path.startswith(f"/apis/{MIRRORS_API}/") or r.path == "/api/v1/services")
+        and not r.path.endswith("/journalentries")
+    )
+
+
+def behind_jobtrees_back(server: Cluster, lease: str) -> None:
+    """kubectl patch run r1 (32 GPUs instead of 16), kubectl delete gpulease `lease`."""
+    server.patch(MIRRORS_API, "Run", "r1", {"spec": {"resources": {"totalGPUs": 32}}}, "t")
+    assert server.delete(MIRRORS_API, "Lease", lease, "t")
+
+
+def seen_by(caches: Watched, lease: str) -> bool:
+    run = caches.mirrors[kinds.RUN].get("r1", "t") or {}
+    return (run.get("spec") or {}).get("resources", {}).get("totalGPUs") == 32 and (
+        caches.mirrors[kinds.LEASE].get(lease, "t") is None
+    )
+
+
+def restored(server: Cluster, lease: str) -> bool:
+    run = server.get(MIRRORS_API, "Run", "r1", "t") or {}
+    return (
+        run["spec"]["resources"]["totalGPUs"] == 16
+        and server.get(MIRRORS_API, "Lease", lease, "t") is not None
+    )
+
+
+def test_mirrors_changed_behind_jobtrees_back_are_restored_from_the_watch_and_its_own_writes_are_kept_at_once(
+    fleet: ClusterFleet, server: Cluster, kept: Kept
+) -> None:
+    first = reconcile_once(fleet.path, now=T0, push=True, apply=True, kept=kept)
+    assert first.applied is not None and first.applied.failed == []
+    caches = watched(kept)
+    answered = server.get(MIRRORS_API, "Run", "r1", "t")  # as apply's write of it was answered
+    assert answered is not None
+    lease = server.list(MIRRORS_API, "Lease", "t")[0]["metadata"]["name"]
+    behind_jobtrees_back(server, lease)
+    until(
+        lambda: seen_by(caches, lease), what="the watch to bring the edited Run and the deleted Lease mirror"
+    )
+    caches.wrote(answered)  # a write's answer arriving after the hand edit's event: never kept over it
+    assert seen_by(caches, lease)
+    caches.close()  # no more events: the next passes read what the watch brought and their own writes
+    mark = server.requests.mark()
+    cached = reconcile_once(fleet.path, now=T0 + 60, push=True, apply=True, kept=kept)
+    assert cached.applied is not None and cached.applied.failed == []
+    [east] = cached.applied.clusters
+    assert mirror_lists(server, mark) == [] and east.listed == ""  # read from the caches
+    assert east.restored == ["Run t/r1"] and f"create Lease t/{lease}" in east.done
+    assert restored(server, lease)
+    mark = server.requests.mark()
+    again = reconcile_once(fleet.path, now=T0 + 120, push=True, apply=True, kept=kept)
+    assert again.applied is not None and again.applied.failed == []
+    assert server.requests.writes(since=mark) == []  # the restored mirrors were in the caches at once
+
+
+def test_a_pass_whose_mirror_cache_is_failing_lists_them_says_so_and_writes_what_a_cached_pass_writes(
+    fleet: ClusterFleet, server: Cluster, kept: Kept
+) -> None:
+    first = reconcile_once(fleet.path, now=T0, push=True, apply=True, kept=kept)
+    assert first.applied is not None and first.applied.failed == []
+    caches = watched(kept)
+    runs = f"/apis/{MIRRORS_API}/runs"
+    server.faults.add(Fault.respond(500, method="GET", path=runs, watch=True, times=None))
+    server.proxy.partition()  # every watch cut; the Run mirrors' refused when it resumes
+    server.proxy.heal()
+    until(lambda: caches.mirrors[kinds.RUN].error != "", what="the Run mirrors' watch to fail")
+    lease = server.list(MIRRORS_API, "Lease", "t")[0]["metadata"]["name"]
+    behind_jobtrees_back(server, lease)
+    mark = server.requests.mark()
+    listing = reconcile_once(fleet.path, now=T0 + 60, push=True, apply=True, kept=kept)
+    assert listing.applied is not None and listing.applied.failed == []
+    [east] = listing.applied.clusters
+    assert runs in mirror_lists(server, mark) and east.listed.startswith("its watch failed (runs: ")
+    assert f"  {east.listed}; this pass listed its mirrors and Services" in listing.applied.lines()
+    assert restored(server, lease)
+    # the fault lifted: the same edits, read from the watch, make the same writes
+    server.faults.clear()
+    until(lambda: isinstance(caches.owned(), dict), timeout=30.0, what="the Run mirrors' watch to resume")
+    behind_jobtrees_back(server, lease)
+    until(lambda: seen_by(caches, lease), what="the watch to bring the edits")
+    mark = server.requests.mark()
+    cached = reconcile_once(fleet.path, now=T0 + 120, push=True, apply=True, kept=kept)
+    assert cached.applied is not None and cached.applied.failed == []
+    [again] = cached.applied.clusters
+    assert mirror_lists(server, mark) == [] and again.listed == ""
+    assert again.done == east.done and again.restored == east.restored == ["Run t/r1"]
+    assert restored(server, lease)

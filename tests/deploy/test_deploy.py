@@ -101,10 +101,11 @@ CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] 
         (kinds.JOURNAL,),
         "",
     ),  # retention
-    # the caches (`informer`) list and watch each kind kept: `reconcile --interval` its nodes and pods
-    # (`watched`); the agent's every kind it keeps are in PLANNED (one call site, two accounts)
-    ("cluster/informer.py", "_list_into", "pages", "self.kind"): (RECONCILE, (kinds.NODE, kinds.POD), ""),
-    ("cluster/informer.py", "watch_once", "watch", "self.kind"): (RECONCILE, (kinds.NODE, kinds.POD), ""),
+    # the caches (`informer`) list and watch each kind kept: `reconcile --interval` its nodes, pods,
+    # mirrors and Services (`watched`); the agent's every kind it keeps are in PLANNED (one call site,
+    # two accounts)
+    ("cluster/informer.py", "_list_into", "pages", "self.kind"): (RECONCILE, (kinds.NODE, *kinds.OWNED), ""),
+    ("cluster/informer.py", "watch_once", "watch", "self.kind"): (RECONCILE, (kinds.NODE, *kinds.OWNED), ""),
     ("cluster/agent/main.py", "fleet_name", "serves", "kinds.FLEET"): (AGENT, (kinds.FLEET,), ""),
     ("cluster/agent/main.py", "fleet_name", "list_all", "kinds.FLEET"): (AGENT, (kinds.FLEET,), ""),
     # a swap's steps: the entry, the pods, the cordon, the Lease mirrors, the run's status
