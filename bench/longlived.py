@@ -1,14 +1,15 @@
 """One long-lived reconciler's passes, timed one by one: `python -m bench.longlived REPO --now T [--apply]`.
 
 The process `jobtree reconcile --interval` is, at a fixed instant: one `Kept` with its `Watches`
-(the configured clusters' nodes and pods kept by watch between passes), `reconcile_once` with it,
-pass after pass, the caches closed at the end. (`--interval` follows the clock and refuses
-`--now`; a bench replays one instant so that every pass after the first has nothing to change.)
-The collector as the command line sets it (`reconciler.cli.main`'s thresholds, each pass in
-`batchgc.paused`, its apply included, as the loop wraps it). A pass runs each time a line arrives on stdin; after each, one JSON line on stdout: its wall and
-CPU seconds (the process's, the watch threads' included), the process's peak RSS so far (`VmHWM`),
-what it committed and wrote, whether the clusters were read from their watches, and its progress
-lines with the seconds since it began. Ends at EOF.
+(the configured clusters' nodes, pods, mirrors and Services kept by watch between passes),
+`reconcile_once` with it, pass after pass, the caches closed at the end. (`--interval` follows the
+clock and refuses `--now`; a bench replays one instant so that every pass after the first has
+nothing to change.) The collector as the command line sets it (`reconciler.cli.main`'s thresholds,
+each pass in `batchgc.paused`, its apply included, as the loop wraps it). A pass runs each time a
+line arrives on stdin; after each, one JSON line on stdout: its wall and CPU seconds (the
+process's, the watch threads' included), the process's peak RSS so far (`VmHWM`), what it
+committed and wrote, whether the clusters were read from their watches (and why any was listed),
+and its progress lines with the seconds since it began. Ends at EOF.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
                 "rssMB": peak_mb(), "commit": outcome.commit, "writes": sum(a.writes for a in applied),
                 "failed": outcome.applied.failed if outcome.applied is not None else [],
                 "watched": any("from its watch" in n for n in notes),
-                "listed": [w for w in outcome.warnings if "listed its nodes and pods" in w],
+                "listed": [w for w in outcome.warnings if "listed its nodes and pods" in w]
+                + [f"{a.cluster}: {a.listed}" for a in applied if a.listed],
                 "lines": notes,  # its progress lines, each with the seconds since it began
             }), flush=True)  # fmt: skip
     finally:
