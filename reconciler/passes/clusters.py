@@ -6,7 +6,8 @@ swaps); a cluster that cannot be observed, or whose journal cannot be read, is p
 last observation (its `state/observed/<cluster>.yaml`), and the pass says so. Given `watches` (a
 long-lived reconciler's, `reconciler.cluster.watched`), a cluster's nodes and pods are read from
 its watch-fed caches; when they cannot be (not synced, the watch failing) it is listed as in a
-one-shot pass, and the pass says that too. `Recorded` (`jobtree plan`, provenance): the
+one-shot pass, and the pass says that too (its mirrors' and Services' caches are apply's to read
+or not, `sync.read_live`, either way). `Recorded` (`jobtree plan`, provenance): the
 clusters as a commit's `state/observed/` holds them, with the workload outcomes its ledger recorded,
 so a recomputed pass sees exactly what the pass saw. Both are the pipeline's `Cluster` and hand the
 next tree what to commit (`record`). Cordons are not applied here: they are in the state commit
@@ -19,6 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from planner.world import Failover, FleetState, NodeObs, WorkloadEvent
@@ -148,6 +150,10 @@ class Live(Configured):
                 entries = journal.unfolded(journal.read(api, target.fleet, target.name))
                 leases = journal.after(open_leases, entries)
                 seen = observe.observe(api, target, leases, known, now, grace, cached)
+                # nodes and pods listed: the mirrors' and Services' caches may still be read by apply
+                kept = watches.get(target.name) if watches is not None and cached is None else None
+                if kept is not None and seen.listed is not None:
+                    seen = replace(seen, listed=replace(seen.listed, wrote=kept.wrote, owned=kept.owned))
                 return seen, entries
             except errors.ClusterError as err:  # JournalUnreadable too: a swap unread is never planned again
                 return err

@@ -63,6 +63,13 @@ def watched(kept: Kept) -> Watched:
     return found
 
 
+def applied_once(fleet: ClusterFleet, kept: Kept) -> Watched:
+    """The first pass, pushed and applied (the watches started); its caches."""
+    first = reconcile_once(fleet.path, now=T0, push=True, apply=True, kept=kept)
+    assert first.applied is not None and first.applied.failed == []
+    return watched(kept)
+
+
 def node_row(repo: pygit2.Repository, commit: str, name: str) -> dict[str, Any] | None:
     doc = yaml.safe_load(gitread.read_file(repo, commit, "state/observed/east.yaml") or b"")
     return next((n for n in doc["nodes"] if n["name"] == name), None)
@@ -119,9 +126,7 @@ def test_node_and_pod_changes_reach_the_next_pass_through_the_watch_and_it_commi
 def test_a_watch_cut_resumes_and_one_failing_makes_the_pass_list_and_say_so(
     fleet: ClusterFleet, server: Cluster, kept: Kept
 ) -> None:
-    first = reconcile_once(fleet.path, now=T0, push=True, apply=True, kept=kept)
-    assert first.applied is not None and first.applied.failed == []
-    caches = watched(kept)
+    caches = applied_once(fleet, kept)
     # every open connection cut (the watches with them); new node watches refused by the server
     refused = server.faults.add(
         Fault.respond(500, method="GET", path="/api/v1/nodes", watch=True, times=None)
@@ -133,6 +138,7 @@ def test_a_watch_cut_resumes_and_one_failing_makes_the_pass_list_and_say_so(
     mark = server.requests.mark()
     fallen = reconcile_once(fleet.path, now=T0 + 60, push=True, apply=True, kept=kept)
     assert lists(server, mark).count("/api/v1/nodes") == 1  # listed, as a one-shot pass does
+    assert mirror_lists(server, mark) == []  # the mirrors' caches are current: read by apply still
     [said] = [w for w in fallen.warnings if "watch" in w]
     assert said.startswith("jobtree: cluster east: its watch failed (nodes: ") and said.endswith(
         "this pass listed its nodes and pods"
@@ -258,9 +264,7 @@ def restored(server: Cluster, lease: str) -> bool:
 def test_mirrors_changed_behind_jobtrees_back_are_restored_from_the_watch_and_its_own_writes_are_kept_at_once(
     fleet: ClusterFleet, server: Cluster, kept: Kept
 ) -> None:
-    first = reconcile_once(fleet.path, now=T0, push=True, apply=True, kept=kept)
-    assert first.applied is not None and first.applied.failed == []
-    caches = watched(kept)
+    caches = applied_once(fleet, kept)
     answered = server.get(MIRRORS_API, "Run", "r1", "t")  # as apply's write of it was answered
     assert answered is not None
     lease = server.list(MIRRORS_API, "Lease", "t")[0]["metadata"]["name"]
@@ -287,9 +291,7 @@ def test_mirrors_changed_behind_jobtrees_back_are_restored_from_the_watch_and_it
 def test_a_pass_whose_mirror_cache_is_failing_lists_them_says_so_and_writes_what_a_cached_pass_writes(
     fleet: ClusterFleet, server: Cluster, kept: Kept
 ) -> None:
-    first = reconcile_once(fleet.path, now=T0, push=True, apply=True, kept=kept)
-    assert first.applied is not None and first.applied.failed == []
-    caches = watched(kept)
+    caches = applied_once(fleet, kept)
     runs = f"/apis/{MIRRORS_API}/runs"
     server.faults.add(Fault.respond(500, method="GET", path=runs, watch=True, times=None))
     server.proxy.partition()  # every watch cut; the Run mirrors' refused when it resumes
