@@ -42,7 +42,9 @@ before a change the server already holds gets the write anyway: apply is server-
 whole object, so a second one is idempotent. A deletion is not taken in until the server reports
 it: an object pruned (or deleted by hand, or by the agent) whose DELETED event is late is pruned
 again (the server answers 404, taken as done) or, if the record holds it, left unwritten that pass
-and created by the next. A prune names the uid the cache holds (`sync._write`): an object deleted
+and created by the next; that pass still writes the commit's mark on the FleetConfig status,
+though the object is missing until the next pass (a prune and a re-add in two passes closer
+together than the DELETED event takes to arrive; no test makes that window). A prune names the uid the cache holds (`sync._write`): an object deleted
 and made again under its name since (the agent's Lease mirrors) answers 409, named, and is
 compared again next pass; an object the cache lacks is never pruned. What the agent protects is
 the journal's to say (`changes.compare`'s `guarded`), read by apply at its start, not cached.
