@@ -21,7 +21,6 @@ import resource
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from reconciler.cluster.watched import Watches
 from reconciler.passes.reconcile import Kept, reconcile_once
@@ -30,10 +29,7 @@ from schemas.common import parse_time
 
 
 def peak_mb() -> float:
-    """The process's peak resident set so far (VmHWM), in MB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return round(int(line.split()[1]) / 1024, 1)
+    """The process's peak resident set so far, in MB (`ru_maxrss`: on Linux the kernel's VmHWM)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
