@@ -128,12 +128,23 @@ def read_live(api: Api, crd_names: Iterable[str], listed: Listed | None = None) 
         for kind in kinds.OWNED
         if kind.api_version == "v1" or f"{kind.plural}.{kind.api_version.split('/')[0]}" in crd_names
     ]  # a kind whose CRD is not there yet: nothing of it can exist
-    cached = listed.owned() if listed is not None and listed.owned is not None else ""
-    fetched = [
-        kind for kind in served if not (kind == kinds.POD and listed is not None) and isinstance(cached, str)
-    ]
-    with ThreadPoolExecutor(max_workers=max(1, len(fetched))) as pool:  # every kind's list at once
-        # jobtree's own objects but pods from the watch cache, as new as the namespaces' list at least
+    owned = listed.owned() if listed is not None and listed.owned is not None else ""
+    if isinstance(owned, str):  # no caches, or not current (`owned` says why): listed
+        fetched = [kind for kind in served if not (kind == kinds.POD and listed is not None)]
+        objects = _list_owned(api, fetched, version)
+    else:
+        kept = {k.kind for k in served}
+        objects = {key: o for key, o in owned.items() if key[0] in kept}
+    if listed is not None:  # pods are always served (v1)
+        objects.update(listed.pods)
+    why = owned if isinstance(owned, str) else ""
+    return Live({c["metadata"]["name"]: c for c in crds}, frozenset(spaces), nodes, objects), why
+
+
+def _list_owned(api: Api, fetched: list[kinds.Kind], version: str) -> dict[kinds.Key, Obj]:
+    """Every object of `fetched` any fleet's jobtree applied, each kind's list sent at once; all but
+    pods from the watch cache, as new as the namespaces' list (`version`) at least."""
+    with ThreadPoolExecutor(max_workers=max(1, len(fetched))) as pool:
         found = pool.map(
             lambda kind: api.list_all(
                 kind, f"{stamp.MANAGED_BY}={stamp.MANAGER}", keep=changes.as_listed,
@@ -141,15 +152,7 @@ def read_live(api: Api, crd_names: Iterable[str], listed: Listed | None = None) 
             )[0],
             fetched,
         )  # fmt: skip
-        objects = {kinds.key(o): o for items in found for o in items}
-    if not isinstance(cached, str):
-        kept = {k.kind for k in served}
-        objects.update((key, o) for key, o in cached.items() if key[0] in kept)
-    if listed is not None:  # pods are always served (v1)
-        objects.update(listed.pods)
-    return Live({c["metadata"]["name"]: c for c in crds}, frozenset(spaces), nodes, objects), (
-        cached if isinstance(cached, str) else ""
-    )
+        return {kinds.key(o): o for items in found for o in items}
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,7 +75,7 @@ CALLS: dict[tuple[str, str, str, str], tuple[str, tuple[kinds.Kind, ...], str]] 
     ("cluster/sync.py", "read_live", "get", "kinds.CRD"): (RECONCILE, (kinds.CRD,), ""),  # by name
     ("cluster/sync.py", "read_live", "list_all", "kinds.NAMESPACE"): (RECONCILE, (kinds.NAMESPACE,), ""),
     ("cluster/sync.py", "read_live", "list_all", "kinds.NODE"): (RECONCILE, (kinds.NODE,), ""),
-    ("cluster/sync.py", "read_live", "list_all", "kind"): (RECONCILE, OWNED, ""),  # for kind in kinds.OWNED
+    ("cluster/sync.py", "_list_owned", "list_all", "kind"): (RECONCILE, OWNED, ""),  # for kind in kinds.OWNED
     # prune: what read_live found (owned kinds only: namespaces and CRDs are never pruned)
     ("cluster/sync.py", "_write", "delete", "kind"): (RECONCILE, OWNED, ""),
     ("cluster/sync.py", "_write", "merge_patch", "kinds.NODE"): (RECONCILE, (kinds.NODE,), ""),  # cordon
