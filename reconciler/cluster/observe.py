@@ -71,8 +71,8 @@ def observe(
     """Nodes and this fleet's pods of `target`. `leases`: the open leases of the last state commit;
     `known`: the nodes the last observation of this cluster held (where its leases are); `now` and
     `grace` (failure.notReadyGraceSeconds): which nodes have failed, whose pods' phases are the
-    failover's to act on, not workload outcomes. `cached`: the nodes and pods from a long-lived
-    reconciler's caches, read instead of listed."""
+    failover's to act on, not workload outcomes. `cached`: a long-lived reconciler's caches: its
+    nodes and pods read instead of listed when it gives them, its hooks for apply either way."""
     leases = list(leases)
     label_keys = {target.labels.get(k, k) for k in observations.TOPOLOGY_KEYS}
     mine: list[observations.PodObs] = []
@@ -90,7 +90,7 @@ def observe(
         if labels.get(stamp.MANAGED_BY) == stamp.MANAGER:
             applied[kinds.key(pod)] = changes.as_listed(pod)
 
-    if cached is not None:
+    if cached is not None and cached.nodes is not None and cached.pods is not None:
         raw_nodes = cached.nodes
         for pod in cached.pods:
             sort(pod)

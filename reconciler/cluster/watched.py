@@ -76,12 +76,14 @@ MIRRORED = tuple(k for k in kinds.OWNED if k != kinds.POD)  # what apply reads b
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """One cluster's nodes and pods as its caches hold them: as listed, in the list's order."""
+    """One cluster's caches for a pass: its nodes and pods as listed, in the list's order, when they
+    may be read (else `why` not, and the pass lists them); apply's hooks either way."""
 
-    nodes: list[Obj]  # `observations.slim_node`, by name
-    pods: list[Obj]  # by namespace and name
+    nodes: list[Obj] | None  # `observations.slim_node`, by name
+    pods: list[Obj] | None  # by namespace and name
     wrote: Callable[[Obj], None]  # `Watched.wrote`: apply's own writes, taken in at once
     owned: Callable[[], Owned | str]  # `Watched.owned`: the mirrors and Services when apply reads them
+    why: str = ""  # why the nodes and pods may not be read now ("" when they are given)
 
 
 def kept_pod(fleet: str, pod: Obj) -> Obj:
@@ -154,9 +156,14 @@ class Watched:
             time.sleep(0.05)
 
     def view(self) -> View:
-        by_key = sorted(self.pods.items(), key=lambda p: informer.key_of(p))
+        """The nodes and pods when they may be read (`why_not`), with apply's hooks either way: the
+        mirrors' and Services' caches are current or not on their own."""
+        why = self.why_not()
+        if why:
+            return View(None, None, self.wrote, self.owned, why)
+        pods = sorted(self.pods.items(), key=informer.key_of)
         nodes = sorted(self.nodes.items(), key=lambda n: n["metadata"]["name"])
-        return View(nodes, by_key, self.wrote, self.owned)
+        return View(nodes, pods, self.wrote, self.owned)
 
     def close(self) -> None:
         self._stop.set()
@@ -214,14 +221,13 @@ class Watches:
             watched.wait(max(0.0, deadline - time.monotonic()))
 
     def view(self, target: connect.Target) -> View | str:
-        """The cluster's nodes and pods from its caches, or why the pass must list them: its watch
-        could not start, its caches did not sync within `first_wait`, or are failing or relisting."""
+        """The cluster's caches (`Watched.view`), or why it has none: its watch could not start."""
         with self._lock:
             watched = self._by.get(_key(target))
             failed = self._failed.get(_key(target), "its watch has not started")
         if watched is None:
             return failed
-        return watched.why_not() or watched.view()
+        return watched.view()
 
     def get(self, cluster: str) -> Watched | None:
         """The caches of the cluster named `cluster`, once a pass started them."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from planner.world import Failover, FleetState, NodeObs, WorkloadEvent
@@ -147,14 +146,11 @@ class Live(Configured):
                 cached = watches.view(target) if watches is not None else None
                 if isinstance(cached, str):
                     listing[target.name], cached = cached, None
+                elif cached is not None and cached.why:  # listed, yet apply may read the mirrors' caches
+                    listing[target.name] = cached.why
                 entries = journal.unfolded(journal.read(api, target.fleet, target.name))
                 leases = journal.after(open_leases, entries)
-                seen = observe.observe(api, target, leases, known, now, grace, cached)
-                # nodes and pods listed: the mirrors' and Services' caches may still be read by apply
-                kept = watches.get(target.name) if watches is not None and cached is None else None
-                if kept is not None and seen.listed is not None:
-                    seen = replace(seen, listed=replace(seen.listed, wrote=kept.wrote, owned=kept.owned))
-                return seen, entries
+                return observe.observe(api, target, leases, known, now, grace, cached), entries
             except errors.ClusterError as err:  # JournalUnreadable too: a swap unread is never planned again
                 return err
 
